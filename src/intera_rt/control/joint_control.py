@@ -1,0 +1,332 @@
+"""Joint command modes of the realtime loop: position, trajectory, velocity and torque, the
+command timeout, the speed ratio and gravity compensation.
+
+The controller is a pure object: `command()` takes a JointCommand's content, `tick()` turns
+the measured state into one torque per joint for the next cycle. Time is passed in.
+
+Every mode but torque tracks a joint reference (position, velocity, acceleration) with a
+computed-torque law: u = a_ref + Kp·e + Kd·ė, τ = ID(q, q̇, u) (gravity included). Torque
+mode adds the user's torques to gravity compensation. Gravity is left out while
+suppress_gravity_compensation keeps arriving.
+"""
+import math
+from dataclasses import dataclass, field
+from enum import IntEnum
+
+import numpy as np
+
+from intera_rt.model import ARM_JOINTS
+
+DEFAULT_TIMEOUT = 0.2          # s, joint_command_timeout
+DEFAULT_SPEED_RATIO = 0.3      # set_speed_ratio
+SUPPRESS_WINDOW = 0.2          # s: suppress_* topics must arrive at ≥ 5 Hz
+LIMIT_SLACK = 1e-6             # rad a position may exceed a joint limit by (float noise)
+SETTLE_SNAP = 1e-5             # rad: the position reference lands on its target below this
+
+
+class CommandMode(IntEnum):
+    HOLD = 0            # position hold after boot, timeout or exit; not commandable
+    POSITION = 1
+    VELOCITY = 2
+    TORQUE = 3
+    TRAJECTORY = 4
+
+
+# Which JointCommand arrays each mode reads (the others may hold anything).
+_REQUIRED = {CommandMode.POSITION: ('position',), CommandMode.VELOCITY: ('velocity',),
+             CommandMode.TORQUE: ('effort',), CommandMode.TRAJECTORY: ('position',)}
+_OPTIONAL = {CommandMode.TRAJECTORY: ('velocity', 'acceleration')}
+
+
+class CommandRejected(ValueError):
+    """A JointCommand the controller refused; the message names the problem."""
+
+
+@dataclass
+class JointCommandData:
+    mode: int
+    names: list
+    position: list = field(default_factory=list)
+    velocity: list = field(default_factory=list)
+    acceleration: list = field(default_factory=list)
+    effort: list = field(default_factory=list)
+
+
+@dataclass
+class ControllerOutput:
+    torque: np.ndarray                 # to the joint boards
+    commanded_position: np.ndarray
+    commanded_velocity: np.ndarray
+    commanded_acceleration: np.ndarray
+    commanded_effort: np.ndarray
+    gravity_model_effort: np.ndarray   # model feed-forward (gravity + inertial terms)
+    gravity_only: np.ndarray
+
+
+def _trapezoid_step(p, v, target, vmax, amax, dt):
+    """One step of an online, acceleration-limited approach to `target` (per joint)."""
+    d = target - p
+    v_des = np.sign(d) * np.minimum(vmax, np.sqrt(2.0 * amax * np.abs(d)))
+    v_new = v + np.clip(v_des - v, -amax * dt, amax * dt)
+    p_new = p + 0.5 * (v + v_new) * dt
+    # Land exactly on the target instead of dithering around it.
+    done = (np.abs(target - p_new) < np.maximum(SETTLE_SNAP, amax * dt * dt)) & \
+        (np.abs(v_new) <= amax * dt)
+    overshoot = np.sign(target - p_new) != np.sign(d)
+    land = done | (overshoot & (np.abs(v_new) <= 2.0 * amax * dt))
+    p_new = np.where(land, target, p_new)
+    v_new = np.where(land, 0.0, v_new)
+    return p_new, v_new, (v_new - v) / dt
+
+
+class JointController:
+    """The arm's joint-level controller (right_j0..6)."""
+
+    def __init__(self, model, omega=40.0, zeta=1.0):
+        self.chain = model.arm
+        self.names = list(ARM_JOINTS)
+        self.index = {n: i for i, n in enumerate(self.names)}
+        lim = model.limit_arrays(self.names)
+        self.lower, self.upper = lim['lower'], lim['upper']
+        self.vel_limit, self.acc_limit = lim['velocity'], lim['accel']
+        self.effort_limit, self.armature = lim['effort'], lim['armature']
+        self.kp = np.full(7, omega * omega)
+        self.kd = np.full(7, 2.0 * zeta * omega)
+        self.timeout = DEFAULT_TIMEOUT
+        self.speed_ratio = DEFAULT_SPEED_RATIO
+        self.mode = CommandMode.HOLD
+        self._gravity_suppressed_until = -math.inf
+        n = len(self.names)
+        self.p_ref, self.v_ref, self.a_ref = np.zeros(n), np.zeros(n), np.zeros(n)
+        self.target = np.zeros(n)            # position / hold target
+        self._traj = (np.zeros(n), np.zeros(n), np.zeros(n), 0.0)   # p, v, a at time t
+        self._vel_cmd = np.zeros(n)
+        self._effort_cmd = np.zeros(n)
+        self._last_command = -math.inf
+        self.timeouts = 0
+
+    # --- configuration topics ----------------------------------------------------------
+    def set_timeout(self, seconds):
+        if not math.isfinite(seconds) or seconds <= 0.0:
+            raise CommandRejected('joint_command_timeout must be a finite number > 0, got %r' % seconds)
+        self.timeout = float(seconds)
+
+    def set_speed_ratio(self, ratio):
+        if not math.isfinite(ratio):
+            raise CommandRejected('set_speed_ratio must be finite, got %r' % ratio)
+        self.speed_ratio = min(1.0, max(0.0, float(ratio)))
+        return self.speed_ratio
+
+    def suppress_gravity(self, now):
+        self._gravity_suppressed_until = now + SUPPRESS_WINDOW
+
+    def gravity_suppressed(self, now):
+        return now < self._gravity_suppressed_until
+
+    # --- mode changes ---------------------------------------------------------------
+    def reset(self, q):
+        """Track the measured pose exactly (boot, brakes on, pose reset)."""
+        self.mode = CommandMode.HOLD
+        self.p_ref, self.v_ref, self.a_ref = np.array(q, float), np.zeros(7), np.zeros(7)
+        self.target = self.p_ref.copy()
+
+    def hold(self):
+        """Exit the current mode to position hold: a smooth stop where the reference can
+        brake to, without a jump."""
+        stop = self.p_ref + self.v_ref * np.abs(self.v_ref) / (2.0 * self.acc_limit)
+        self.target = np.clip(stop, self.lower, self.upper)
+        self.mode = CommandMode.HOLD
+
+    def command(self, cmd, now, q):
+        """Apply a JointCommand. Returns a list of warnings (saturations); raises
+        CommandRejected, leaving the previous behaviour untouched, when it is invalid."""
+        try:
+            mode = CommandMode(cmd.mode)
+        except ValueError:
+            raise CommandRejected('unknown mode %r (POSITION_MODE=1, VELOCITY_MODE=2, '
+                                  'TORQUE_MODE=3, TRAJECTORY_MODE=4)' % (cmd.mode,)) from None
+        if mode == CommandMode.HOLD:
+            raise CommandRejected('unknown mode 0')
+        names = list(cmd.names)
+        if not names:
+            raise CommandRejected('names is empty')
+        idx = []
+        for name in names:
+            if name not in self.index:
+                raise CommandRejected('unknown joint name %r' % (name,))
+            if self.index[name] in idx:
+                raise CommandRejected('joint %r named twice' % (name,))
+            idx.append(self.index[name])
+        idx = np.array(idx)
+        arrays = {}
+        for fld in _REQUIRED[mode] + _OPTIONAL.get(mode, ()):
+            values = getattr(cmd, fld)
+            if fld in _OPTIONAL.get(mode, ()) and len(values) == 0:
+                continue
+            if len(values) < len(names):
+                raise CommandRejected('%s has %d values for %d names' % (fld, len(values), len(names)))
+            arr = np.array(values[:len(names)], dtype=float)
+            bad = ~np.isfinite(arr)
+            if bad.any():
+                j = int(np.argmax(bad))
+                raise CommandRejected('%s[%d] for %s is %r' % (fld, j, names[j], arr[j]))
+            arrays[fld] = arr
+        warnings = []
+        if 'position' in arrays:
+            pos = arrays['position']
+            lo, hi = self.lower[idx], self.upper[idx]
+            out = (pos < lo - LIMIT_SLACK) | (pos > hi + LIMIT_SLACK)
+            if out.any():
+                j = int(np.argmax(out))
+                raise CommandRejected('position %.4f for %s is outside its limits [%.4f, %.4f]'
+                                      % (pos[j], names[j], lo[j], hi[j]))
+            arrays['position'] = np.clip(pos, lo, hi)
+        if mode == CommandMode.VELOCITY:
+            vel = arrays['velocity']
+            vmax = self.vel_limit[idx]
+            if (np.abs(vel) > vmax).any():
+                j = int(np.argmax(np.abs(vel) - vmax))
+                warnings.append('velocity %.3f for %s saturated at %.3f' % (vel[j], names[j], vmax[j]))
+                vel = np.clip(vel, -vmax, vmax)
+            # Where the joint would be if this command ran to its timeout and then braked.
+            reach = q[idx] + vel * self.timeout + vel * np.abs(vel) / (2.0 * self.acc_limit[idx])
+            past = (reach < self.lower[idx]) | (reach > self.upper[idx])
+            if past.any():
+                j = int(np.argmax(past))
+                raise CommandRejected('velocity %.3f would carry %s past its limit (at %.4f, limits '
+                                      '[%.4f, %.4f]); command rejected, arm holds'
+                                      % (vel[j], names[j], q[idx][j], self.lower[idx][j], self.upper[idx][j]))
+            arrays['velocity'] = vel
+        if mode == CommandMode.TORQUE:
+            eff = arrays['effort']
+            emax = self.effort_limit[idx]
+            if (np.abs(eff) > emax).any():
+                j = int(np.argmax(np.abs(eff) - emax))
+                warnings.append('effort %.2f for %s saturated at %.2f' % (eff[j], names[j], emax[j]))
+                arrays['effort'] = np.clip(eff, -emax, emax)
+        self._enter(mode, idx, arrays, now, q)
+        self._last_command = now
+        return warnings
+
+    def _enter(self, mode, idx, arrays, now, q):
+        if mode != self.mode:
+            # Joints the command leaves out keep what the reference is doing now.
+            self.target = self.p_ref.copy()
+            self._vel_cmd[:] = 0.0
+            self._effort_cmd[:] = 0.0
+            if mode == CommandMode.TRAJECTORY:
+                self._traj = (self.p_ref.copy(), np.zeros(7), np.zeros(7), now)
+            if mode == CommandMode.TORQUE:
+                self.p_ref, self.v_ref, self.a_ref = np.array(q, float), np.zeros(7), np.zeros(7)
+        self.mode = mode
+        if mode == CommandMode.POSITION:
+            self.target[idx] = arrays['position']
+        elif mode == CommandMode.VELOCITY:
+            self._vel_cmd[idx] = arrays['velocity']
+        elif mode == CommandMode.TORQUE:
+            self._effort_cmd[idx] = arrays['effort']
+        elif mode == CommandMode.TRAJECTORY:
+            p, v, a = self._sample_traj(now)
+            p[idx] = arrays['position']
+            v[idx] = arrays.get('velocity', np.zeros(len(idx)))
+            a[idx] = arrays.get('acceleration', np.zeros(len(idx)))
+            self._traj = (p, v, a, now)
+
+    def _sample_traj(self, now):
+        p, v, a, t0 = self._traj
+        tau = max(0.0, now - t0)
+        return p + v * tau + 0.5 * a * tau * tau, v + a * tau, a.copy()
+
+    def _step_position(self, mode, dt):
+        vmax = self.vel_limit * (self.speed_ratio if mode == CommandMode.POSITION else 1.0)
+        self.p_ref, self.v_ref, self.a_ref = _trapezoid_step(
+            self.p_ref, self.v_ref, self.target, vmax, self.acc_limit, dt)
+
+    # --- the cycle ------------------------------------------------------------------
+    def timed_out(self, now):
+        return self.mode != CommandMode.HOLD and now - self._last_command > self.timeout
+
+    def tick(self, now, dt, q, qd):
+        q = np.asarray(q, float)
+        qd = np.asarray(qd, float)
+        if self.timed_out(now):
+            self.timeouts += 1
+            if self.mode == CommandMode.TORQUE:
+                self.reset(q)
+            else:
+                self.hold()
+        mode = self.mode
+        if mode in (CommandMode.HOLD, CommandMode.POSITION):
+            if not self.v_ref.any() and np.array_equal(self.p_ref, self.target):
+                self.a_ref[:] = 0.0                     # settled: nothing to plan
+            else:
+                self._step_position(mode, dt)
+        elif mode == CommandMode.VELOCITY:
+            dv = np.clip(self._vel_cmd - self.v_ref, -self.acc_limit * dt, self.acc_limit * dt)
+            v_new = self.v_ref + dv
+            p_new = self.p_ref + 0.5 * (self.v_ref + v_new) * dt
+            at_limit = (p_new <= self.lower) | (p_new >= self.upper)
+            v_new[at_limit] = 0.0
+            self.p_ref, self.v_ref, self.a_ref = np.clip(p_new, self.lower, self.upper), v_new, dv / dt
+        elif mode == CommandMode.TRAJECTORY:
+            p, v, a = self._sample_traj(now)
+            self.p_ref, self.v_ref, self.a_ref = np.clip(p, self.lower, self.upper), v, a
+        suppressed = self.gravity_suppressed(now)
+        gravity = self.chain.gravity(q)
+        if mode == CommandMode.TORQUE:
+            self.p_ref, self.v_ref, self.a_ref = q.copy(), qd.copy(), np.zeros(7)
+            model = gravity
+            tau = self._effort_cmd + (0.0 if suppressed else gravity)
+        else:
+            u = self.a_ref + self.kp * (self.p_ref - q) + self.kd * (self.v_ref - qd)
+            model = self.chain.inverse_dynamics(q, qd, self.a_ref) + self.armature * self.a_ref
+            tau = self.chain.inverse_dynamics(q, qd, u) + self.armature * u
+            if suppressed:
+                tau = tau - gravity
+                model = model - gravity
+        tau = np.clip(tau, -self.effort_limit, self.effort_limit)
+        return ControllerOutput(
+            torque=tau, commanded_position=self.p_ref.copy(), commanded_velocity=self.v_ref.copy(),
+            commanded_acceleration=self.a_ref.copy(),
+            commanded_effort=(self._effort_cmd.copy() if mode == CommandMode.TORQUE else tau.copy()),
+            gravity_model_effort=model, gravity_only=(np.zeros(7) if suppressed else gravity))
+
+
+class HeadController:
+    """head_pan: moves to a target at speed_ratio × its velocity limit."""
+
+    TOLERANCE = 0.1
+
+    def __init__(self, model, omega=30.0):
+        lim = model.limit_arrays(['head_pan'])
+        self.lower, self.upper = float(lim['lower'][0]), float(lim['upper'][0])
+        self.vmax, self.amax = float(lim['velocity'][0]), float(lim['accel'][0])
+        self.effort = float(lim['effort'][0])
+        # The head's inertia about its vertical axis plus its drive's.
+        self.inertia = float(lim['armature'][0]) + 0.005
+        self.kp, self.kd = omega * omega, 2.0 * omega
+        self.p_ref, self.v_ref = 0.0, 0.0
+        self.target = 0.0
+        self.speed_ratio = 0.0
+        self.pan_mode = 1
+
+    def reset(self, q):
+        self.p_ref, self.v_ref, self.target = float(q), 0.0, float(q)
+
+    def command(self, target, speed_ratio, pan_mode=None):
+        if not (math.isfinite(target) and math.isfinite(speed_ratio)):
+            raise CommandRejected('head pan target %r / speed_ratio %r must be finite' % (target, speed_ratio))
+        self.target = min(self.upper, max(self.lower, float(target)))
+        self.speed_ratio = min(1.0, max(0.0, float(speed_ratio)))
+        if pan_mode in (0, 1, 2):
+            self.pan_mode = pan_mode
+
+    def turning(self, q):
+        return abs(self.v_ref) > 1e-6 or abs(q - self.target) > self.TOLERANCE
+
+    def tick(self, dt, q, qd):
+        p, v, a = _trapezoid_step(np.array([self.p_ref]), np.array([self.v_ref]), np.array([self.target]),
+                                  np.array([self.vmax * self.speed_ratio]), np.array([self.amax]), dt)
+        self.p_ref, self.v_ref = float(p[0]), float(v[0])
+        u = float(a[0]) + self.kp * (self.p_ref - q) + self.kd * (self.v_ref - qd)
+        return min(self.effort, max(-self.effort, self.inertia * u))

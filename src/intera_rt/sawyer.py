@@ -1,0 +1,225 @@
+"""Command-line launcher for an emulated Sawyer.
+
+Usage (normally through ``scripts/sawyer``, which sets up the environment):
+
+    scripts/sawyer [--sim-time [--speed X|max]] [--backend NAME]
+                   [--pose neutral|shipping|A0,A1,...,A6] [--disabled]
+                   [--screen]
+
+Validates the options, then runs
+
+    roslaunch intera_rt sawyer.launch sim_time:=... speed:=... backend:=...
+              pose:=... disabled:=...
+
+in the foreground.  roslaunch starts a ROS master at ROS_MASTER_URI when
+none answers there (so a private robot on another port is just
+``ROS_MASTER_URI=http://127.0.0.1:11999 scripts/sawyer``).  SIGINT and
+SIGTERM are forwarded to roslaunch, which stops every node it started (and
+the master, if it started one); the exit code is roslaunch's.
+"""
+
+import argparse
+import math
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+from urllib.parse import urlparse
+
+NAMED_POSES = ('neutral', 'shipping')
+N_JOINTS = 7
+DEFAULT_MASTER_URI = 'http://127.0.0.1:11311'
+PREFIX = '[sawyer]'
+
+
+def parse_speed(text):
+    """A simulation speed factor: a finite float > 0, or 'max'."""
+    value = text.strip().lower()
+    if value == 'max':
+        return 'max'
+    try:
+        speed = float(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            "invalid speed %r: expected a number > 0 or 'max'" % text)
+    if not math.isfinite(speed) or speed <= 0.0:
+        raise argparse.ArgumentTypeError(
+            "invalid speed %r: expected a number > 0 or 'max'" % text)
+    return repr(speed)
+
+
+def parse_pose(text):
+    """'neutral', 'shipping', or 7 joint angles (rad) separated by commas
+    and/or whitespace.  Returns the roslaunch-safe form: the name, or the
+    angles joined by commas."""
+    value = text.strip()
+    if value.lower() in NAMED_POSES:
+        return value.lower()
+    parts = [p for p in re.split(r'[,\s]+', value) if p]
+    if len(parts) != N_JOINTS:
+        raise argparse.ArgumentTypeError(
+            'invalid pose %r: expected %s or %d joint angles in rad '
+            '(right_j0..right_j6, separated by commas or spaces), got %d '
+            'value(s)' % (text, ' or '.join(NAMED_POSES), N_JOINTS, len(parts)))
+    angles = []
+    for i, part in enumerate(parts):
+        try:
+            angle = float(part)
+        except ValueError:
+            raise argparse.ArgumentTypeError(
+                'invalid pose %r: right_j%d value %r is not a number'
+                % (text, i, part))
+        if not math.isfinite(angle):
+            raise argparse.ArgumentTypeError(
+                'invalid pose %r: right_j%d value %r is not finite'
+                % (text, i, part))
+        angles.append(angle)
+    return ','.join(repr(a) for a in angles)
+
+
+def build_parser():
+    parser = argparse.ArgumentParser(
+        prog='sawyer',
+        description='Start an emulated Rethink Sawyer (Intera 5.3) with '
+                    'roslaunch, on the ROS master at ROS_MASTER_URI '
+                    '(started by roslaunch if none answers).')
+    parser.add_argument(
+        '--sim-time', action='store_true',
+        help='run on simulated time: the robot publishes /clock and '
+             '/use_sim_time is true')
+    parser.add_argument(
+        '--speed', type=parse_speed, default=None, metavar='X',
+        help="simulated-time speed factor, a number > 0 or 'max' "
+             '(default 1.0; only with --sim-time)')
+    parser.add_argument(
+        '--backend', default='embedded', metavar='NAME',
+        help='simulation backend (default: embedded)')
+    parser.add_argument(
+        '--pose', type=parse_pose, default='neutral',
+        metavar='neutral|shipping|A0,...,A6',
+        help='initial arm pose: a named pose or 7 joint angles in rad '
+             '(default: neutral)')
+    parser.add_argument(
+        '--disabled', action='store_true',
+        help='boot with the robot disabled')
+    parser.add_argument(
+        '--screen', action='store_true',
+        help="pass --screen to roslaunch (every node's output to the "
+             'terminal)')
+    return parser
+
+
+def _join_pose_values(argv):
+    """'--pose -1,...' would look like an option to argparse: glue the value
+    to the option ('--pose=-1,...')."""
+    out = []
+    i = 0
+    while i < len(argv):
+        if argv[i] == '--pose' and i + 1 < len(argv):
+            out.append('--pose=' + argv[i + 1])
+            i += 2
+        else:
+            out.append(argv[i])
+            i += 1
+    return out
+
+
+def parse_args(argv=None):
+    parser = build_parser()
+    argv = sys.argv[1:] if argv is None else list(argv)
+    args = parser.parse_args(_join_pose_values(argv))
+    if args.speed is not None and not args.sim_time:
+        parser.error('--speed is only meaningful with --sim-time')
+    if args.speed is None:
+        args.speed = '1.0'
+    if not re.match(r'^[A-Za-z0-9_.\-]+$', args.backend):
+        parser.error('invalid backend name %r' % args.backend)
+    return args
+
+
+def roslaunch_command(args):
+    cmd = ['roslaunch']
+    if args.screen:
+        cmd.append('--screen')
+    cmd += [
+        'intera_rt', 'sawyer.launch',
+        'sim_time:=%s' % ('true' if args.sim_time else 'false'),
+        'speed:=%s' % args.speed,
+        'backend:=%s' % args.backend,
+        'pose:=%s' % args.pose,
+        'disabled:=%s' % ('true' if args.disabled else 'false'),
+    ]
+    return cmd
+
+
+def master_answers(uri, timeout=1.0):
+    """True when something accepts TCP connections at the master URI."""
+    parsed = urlparse(uri)
+    if not parsed.hostname or not parsed.port:
+        return False
+    try:
+        with socket.create_connection((parsed.hostname, parsed.port),
+                                      timeout=timeout):
+            return True
+    except OSError:
+        return False
+
+
+def _set_parent_death_signal(sig):
+    """In the child: get `sig` when this launcher dies (Linux only), so that
+    a killed launcher does not leave roslaunch running."""
+    try:
+        import ctypes
+        libc = ctypes.CDLL(None, use_errno=True)
+        PR_SET_PDEATHSIG = 1
+        libc.prctl(PR_SET_PDEATHSIG, int(sig), 0, 0, 0)
+    except Exception:  # noqa: BLE001 - best effort only
+        pass
+
+
+def main(argv=None):
+    args = parse_args(argv)
+    master_uri = os.environ.get('ROS_MASTER_URI') or DEFAULT_MASTER_URI
+    os.environ['ROS_MASTER_URI'] = master_uri
+    if master_answers(master_uri):
+        how = 'a master answers there: using it'
+    else:
+        how = 'no master answers there: roslaunch starts one'
+    print('%s ROS_MASTER_URI=%s (%s)' % (PREFIX, master_uri, how), flush=True)
+    cmd = roslaunch_command(args)
+    print('%s %s' % (PREFIX, ' '.join(cmd)), flush=True)
+
+    try:
+        proc = subprocess.Popen(
+            cmd, preexec_fn=lambda: _set_parent_death_signal(signal.SIGTERM))
+    except FileNotFoundError:
+        print('%s error: roslaunch not found on PATH (run through '
+              'scripts/sawyer or scripts/env)' % PREFIX, file=sys.stderr)
+        return 127
+
+    def forward(signum, _frame):
+        if proc.poll() is None:
+            try:
+                proc.send_signal(signum)
+            except ProcessLookupError:
+                pass
+
+    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, forward)
+
+    while True:
+        try:
+            rc = proc.wait()
+            break
+        except InterruptedError:  # pragma: no cover - PEP 475 retries
+            continue
+    if rc < 0:
+        rc = 128 - rc
+    print('%s roslaunch exited with code %d' % (PREFIX, rc), flush=True)
+    return rc
+
+
+if __name__ == '__main__':
+    sys.exit(main())
