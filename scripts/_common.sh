@@ -27,7 +27,7 @@ IR_APT_PACKAGES=(
     ros-actionlib-msgs ros-diagnostic-msgs
     python3-std-msgs python3-geometry-msgs python3-sensor-msgs
     python3-trajectory-msgs python3-actionlib-msgs python3-diagnostic-msgs
-    python3-rosgraph-msgs python3-tf2-ros python3-tf2-msgs
+    python3-rosgraph-msgs python3-tf2-ros python3-tf2-msgs python3-std-srvs ros-std-srvs
     python3-dynamic-reconfigure libdynamic-reconfigure-config-init-mutex-dev
     catkin cmake make g++ ros-robot-state-publisher
     python3-venv python3-yaml python3-pytest python3-catkin-pkg

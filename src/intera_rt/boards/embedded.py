@@ -11,7 +11,7 @@ from intera_rt.model import ARM_JOINTS, HEAD_JOINTS
 class EmbeddedBoards(JointBoards):
     simulated = True
 
-    def __init__(self, model, joint_names=ARM_JOINTS + HEAD_JOINTS, substeps=2):
+    def __init__(self, model, joint_names=ARM_JOINTS + HEAD_JOINTS, substeps=1):
         self.joint_names = tuple(joint_names)
         self.substeps = int(substeps)
         self.pin = pin.buildModelFromXML(model.urdf_xml)
@@ -35,14 +35,18 @@ class EmbeddedBoards(JointBoards):
         self._full_q = pin.neutral(self.pin)
         self._full_v = np.zeros(self.pin.nv)
         self._full_tau = np.zeros(self.pin.nv)
+        self._lower_tri = np.tril_indices(self.pin.nv, -1)
+        self._diag = np.diag_indices(self.pin.nv)
 
     # --- joint-boards interface -------------------------------------------------------
     def read(self):
         return BoardsReading(self.q.copy(), self.qd.copy(), self.tau_transmitted.copy())
 
     def write(self, torque):
-        torque = np.asarray(torque, dtype=float)
-        self.tau_cmd = np.clip(np.nan_to_num(torque), -self.effort_limit, self.effort_limit)
+        torque = np.array(torque, dtype=float)
+        if not np.isfinite(torque).all():          # never let a bad number into the plant
+            torque[~np.isfinite(torque)] = 0.0
+        self.tau_cmd = np.clip(torque, -self.effort_limit, self.effort_limit)
 
     def set_brakes(self, engaged):
         self.brakes = bool(engaged)
@@ -96,8 +100,9 @@ class EmbeddedBoards(JointBoards):
         tau_ext = self._external_torques()
         self._full_tau[:] = 0.0
         self._full_tau[idx] = self.tau_cmd - self.damping * self.qd + tau_ext
-        mass = pin.crba(self.pin, self.data, self._full_q)
-        mass = np.triu(mass) + np.triu(mass, 1).T + np.diag(self.armature)
+        mass = pin.crba(self.pin, self.data, self._full_q)     # upper triangle only
+        mass[self._lower_tri] = mass.T[self._lower_tri]
+        mass[self._diag] += self.armature
         bias = pin.nonLinearEffects(self.pin, self.data, self._full_q, self._full_v)
         qdd = np.linalg.solve(mass, self._full_tau - bias)[idx]
         qd_free = self.qd + h * qdd

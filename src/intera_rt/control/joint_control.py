@@ -59,8 +59,23 @@ class ControllerOutput:
     commanded_velocity: np.ndarray
     commanded_acceleration: np.ndarray
     commanded_effort: np.ndarray
-    gravity_model_effort: np.ndarray   # model feed-forward (gravity + inertial terms)
-    gravity_only: np.ndarray
+    # What the model terms were, computed only when someone asks (the loop publishes them
+    # at 100 Hz; the 1 kHz path need not pay for them).
+    _model: object = None
+    _state: tuple = ()
+
+    @property
+    def gravity_only(self):
+        q, _, _, suppressed = self._state
+        return np.zeros(len(q)) if suppressed else self._model.chain.gravity(q)
+
+    @property
+    def gravity_model_effort(self):
+        """Model feed-forward: gravity plus the inertial terms of the reference motion."""
+        q, qd, a_ref, suppressed = self._state
+        m = self._model
+        ff = m.chain.inverse_dynamics(q, qd, a_ref) + m.armature * a_ref
+        return ff - m.chain.gravity(q) if suppressed else ff
 
 
 def _trapezoid_step(p, v, target, vmax, amax, dt):
@@ -272,24 +287,20 @@ class JointController:
             p, v, a = self._sample_traj(now)
             self.p_ref, self.v_ref, self.a_ref = np.clip(p, self.lower, self.upper), v, a
         suppressed = self.gravity_suppressed(now)
-        gravity = self.chain.gravity(q)
         if mode == CommandMode.TORQUE:
             self.p_ref, self.v_ref, self.a_ref = q.copy(), qd.copy(), np.zeros(7)
-            model = gravity
-            tau = self._effort_cmd + (0.0 if suppressed else gravity)
+            tau = self._effort_cmd if suppressed else self._effort_cmd + self.chain.gravity(q)
         else:
             u = self.a_ref + self.kp * (self.p_ref - q) + self.kd * (self.v_ref - qd)
-            model = self.chain.inverse_dynamics(q, qd, self.a_ref) + self.armature * self.a_ref
             tau = self.chain.inverse_dynamics(q, qd, u) + self.armature * u
             if suppressed:
-                tau = tau - gravity
-                model = model - gravity
+                tau = tau - self.chain.gravity(q)
         tau = np.clip(tau, -self.effort_limit, self.effort_limit)
         return ControllerOutput(
             torque=tau, commanded_position=self.p_ref.copy(), commanded_velocity=self.v_ref.copy(),
             commanded_acceleration=self.a_ref.copy(),
             commanded_effort=(self._effort_cmd.copy() if mode == CommandMode.TORQUE else tau.copy()),
-            gravity_model_effort=model, gravity_only=(np.zeros(7) if suppressed else gravity))
+            _model=self, _state=(q, qd, self.a_ref.copy(), suppressed))
 
 
 class HeadController:
@@ -325,8 +336,11 @@ class HeadController:
         return abs(self.v_ref) > 1e-6 or abs(q - self.target) > self.TOLERANCE
 
     def tick(self, dt, q, qd):
-        p, v, a = _trapezoid_step(np.array([self.p_ref]), np.array([self.v_ref]), np.array([self.target]),
-                                  np.array([self.vmax * self.speed_ratio]), np.array([self.amax]), dt)
-        self.p_ref, self.v_ref = float(p[0]), float(v[0])
-        u = float(a[0]) + self.kp * (self.p_ref - q) + self.kd * (self.v_ref - qd)
+        a = 0.0
+        if self.v_ref != 0.0 or self.p_ref != self.target:
+            p, v, acc = _trapezoid_step(np.array([self.p_ref]), np.array([self.v_ref]),
+                                        np.array([self.target]), np.array([self.vmax * self.speed_ratio]),
+                                        np.array([self.amax]), dt)
+            self.p_ref, self.v_ref, a = float(p[0]), float(v[0]), float(acc[0])
+        u = a + self.kp * (self.p_ref - q) + self.kd * (self.v_ref - qd)
         return min(self.effort, max(-self.effort, self.inertia * u))

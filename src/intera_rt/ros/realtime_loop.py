@@ -20,11 +20,11 @@ from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 from geometry_msgs.msg import Pose, Twist, Wrench
 from intera_core_msgs.msg import (CollisionDetectionState, EndpointState, EndpointStates,
                                   HeadPanCommand, HeadState, HomingCommand, HomingState,
-                                  JointCommand, JointLimits, RobotAssemblyState, SEAJointState)
+                                  InteractionControlCommand, JointCommand, JointLimits, RobotAssemblyState, SEAJointState)
 from intera_rt_msgs.srv import (ApplyWrench, ApplyWrenchResponse, SetJointPositions,
                                 SetJointPositionsResponse)
 from rosgraph_msgs.msg import Clock
-from sensor_msgs.msg import JointState
+from sensor_msgs.msg import Image, JointState
 from std_msgs.msg import Bool, Empty, Float64
 from std_srvs.srv import SetBool, SetBoolResponse
 
@@ -126,6 +126,9 @@ class RealtimeLoop:
         self.collision = False
         self._last_reading = self.boards.read()
         self._last_output = None
+        self._tip_msgs = []
+        self.head_display = None        # last image sent to the head screen
+        self._cuff_suppressed_until = -math.inf
         self._setup_ros()
 
     # --- ROS wiring ------------------------------------------------------------------
@@ -161,6 +164,12 @@ class RealtimeLoop:
         sub(ns + 'suppress_gravity_compensation', Empty,
             queued(lambda _: self.control.suppress_gravity(self.now)), queue_size=10)
         sub('/robot/head/command_head_pan', HeadPanCommand, queued(self._on_head), queue_size=10)
+        sub('/robot/head_display', Image, queued(self._on_head_display), queue_size=2)
+        # Accepted now so clients work; cuff zero-G and interaction control come later.
+        sub(ns + 'suppress_cuff_interaction', Empty,
+            queued(lambda _: setattr(self, '_cuff_suppressed_until', self.now + 0.2)), queue_size=10)
+        sub(ns + 'interaction_control_command', InteractionControlCommand,
+            queued(self._on_interaction), queue_size=10)
         # Sim control (one namespace): E-stop button, error, external wrench, pose reset.
         if self.boards.simulated:
             rospy.Service(SIM_NS + 'estop_button', SetBool, self._sync(self._sim_estop, SetBoolResponse))
@@ -246,6 +255,17 @@ class RealtimeLoop:
         except CommandRejected as exc:
             self.log_throttled(rospy.logerr, 'head', 'command_head_pan rejected: %s' % exc)
 
+    def _on_head_display(self, msg):
+        self.head_display = msg
+        self.log_throttled(rospy.loginfo, 'display', 'head display: %dx%d %s image'
+                           % (msg.width, msg.height, msg.encoding))
+
+    def _on_interaction(self, msg):
+        if msg.interaction_control_active:
+            self.log_throttled(rospy.logwarn, 'interaction',
+                               'interaction_control_command accepted, but interaction control is not '
+                               'implemented yet: the arm stays position-controlled')
+
     def _sim_estop(self, req):
         if req.data:
             self.state.press_estop()
@@ -326,7 +346,12 @@ class RealtimeLoop:
         if phase == 0:
             self.pub_joints.publish(self._joint_state_msg())
         elif phase == 1:
-            self._publish_endpoints()
+            self._tip_msgs = [self._endpoint_msg(TIP_NAMES[0])]
+            self.pub_endpoint.publish(self._tip_msgs[0])
+        elif phase == 6:
+            self._tip_msgs += [self._endpoint_msg(tip) for tip in TIP_NAMES[1:]]
+            self.pub_tips.publish(EndpointStates(header=self._header('base'), names=list(TIP_NAMES),
+                                                 states=self._tip_msgs))
         elif phase == 2:
             self.pub_state.publish(self._robot_state_msg())
         elif phase == 3:
@@ -351,14 +376,17 @@ class RealtimeLoop:
                           position=r.position[order].tolist(), velocity=r.velocity[order].tolist(),
                           effort=r.effort[order].tolist())
 
-    def _endpoint(self, tip, q, qd, tau_ext):
+    def _endpoint_msg(self, tip):
+        r = self._last_reading
+        q, qd = r.position[self.arm_idx], r.velocity[self.arm_idx]
         chain = self.model.chain(tip)
         n = chain.n
         p, quat = chain.fk(q[:n])
         jac = chain.jacobian(q[:n])
         twist = jac @ qd[:n]
         # The wrench the arm exerts at the tip, from what the joints transmit beyond gravity.
-        wrench = np.linalg.lstsq(jac.T, tau_ext[:n], rcond=1e-3)[0]
+        tau_ext = r.effort[self.arm_idx][:n] - chain.gravity(q[:n])
+        wrench = np.linalg.lstsq(jac.T, tau_ext, rcond=1e-3)[0]
         msg = EndpointState(header=self._header('base'), valid=True)
         msg.pose = Pose()
         msg.pose.position.x, msg.pose.position.y, msg.pose.position.z = p
@@ -371,15 +399,6 @@ class RealtimeLoop:
         msg.wrench.force.x, msg.wrench.force.y, msg.wrench.force.z = wrench[:3]
         msg.wrench.torque.x, msg.wrench.torque.y, msg.wrench.torque.z = wrench[3:]
         return msg
-
-    def _publish_endpoints(self):
-        r = self._last_reading
-        q, qd = r.position[self.arm_idx], r.velocity[self.arm_idx]
-        tau_ext = r.effort[self.arm_idx] - self.model.arm.gravity(q)
-        states = [self._endpoint(tip, q, qd, tau_ext) for tip in TIP_NAMES]
-        self.pub_endpoint.publish(states[0])
-        self.pub_tips.publish(EndpointStates(header=self._header('base'), names=list(TIP_NAMES),
-                                             states=states))
 
     def _robot_state_msg(self):
         s = self.state
@@ -466,6 +485,9 @@ class RealtimeLoop:
 
 
 def main(argv=None):
+    # A waiting thread takes the GIL after this long: keeps rospy's threads from holding
+    # the loop off its next tick for the default 5 ms.
+    sys.setswitchinterval(1e-4)
     rospy.init_node('realtime_loop', argv=argv)
     try:
         loop = RealtimeLoop()
