@@ -25,7 +25,7 @@ from intera_rt_msgs.srv import (ApplyWrench, ApplyWrenchResponse, SetJointPositi
                                 SetJointPositionsResponse)
 from rosgraph_msgs.msg import Clock
 from sensor_msgs.msg import Image, JointState
-from std_msgs.msg import Bool, Empty, Float64
+from std_msgs.msg import Bool, Empty, Float64, Header
 from std_srvs.srv import SetBool, SetBoolResponse
 
 from intera_rt.boards import make_boards
@@ -364,10 +364,7 @@ class RealtimeLoop:
             self.pub_diag.publish(self._diagnostics_msg())
 
     def _header(self, frame_id=''):
-        msg = JointState().header
-        msg.stamp = self.stamp()
-        msg.frame_id = frame_id
-        return msg
+        return Header(stamp=self.stamp(), frame_id=frame_id)
 
     def _joint_state_msg(self):
         r = self._last_reading
