@@ -134,8 +134,18 @@ def parse_args(argv=None):
         parser.error('--speed is only meaningful with --sim-time')
     if args.speed is None:
         args.speed = '1.0'
-    if not re.match(r'^[A-Za-z0-9_.\-]+$', args.backend):
-        parser.error('invalid backend name %r' % args.backend)
+    from intera_rt.boards import BACKENDS
+    if args.backend not in BACKENDS:
+        parser.error('unknown backend %r; available: %s' % (args.backend, ', '.join(sorted(BACKENDS))))
+    if args.pose not in NAMED_POSES:
+        # Check limits here: a required node that exits makes roslaunch stop with code 0.
+        from intera_rt.model import ARM_JOINTS, RobotModel
+        limits = RobotModel.from_file().limits
+        for name, angle in zip(ARM_JOINTS, (float(a) for a in args.pose.split(','))):
+            lim = limits[name]
+            if not lim.lower <= angle <= lim.upper:
+                parser.error('--pose: %s = %g is outside its limits [%g, %g]'
+                             % (name, angle, lim.lower, lim.upper))
     return args
 
 
