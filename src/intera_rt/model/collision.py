@@ -1,0 +1,185 @@
+"""Self-collision model of the robot, from the URDF's collision primitives.
+
+The shapes are the links' <collision> primitives (spheres, cylinders, boxes), checked with
+hpp-fcl through pinocchio's GeometryModel. No ROS here.
+
+Which pairs are checked
+-----------------------
+Every pair of collision shapes is a candidate, except (each exclusion is recorded in
+`CollisionModel.excluded`, keyed by the pair of link names, with its reason):
+
+* ``rigid``    both shapes move with the same joint (links joined by fixed joints, e.g.
+               right_l1 / right_l1_2, or everything fixed to base: pedestal, controller box,
+               feet, arm base). Their relative pose never changes, so neither does the
+               answer: checking them can only report the same thing at every configuration.
+* ``adjacent`` the links are joined by one joint (parent/child in the URDF; links without
+               collision shapes in between are skipped, e.g. right_l5 → right_l6).
+* ``always``   the shapes touch at every one of `samples` configurations drawn uniformly
+               (seeded, so the set is deterministic) over the arm's and head's limits —
+               the primitives are envelopes that overlap by construction (what an SRDF's
+               disable list calls "Always").
+* ``default``  the shapes touch at one of the reference poses — the named poses the robot
+               rests in: `neutral` (head 0) and `shipping` (head −3.14). An overlap there
+               means the envelopes are too coarse for that pair (an SRDF's "Default").
+
+With the stock urdf/sawyer.urdf (17 shapes, 136 pairs) this leaves 110 checked pairs;
+`CollisionModel.excluded` (and `exclusion(a, b)`) gives the rest: 11 rigid; 8 adjacent
+(right_arm_base_link–right_l0, right_l0–head, right_l0–right_l1, right_l1–right_l2, …,
+right_l5–right_l6); 4 always (right_l0–right_l1_2, head–right_l1, head–right_l1_2,
+right_l1_2–right_l2); 3 default (head–right_l2 at neutral; head–right_l4 and head–right_l4_2
+at shipping: the head's sphere, r 0.18 m around the pan axis, is far larger than the display).
+"""
+import numpy as np
+import pinocchio as pin
+
+from intera_rt.model.robot_model import ARM_JOINTS, HEAD_JOINTS
+
+# The named poses the robot rests in (config/robot_params.yaml /named_poses), with the head
+# at its named angle: the reference poses for the "default" exclusions.
+NEUTRAL_ARM = (0.0, -1.18, 0.0, 2.18, 0.0, 0.57, 3.3161)
+SHIPPING_ARM = (0.0, -1.57, 0.0, 2.79, 0.0, -2.79, 3.3161)
+REFERENCE_POSES = ((NEUTRAL_ARM, 0.0), (SHIPPING_ARM, -3.14))
+DEFAULT_SAMPLES = 1000
+DEFAULT_SEED = 0
+
+
+class CollisionModelError(ValueError):
+    """The URDF cannot be turned into a collision model (e.g. a mesh that cannot be loaded)."""
+
+
+class CollisionModel:
+    """Self-collision checks for the arm (+ head) configuration."""
+
+    def __init__(self, urdf_xml, samples=DEFAULT_SAMPLES, seed=DEFAULT_SEED,
+                 reference_poses=REFERENCE_POSES):
+        if isinstance(urdf_xml, bytes):
+            urdf_xml = urdf_xml.decode()
+        try:
+            self.model = pin.buildModelFromXML(urdf_xml)
+            self.geom = pin.buildGeomFromUrdfString(self.model, urdf_xml, pin.COLLISION)
+        except Exception as exc:   # pinocchio raises ValueError/RuntimeError/IOError
+            raise CollisionModelError('cannot build the collision model from the URDF: %s' % exc)
+        self.data = self.model.createData()
+        model = self.model
+        self._q = pin.neutral(model)
+        self._arm_idx = np.array([self._idx_q(n) for n in ARM_JOINTS])
+        self._head_idx = self._idx_q(HEAD_JOINTS[0]) if model.existJointName(HEAD_JOINTS[0]) else None
+        objects = list(self.geom.geometryObjects)
+        self.shape_links = [model.frames[g.parentFrame].name for g in objects]
+        parent_link = self._geometric_parents(urdf_xml)
+
+        self.excluded = {}
+        candidates = []
+        for i in range(len(objects)):
+            for j in range(i + 1, len(objects)):
+                a, b = self.shape_links[i], self.shape_links[j]
+                key = (a, b)
+                if objects[i].parentJoint == objects[j].parentJoint:
+                    self.excluded[key] = 'rigid'
+                elif parent_link.get(a) == b or parent_link.get(b) == a:
+                    self.excluded[key] = 'adjacent'
+                else:
+                    candidates.append((i, j))
+        self._set_pairs(candidates)
+
+        # "always": in contact at every sampled configuration.
+        rng = np.random.default_rng(seed)
+        lo, hi = model.lowerPositionLimit, model.upperPositionLimit
+        movable = np.concatenate([self._arm_idx] + ([[self._head_idx]] if self._head_idx is not None else []))
+        hits = np.zeros(len(candidates), dtype=int)
+        q = pin.neutral(model)
+        for _ in range(samples):
+            q[movable] = rng.uniform(lo[movable], hi[movable])
+            hits += self._pair_hits(q)
+        always = {candidates[k] for k in range(len(candidates)) if samples and hits[k] == samples}
+        # "default": in contact at a reference pose.
+        default = set()
+        for arm, head in reference_poses:
+            flags = self._pair_hits(self._config(arm, head))
+            default |= {candidates[k] for k in range(len(candidates)) if flags[k]}
+        active = []
+        for pair in candidates:
+            key = (self.shape_links[pair[0]], self.shape_links[pair[1]])
+            if pair in always:
+                self.excluded[key] = 'always'
+            elif pair in default:
+                self.excluded[key] = 'default'
+            else:
+                active.append(pair)
+        self._set_pairs(active)
+        self.pairs = [(self.shape_links[i], self.shape_links[j]) for i, j in active]
+        self._pair_set = set(self.pairs)
+
+    # --- construction helpers -----------------------------------------------------------
+    def _idx_q(self, name):
+        if not self.model.existJointName(name):
+            raise CollisionModelError('the URDF has no joint %r' % name)
+        return self.model.joints[self.model.getJointId(name)].idx_q
+
+    def _geometric_parents(self, urdf_xml):
+        """link → nearest ancestor link that has a collision shape."""
+        from urdf_parser_py.urdf import URDF
+        robot = URDF.from_xml_string(urdf_xml.encode())
+        with_shape = set(self.shape_links)
+        parents = {}
+        for link in robot.link_map:
+            up = robot.parent_map.get(link)
+            while up is not None and up[1] not in with_shape:
+                up = robot.parent_map.get(up[1])
+            if up is not None:
+                parents[link] = up[1]
+        return parents
+
+    def _set_pairs(self, pairs):
+        self.geom.removeAllCollisionPairs()
+        for i, j in pairs:
+            self.geom.addCollisionPair(pin.CollisionPair(i, j))
+        self.gdata = pin.GeometryData(self.geom)
+
+    def _pair_hits(self, q):
+        pin.computeCollisions(self.model, self.data, self.geom, self.gdata, q, False)
+        results = self.gdata.collisionResults
+        return np.fromiter((r.isCollision() for r in results), dtype=bool, count=len(results))
+
+    def _config(self, q_arm, q_head):
+        q_arm = np.asarray(q_arm, dtype=float)
+        if q_arm.shape != (7,) or not np.all(np.isfinite(q_arm)):
+            raise ValueError('q_arm must be 7 finite joint angles, got %r' % (q_arm,))
+        q = self._q
+        q[self._arm_idx] = q_arm
+        if self._head_idx is not None:
+            if not np.isfinite(q_head):
+                raise ValueError('q_head must be finite, got %r' % (q_head,))
+            q[self._head_idx] = float(q_head)
+        return q
+
+    # --- queries ------------------------------------------------------------------------
+    def exclusion(self, link_a, link_b):
+        """Why the pair is not checked ('rigid', 'adjacent', 'always', 'default'), 'checked'
+        when it is, None when the links have no shapes (either order of names)."""
+        for key in ((link_a, link_b), (link_b, link_a)):
+            if key in self.excluded:
+                return self.excluded[key]
+            if key in self._pair_set:
+                return 'checked'
+        return None
+
+    def in_collision(self, q_arm, q_head=0.0):
+        """True when any checked pair of shapes touches at this configuration."""
+        q = self._config(q_arm, q_head)
+        return bool(pin.computeCollisions(self.model, self.data, self.geom, self.gdata, q, True))
+
+    def colliding_pairs(self, q_arm, q_head=0.0):
+        """The (link, link) pairs in contact, for logs and tests."""
+        flags = self._pair_hits(self._config(q_arm, q_head))
+        return [self.pairs[k] for k in np.flatnonzero(flags)]
+
+    def min_distance(self, q_arm, q_head=0.0, with_pair=False):
+        """Smallest distance (m) between checked pairs; ≤ 0 when in contact (hpp-fcl reports
+        a penetration as a negative distance for the primitives used here)."""
+        q = self._config(q_arm, q_head)
+        k = pin.computeDistances(self.model, self.data, self.geom, self.gdata, q)
+        d = float(self.gdata.distanceResults[k].min_distance) if self.pairs else float('inf')
+        if with_pair:
+            return d, (self.pairs[k] if self.pairs else None)
+        return d
