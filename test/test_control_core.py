@@ -192,3 +192,73 @@ def test_speed_ratio_is_clipped(model):
     assert c.set_speed_ratio(-1.0) == 0.0
     with pytest.raises(CommandRejected):
         c.set_speed_ratio(math.nan)
+
+
+def test_timeout_is_clamped_to_one_second(model):
+    c = JointController(model)
+    assert c.set_timeout(5.0) == 1.0
+    assert c.set_timeout(0.02) == 0.02
+    for bad in (0.0, -1.0, math.inf):
+        with pytest.raises(CommandRejected) as err:
+            c.set_timeout(bad)
+        assert err.value.kind == 'timeout'
+
+
+def test_rejections_carry_a_kind_independent_of_the_values(model):
+    sim = Sim(model)
+    kinds = set()
+    for v in (3.2, 3.3, 3.4):
+        with pytest.raises(CommandRejected) as err:
+            sim.command(1, ['right_j0'], position=[v])
+        kinds.add(err.value.kind)
+    assert kinds == {'position-limit'}
+
+
+def test_joints_left_out_of_a_trajectory_command_stop(model):
+    sim = Sim(model)
+    v = np.zeros(7)
+    v[1] = 0.2
+    sim.command(4, JOINTS, position=list(NEUTRAL), velocity=list(v), acceleration=[0.0] * 7)
+    sim.run(0.2)
+    q1 = sim.q[1]
+    sim.command(4, ['right_j0'], position=[NEUTRAL[0]])
+    sim.run(0.15, lambda s: s.command(4, ['right_j0'], position=[NEUTRAL[0]]))
+    # right_j1's reference stopped at once; the arm settles within a few mrad of it
+    assert abs(sim.control.v_ref[1]) == 0.0
+    assert abs(sim.q[1] - q1) < 0.01
+
+
+def test_joints_left_out_of_a_velocity_command_stop(model):
+    sim = Sim(model)
+    sim.command(2, JOINTS, velocity=[0.1] * 7)
+    sim.run(0.1)
+    sim.command(2, ['right_j0'], velocity=[0.1])
+    sim.run(0.1)
+    assert sim.control._vel_cmd[1:].tolist() == [0.0] * 6
+    assert sim.control.v_ref[0] == pytest.approx(0.1)
+
+
+def test_trajectory_stamp_sets_the_sample_time(model):
+    """A TRAJECTORY_MODE sample stamped ahead of now is extrapolated back to now; a stamp
+    further than 0.1 s away is ignored."""
+    sim = Sim(model)
+    v = np.full(7, 0.1)
+    sim.control.command(JointCommandData(4, JOINTS, list(NEUTRAL), list(v), [0.0] * 7, stamp=0.05),
+                        0.0, sim.q)
+    p, _, _ = sim.control._sample_traj(0.0)
+    assert p == pytest.approx(NEUTRAL - 0.005)
+    sim.control.command(JointCommandData(4, JOINTS, list(NEUTRAL), list(v), [0.0] * 7, stamp=5.0),
+                        0.0, sim.q)
+    p, _, _ = sim.control._sample_traj(0.0)
+    assert p == pytest.approx(NEUTRAL)
+
+
+def test_trajectory_extrapolated_into_a_limit_stops_there(model):
+    q = NEUTRAL.copy()
+    q[0] = 3.0
+    sim = Sim(model, q)
+    sim.command(4, ['right_j0'], position=[3.0], velocity=[0.5])
+    sim.run(0.15)
+    out = sim.run(0.001)
+    assert out.commanded_position[0] == pytest.approx(model.limit_arrays(['right_j0'])['upper'][0])
+    assert out.commanded_velocity[0] == 0.0

@@ -18,10 +18,12 @@ import numpy as np
 from intera_rt.model import ARM_JOINTS
 
 DEFAULT_TIMEOUT = 0.2          # s, joint_command_timeout
+MAX_TIMEOUT = 1.0              # s: longer timeouts are clamped (a lost client must stop the arm)
 DEFAULT_SPEED_RATIO = 0.3      # set_speed_ratio
 SUPPRESS_WINDOW = 0.2          # s: suppress_* topics must arrive at ≥ 5 Hz
 LIMIT_SLACK = 1e-6             # rad a position may exceed a joint limit by (float noise)
 SETTLE_SNAP = 1e-5             # rad: the position reference lands on its target below this
+STAMP_WINDOW = 0.1             # s: a TRAJECTORY_MODE header.stamp further from now is ignored
 
 
 class CommandMode(IntEnum):
@@ -39,7 +41,12 @@ _OPTIONAL = {CommandMode.TRAJECTORY: ('velocity', 'acceleration')}
 
 
 class CommandRejected(ValueError):
-    """A JointCommand the controller refused; the message names the problem."""
+    """A JointCommand the controller refused; the message names the problem and `kind` the
+    sort of problem, so that a stream of differing bad values is logged as one line."""
+
+    def __init__(self, text, kind='invalid'):
+        super().__init__(text)
+        self.kind = kind
 
 
 @dataclass
@@ -50,6 +57,8 @@ class JointCommandData:
     velocity: list = field(default_factory=list)
     acceleration: list = field(default_factory=list)
     effort: list = field(default_factory=list)
+    # Controller time the TRAJECTORY_MODE sample refers to (from header.stamp); None = now.
+    stamp: float = None
 
 
 @dataclass
@@ -122,13 +131,16 @@ class JointController:
 
     # --- configuration topics ----------------------------------------------------------
     def set_timeout(self, seconds):
+        """Clamped to (0, 1] s like the robot's; returns the value in force."""
         if not math.isfinite(seconds) or seconds <= 0.0:
-            raise CommandRejected('joint_command_timeout must be a finite number > 0, got %r' % seconds)
-        self.timeout = float(seconds)
+            raise CommandRejected('joint_command_timeout must be a finite number > 0, got %r'
+                                  % seconds, 'timeout')
+        self.timeout = min(MAX_TIMEOUT, float(seconds))
+        return self.timeout
 
     def set_speed_ratio(self, ratio):
         if not math.isfinite(ratio):
-            raise CommandRejected('set_speed_ratio must be finite, got %r' % ratio)
+            raise CommandRejected('set_speed_ratio must be finite, got %r' % ratio, 'speed-ratio')
         self.speed_ratio = min(1.0, max(0.0, float(ratio)))
         return self.speed_ratio
 
@@ -159,18 +171,18 @@ class JointController:
             mode = CommandMode(cmd.mode)
         except ValueError:
             raise CommandRejected('unknown mode %r (POSITION_MODE=1, VELOCITY_MODE=2, '
-                                  'TORQUE_MODE=3, TRAJECTORY_MODE=4)' % (cmd.mode,)) from None
+                                  'TORQUE_MODE=3, TRAJECTORY_MODE=4)' % (cmd.mode,), 'mode') from None
         if mode == CommandMode.HOLD:
-            raise CommandRejected('unknown mode 0')
+            raise CommandRejected('unknown mode 0', 'mode')
         names = list(cmd.names)
         if not names:
-            raise CommandRejected('names is empty')
+            raise CommandRejected('names is empty', 'names')
         idx = []
         for name in names:
             if name not in self.index:
-                raise CommandRejected('unknown joint name %r' % (name,))
+                raise CommandRejected('unknown joint name %r' % (name,), 'names')
             if self.index[name] in idx:
-                raise CommandRejected('joint %r named twice' % (name,))
+                raise CommandRejected('joint %r named twice' % (name,), 'names')
             idx.append(self.index[name])
         idx = np.array(idx)
         arrays = {}
@@ -179,12 +191,13 @@ class JointController:
             if fld in _OPTIONAL.get(mode, ()) and len(values) == 0:
                 continue
             if len(values) < len(names):
-                raise CommandRejected('%s has %d values for %d names' % (fld, len(values), len(names)))
+                raise CommandRejected('%s has %d values for %d names' % (fld, len(values), len(names)),
+                                      'length')
             arr = np.array(values[:len(names)], dtype=float)
             bad = ~np.isfinite(arr)
             if bad.any():
                 j = int(np.argmax(bad))
-                raise CommandRejected('%s[%d] for %s is %r' % (fld, j, names[j], arr[j]))
+                raise CommandRejected('%s[%d] for %s is %r' % (fld, j, names[j], arr[j]), 'not-finite')
             arrays[fld] = arr
         warnings = []
         if 'position' in arrays:
@@ -194,7 +207,7 @@ class JointController:
             if out.any():
                 j = int(np.argmax(out))
                 raise CommandRejected('position %.4f for %s is outside its limits [%.4f, %.4f]'
-                                      % (pos[j], names[j], lo[j], hi[j]))
+                                      % (pos[j], names[j], lo[j], hi[j]), 'position-limit')
             arrays['position'] = np.clip(pos, lo, hi)
         if mode == CommandMode.VELOCITY:
             vel = arrays['velocity']
@@ -210,7 +223,8 @@ class JointController:
                 j = int(np.argmax(past))
                 raise CommandRejected('velocity %.3f would carry %s past its limit (at %.4f, limits '
                                       '[%.4f, %.4f]); command rejected, arm holds'
-                                      % (vel[j], names[j], q[idx][j], self.lower[idx][j], self.upper[idx][j]))
+                                      % (vel[j], names[j], q[idx][j], self.lower[idx][j], self.upper[idx][j]),
+                                      'velocity-limit')
             arrays['velocity'] = vel
         if mode == CommandMode.TORQUE:
             eff = arrays['effort']
@@ -219,11 +233,14 @@ class JointController:
                 j = int(np.argmax(np.abs(eff) - emax))
                 warnings.append('effort %.2f for %s saturated at %.2f' % (eff[j], names[j], emax[j]))
                 arrays['effort'] = np.clip(eff, -emax, emax)
-        self._enter(mode, idx, arrays, now, q)
+        t_ref = now
+        if mode == CommandMode.TRAJECTORY and cmd.stamp and abs(cmd.stamp - now) <= STAMP_WINDOW:
+            t_ref = cmd.stamp
+        self._enter(mode, idx, arrays, now, q, t_ref)
         self._last_command = now
         return warnings
 
-    def _enter(self, mode, idx, arrays, now, q):
+    def _enter(self, mode, idx, arrays, now, q, t_ref):
         if mode != self.mode:
             # Joints the command leaves out keep what the reference is doing now.
             self.target = self.p_ref.copy()
@@ -234,17 +251,30 @@ class JointController:
             if mode == CommandMode.TORQUE:
                 self.p_ref, self.v_ref, self.a_ref = np.array(q, float), np.zeros(7), np.zeros(7)
         self.mode = mode
+        # Joints a velocity, torque or trajectory command leaves out stop (zero velocity,
+        # zero added torque, hold where their reference is): a joint whose commands stopped
+        # arriving must not keep moving. Position mode keeps their targets (the SDK relies
+        # on it).
         if mode == CommandMode.POSITION:
             self.target[idx] = arrays['position']
         elif mode == CommandMode.VELOCITY:
+            self._vel_cmd[:] = 0.0
             self._vel_cmd[idx] = arrays['velocity']
         elif mode == CommandMode.TORQUE:
+            self._effort_cmd[:] = 0.0
             self._effort_cmd[idx] = arrays['effort']
         elif mode == CommandMode.TRAJECTORY:
-            p, v, a = self._sample_traj(now)
+            # The sample refers to t_ref; it is extrapolated from there (backwards too, for
+            # a command stamped slightly ahead).
+            p, _, _ = self._sample_traj(now)
+            v, a = np.zeros(7), np.zeros(7)
             p[idx] = arrays['position']
             v[idx] = arrays.get('velocity', np.zeros(len(idx)))
             a[idx] = arrays.get('acceleration', np.zeros(len(idx)))
+            dt = now - t_ref
+            if dt:
+                p[idx] += v[idx] * dt + 0.5 * a[idx] * dt * dt
+                v[idx] += a[idx] * dt
             self._traj = (p, v, a, now)
 
     def _sample_traj(self, now):
@@ -285,6 +315,10 @@ class JointController:
             self.p_ref, self.v_ref, self.a_ref = np.clip(p_new, self.lower, self.upper), v_new, dv / dt
         elif mode == CommandMode.TRAJECTORY:
             p, v, a = self._sample_traj(now)
+            at_limit = (p <= self.lower) | (p >= self.upper)
+            if at_limit.any():              # extrapolated into a limit: stop there
+                v[at_limit], a[at_limit] = 0.0, 0.0
+                self._traj = (np.clip(p, self.lower, self.upper), v, a, now)
             self.p_ref, self.v_ref, self.a_ref = np.clip(p, self.lower, self.upper), v, a
         suppressed = self.gravity_suppressed(now)
         if mode == CommandMode.TORQUE:

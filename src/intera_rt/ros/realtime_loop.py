@@ -221,12 +221,17 @@ class RealtimeLoop:
         if why:
             self.log_throttled(rospy.logwarn, 'cmd-ignored', 'joint_command ignored: %s' % why)
             return
+        stamp = msg.header.stamp
+        # header.stamp in loop time (loop time = ROS time under sim time; offset otherwise).
+        t_cmd = None if stamp.is_zero() else self.now + (stamp.to_sec() - self.stamp().to_sec())
         cmd = JointCommandData(msg.mode, msg.names, msg.position, msg.velocity,
-                               msg.acceleration, msg.effort)
+                               msg.acceleration, msg.effort, t_cmd)
         try:
             warnings = self.control.command(cmd, self.now, self._last_reading.position[self.arm_idx])
         except CommandRejected as exc:
-            self.log_throttled(rospy.logerr, 'cmd-rejected:' + str(exc)[:24],
+            # One throttled line per kind of problem: a stream of differing bad values
+            # must not flood the log.
+            self.log_throttled(rospy.logerr, 'cmd-rejected:' + exc.kind,
                                'joint_command rejected: %s' % exc)
             return
         for w in warnings:
@@ -234,9 +239,13 @@ class RealtimeLoop:
 
     def _on_timeout(self, msg):
         try:
-            self.control.set_timeout(msg.data)
+            value = self.control.set_timeout(msg.data)
         except CommandRejected as exc:
             self.log_throttled(rospy.logerr, 'timeout', str(exc))
+            return
+        if value != msg.data:
+            self.log_throttled(rospy.logwarn, 'timeout-clamped', 'joint_command_timeout %r clamped '
+                               'to %.1f s' % (msg.data, value))
 
     def _on_speed_ratio(self, msg):
         try:

@@ -1,0 +1,68 @@
+"""Benchmarks of the emulated robot (``scripts/bench``, ``python -m intera_rt.bench``).
+
+Sections are pluggable. A section is a name and a ``run(**options) -> dict``; the driver
+(``__main__``) runs every section it knows (or those named by ``--only``) and writes each
+one's dict into ``bench.json`` under the section's name.
+
+Built in:
+  realtime   intera_rt.bench.realtime: tick compute time at 1 kHz, command -> state
+             round trip, fastest lockstep (sim-time) speed; each against its own robot.
+
+Optional, picked up when importable: every module ``intera_rt.bench_<name>`` with a
+``run()`` function becomes section ``<name>`` (e.g. ``intera_rt.bench_ik`` -> ``ik``).
+
+Each section runs in a process of its own (rospy can initialise one node per process, and
+a section may boot a robot of its own). ``run`` receives, of the driver's options, only
+those its signature accepts: ``out_dir`` (where bench.json and plots go) and ``quick``
+(a short smoke run) for every section, and ``duration`` (the realtime tick measurement's
+seconds) for the built-in ones only, since an optional module may use that name for
+something else.
+"""
+import importlib
+import inspect
+import pkgutil
+
+BUILTIN = {'realtime': 'intera_rt.bench.realtime'}
+OPTIONAL_PREFIX = 'bench_'
+
+
+def discover():
+    """{section name: module name}: the built-in sections, then the optional
+    intera_rt.bench_<name> modules present in the package (sorted by name)."""
+    import intera_rt
+    sections = dict(BUILTIN)
+    for info in sorted(pkgutil.iter_modules(intera_rt.__path__), key=lambda i: i.name):
+        if info.name.startswith(OPTIONAL_PREFIX) and not info.ispkg:
+            name = info.name[len(OPTIONAL_PREFIX):]
+            sections.setdefault(name, 'intera_rt.' + info.name)
+    return sections
+
+
+def load(module_name):
+    """The section's run() function; ImportError/AttributeError when it has none."""
+    module = importlib.import_module(module_name)
+    run = getattr(module, 'run')
+    if not callable(run):
+        raise AttributeError('%s.run is not callable' % module_name)
+    return run
+
+
+COMMON_OPTIONS = ('out_dir', 'quick')
+
+
+def options_for(section, options):
+    """The driver options a section may receive (see the module docstring)."""
+    if section in BUILTIN:
+        return dict(options)
+    return {k: v for k, v in options.items() if k in COMMON_OPTIONS}
+
+
+def call(run, **options):
+    """run(**the options its signature accepts)."""
+    try:
+        params = inspect.signature(run).parameters
+    except (TypeError, ValueError):
+        return run()
+    if any(p.kind == p.VAR_KEYWORD for p in params.values()):
+        return run(**options)
+    return run(**{k: v for k, v in options.items() if k in params})

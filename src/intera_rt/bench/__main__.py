@@ -1,0 +1,180 @@
+"""scripts/bench: run the benchmark sections, write bench.json, print a summary.
+
+    scripts/bench [--out DIR] [--only NAME[,NAME]] [--quick] [--duration S] [--list]
+
+--out       output directory (default bench_out/); bench.json and the PNG plots go there
+--only      comma-separated section names (see --list); default: every section
+--quick     a short smoke run (shorter durations, fewer samples)
+--duration  seconds of the realtime tick measurement (default 60; --quick: 5)
+
+Each section runs in a child process (python -m intera_rt.bench --section NAME ...),
+whose result the driver puts into bench.json under the section's name. Exit code: 0 when
+every selected section produced its dict without an "error" entry, 1 otherwise (the
+section's entry then holds {"error": "..."}), 2 on bad arguments.
+"""
+import argparse
+import json
+import math
+import os
+import platform
+import subprocess
+import sys
+import time
+import traceback
+
+from intera_rt.bench import call, discover, load, options_for
+
+
+def parse_args(argv):
+    p = argparse.ArgumentParser(prog='scripts/bench', description=__doc__.split('\n\n')[0])
+    p.add_argument('--out', default='bench_out', help='output directory (default bench_out)')
+    p.add_argument('--only', default=None, help='comma-separated section names')
+    p.add_argument('--quick', action='store_true', help='short smoke run')
+    p.add_argument('--duration', type=float, default=None,
+                   help='seconds of the realtime tick measurement (default 60, --quick 5)')
+    p.add_argument('--list', action='store_true', help='list the sections and exit')
+    p.add_argument('--section', help=argparse.SUPPRESS)      # child: run this one section
+    p.add_argument('--result', help=argparse.SUPPRESS)       # child: write its dict here
+    args = p.parse_args(argv)
+    if args.duration is not None and not (math.isfinite(args.duration) and args.duration > 0):
+        p.error('--duration must be a positive number of seconds')
+    return args
+
+
+def main(argv=None):
+    args = parse_args(sys.argv[1:] if argv is None else argv)
+    sections = discover()
+    duration = args.duration if args.duration is not None else (5.0 if args.quick else 60.0)
+    out_dir = os.path.abspath(args.out)
+    options = {'out_dir': out_dir, 'quick': args.quick, 'duration': duration}
+    if args.section:
+        return _run_section(args.section, sections, options, args.result)
+    if args.list:
+        for name, module in sections.items():
+            print('%-10s %s' % (name, module))
+        return 0
+    if args.only:
+        wanted = [n.strip() for n in args.only.split(',') if n.strip()]
+        # the module spelling is accepted too (bench_ik for ik)
+        wanted = [n[len('bench_'):] if n.startswith('bench_') and n not in sections else n
+                  for n in wanted]
+        unknown = [n for n in wanted if n not in sections]
+        if unknown:
+            print('scripts/bench: unknown section(s) %s; known: %s'
+                  % (', '.join(unknown), ', '.join(sections)), file=sys.stderr)
+            return 2
+        selected = {n: sections[n] for n in wanted}
+    else:
+        selected = sections
+    os.makedirs(out_dir, exist_ok=True)
+
+    report = {'meta': {'started': time.strftime('%Y-%m-%dT%H:%M:%S%z'),
+                       'host': platform.node(), 'cpus': os.cpu_count(),
+                       'load_avg_at_start': list(os.getloadavg()),
+                       'python': platform.python_version(), 'quick': args.quick,
+                       'duration_s': duration, 'sections': list(selected)}}
+    failed = False
+    for name, module in selected.items():
+        print('[bench] %s (%s) ...' % (name, module), flush=True)
+        t0 = time.monotonic()
+        result = _spawn(name, args, out_dir)
+        result.setdefault('wall_s', round(time.monotonic() - t0, 1))
+        failed = failed or 'error' in result
+        report[name] = result
+        _write(out_dir, report)
+    report['meta']['load_avg_at_end'] = list(os.getloadavg())
+    path = _write(out_dir, report)
+    print()
+    for name in selected:
+        _summarise(name, report[name])
+    print('\n[bench] wrote %s' % path)
+    return 1 if failed else 0
+
+
+def _spawn(name, args, out_dir):
+    """Run one section in a child process; its dict, or {'error': ...}."""
+    result_path = os.path.join(out_dir, '.section_%s.json' % name)
+    if os.path.exists(result_path):
+        os.remove(result_path)
+    cmd = [sys.executable, '-m', 'intera_rt.bench', '--section', name, '--result', result_path,
+           '--out', out_dir]
+    if args.quick:
+        cmd.append('--quick')
+    if args.duration is not None:
+        cmd += ['--duration', repr(args.duration)]
+    proc = subprocess.run(cmd)
+    try:
+        with open(result_path) as f:
+            result = json.load(f)
+        os.remove(result_path)
+    except (OSError, ValueError) as exc:
+        return {'error': 'section process exited with %s and left no result (%s)'
+                % (proc.returncode, exc)}
+    if proc.returncode != 0 and 'error' not in result:
+        result['error'] = 'section process exited with %s' % proc.returncode
+    return result
+
+
+def _run_section(name, sections, options, result_path):
+    """In the child: import the section, run it, write its dict (or the error)."""
+    try:
+        if name not in sections:
+            raise KeyError('no section %r' % name)
+        result = call(load(sections[name]), **options_for(name, options))
+        if not isinstance(result, dict):
+            raise TypeError('%s.run() returned %s, not a dict' % (sections[name], type(result).__name__))
+    except Exception as exc:  # noqa: BLE001 - reported in bench.json
+        traceback.print_exc()
+        result = {'error': '%s: %s' % (type(exc).__name__, exc)}
+    with open(result_path, 'w') as f:
+        json.dump(result, f, default=_jsonable)
+    sys.stdout.flush()
+    # a section may leave rospy threads behind: do not wait for them
+    os._exit(1 if 'error' in result else 0)
+
+
+def _write(out_dir, report):
+    path = os.path.join(out_dir, 'bench.json')
+    tmp = path + '.tmp'
+    with open(tmp, 'w') as f:
+        json.dump(report, f, indent=2, default=_jsonable)
+        f.write('\n')
+    os.replace(tmp, path)
+    return path
+
+
+def _jsonable(value):
+    try:
+        import numpy as np
+        if isinstance(value, np.generic):
+            return value.item()
+        if isinstance(value, np.ndarray):
+            return value.tolist()
+    except ImportError:
+        pass
+    if isinstance(value, (set, tuple)):
+        return list(value)
+    return repr(value)
+
+
+def _summarise(name, result):
+    """A section's own 'summary' lines if it has them, else its top-level numbers."""
+    print('%s:' % name)
+    summary = result.get('summary')
+    if isinstance(summary, list):
+        for line in summary:
+            print('  ' + str(line))
+    else:
+        for key, value in result.items():
+            if isinstance(value, (int, float)) and not isinstance(value, bool):
+                print('  %-28s %s' % (key, _fmt(value)))
+    if 'error' in result:
+        print('  FAILED: %s' % result['error'])
+
+
+def _fmt(value):
+    return '%.4g' % value if isinstance(value, float) else str(value)
+
+
+if __name__ == '__main__':
+    sys.exit(main())

@@ -1,0 +1,601 @@
+"""Realtime-loop benchmark: three measurements, each against its own robot (scripts/sawyer)
+on its own ROS master, each in a child process of its own (rospy can join one master per
+process).
+
+tick       wall clock, 1 kHz: the loop's tick compute time while a client streams
+           TRAJECTORY_MODE hold commands at 800 Hz and subscribes to every state topic (a
+           publisher with no subscriber does no work). Read from the robot's own
+           /diagnostics "Realtime Control Loop" status: per 1000-tick window mean_us, p99_us,
+           max_us, and the overrun counter. Nothing is added to the node; per-tick values
+           are not published, so the median and p99.9 over the run are not available
+           (reported as null), p99 is the worst window's p99.
+roundtrip  wall clock: a client publishes TRAJECTORY_MODE commands, each a new position
+           (2 mrad apart) with a small velocity, and waits for SEAJointState (100 Hz) whose
+           commanded_position reflects it. Because the reference then moves at that
+           velocity from the tick that applied the command, commanded_position also says
+           which tick that was (1 ms resolution):
+             publish_to_apply  publish -> the tick whose torques include the command
+             state_transport   SEAJointState stamp -> received by the client
+             roundtrip         publish_to_apply + state_transport: command -> state,
+                               without the wait for the next 100 Hz publication slot
+             publish_to_state  publish -> first state message showing it (includes that
+                               wait, 0-10 ms: what an SDK client sees at 100 Hz)
+lockstep   --sim-time --speed max: sim seconds per wall second (from the tick counter in
+           /diagnostics, and from /clock), over 10 s.
+
+run() returns the section's dict and writes tick_hist.png and roundtrip_cdf.png.
+Child entry point: python -m intera_rt.bench.realtime measure NAME --result FILE ...
+"""
+import argparse
+import json
+import os
+import random
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+import numpy as np
+
+ARM = ['right_j%d' % i for i in range(7)]
+NS = '/robot/limb/right/'
+TARGETS = {'tick_p99_us': 500.0, 'tick_overruns': 0, 'roundtrip_p99_ms': 3.0,
+           'lockstep_speedup': 10.0}
+BOOT_TIMEOUT = 120.0          # s: a loaded machine boots slowly
+WARMUP = 3.0                  # s of streaming before measuring
+
+
+def repo_root():
+    env = os.environ.get('INTERA_RT_REPO')
+    return Path(env) if env else Path(__file__).resolve().parents[3]
+
+
+# --- a robot on a private master (minimal: boot, wait, stop) ---------------------------
+def _free_port():
+    rng = random.Random(os.getpid() ^ time.monotonic_ns())
+    for _ in range(200):
+        port = rng.randrange(20000, 32000)
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+            try:
+                s.bind(('127.0.0.1', port))
+            except OSError:
+                continue
+        return port
+    raise RuntimeError('no free TCP port in 20000-32000')
+
+
+def _descendants(root):
+    """{pid: start time} of the live descendants of root."""
+    children = {}
+    for entry in os.listdir('/proc'):
+        if entry.isdigit():
+            try:
+                with open('/proc/%s/stat' % entry) as f:
+                    fields = f.read().rsplit(')', 1)[1].split()
+                children.setdefault(int(fields[1]), []).append((int(entry), fields[19]))
+            except (OSError, IndexError, ValueError):
+                continue
+    found, stack = {}, [root]
+    while stack:
+        for pid, start in children.get(stack.pop(), []):
+            if pid not in found:
+                found[pid] = start
+                stack.append(pid)
+    return found
+
+
+def _start_time(pid):
+    try:
+        with open('/proc/%d/stat' % pid) as f:
+            return f.read().rsplit(')', 1)[1].split()[19]
+    except (OSError, IndexError):
+        return None
+
+
+class Robot:
+    """scripts/sawyer ARGS with its own master on a free port; log in `log_path`."""
+
+    def __init__(self, args, log_path):
+        self.args = list(args)
+        self.port = _free_port()
+        self.master_uri = 'http://127.0.0.1:%d' % self.port
+        self.log_path = Path(log_path)
+        self.proc = None
+
+    def start(self):
+        env = dict(os.environ, ROS_MASTER_URI=self.master_uri, ROS_IP='127.0.0.1',
+                   PYTHONUNBUFFERED='1')
+        env.pop('ROS_HOSTNAME', None)
+        env['ROS_LOG_DIR'] = tempfile.mkdtemp(prefix='ros_log_', dir=str(self.log_path.parent))
+        for key in ('ROS_MASTER_URI', 'ROS_IP', 'ROS_LOG_DIR'):
+            os.environ[key] = env[key]
+        os.environ.pop('ROS_HOSTNAME', None)
+        with open(self.log_path, 'wb') as log:
+            self.proc = subprocess.Popen(
+                [str(repo_root() / 'scripts' / 'sawyer')] + self.args, cwd=str(repo_root()),
+                env=env, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+                start_new_session=True)
+        return self
+
+    def wait_ready(self, timeout=BOOT_TIMEOUT):
+        import rosgraph
+        master = rosgraph.Master('/intera_rt_bench_probe', master_uri=self.master_uri)
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError('scripts/sawyer exited with %s; see %s'
+                                   % (self.proc.returncode, self.log_path))
+            try:
+                pubs = master.getSystemState()[0]
+                if any(name == '/robot/state' and nodes for name, nodes in pubs):
+                    return self
+            except (OSError, rosgraph.MasterException):
+                pass
+            time.sleep(0.1)
+        raise RuntimeError('robot did not boot within %.0f s; see %s' % (timeout, self.log_path))
+
+    def stop(self, timeout=15.0):
+        if self.proc is None:
+            return None
+        tree = _descendants(self.proc.pid)
+        if self.proc.poll() is None:
+            try:
+                os.killpg(self.proc.pid, signal.SIGINT)
+            except ProcessLookupError:
+                pass
+            try:
+                self.proc.wait(timeout)
+            except subprocess.TimeoutExpired:
+                pass
+        try:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+        self.proc.wait(5)
+        for pid, start in tree.items():          # nodes roslaunch put in sessions of their own
+            deadline = time.monotonic() + 3.0
+            while _start_time(pid) == start and time.monotonic() < deadline:
+                time.sleep(0.05)
+            if _start_time(pid) == start:
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+        return self.proc.returncode
+
+
+# --- helpers inside a measuring child ----------------------------------------------------
+def _init_node():
+    import rospy
+    rospy.init_node('intera_rt_bench', anonymous=True, disable_signals=True)
+
+
+def _sync_publisher(topic, msg_type, **kwargs):
+    import warnings
+
+    import rospy
+    with warnings.catch_warnings():
+        warnings.simplefilter('ignore', SyntaxWarning)
+        return rospy.Publisher(topic, msg_type, queue_size=None, **kwargs)
+
+
+def _wait(predicate, timeout, what):
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise RuntimeError('timed out after %.0f s waiting for %s' % (timeout, what))
+        time.sleep(0.01)
+
+
+def _loop_status(msg):
+    status = next((s for s in msg.status if s.name == 'Realtime Control Loop'), None)
+    if status is None:
+        return None
+    values = {}
+    for kv in status.values:
+        try:
+            values[kv.key] = float(kv.value)
+        except ValueError:
+            pass
+    return values
+
+
+class _Diagnostics:
+    """Keeps (wall time received, Realtime Control Loop values) of every /diagnostics."""
+
+    def __init__(self):
+        import rospy
+        from diagnostic_msgs.msg import DiagnosticArray
+        self.items = []
+        self._lock = threading.Lock()
+        self._sub = rospy.Subscriber('/diagnostics', DiagnosticArray, self._cb, queue_size=100)
+
+    def _cb(self, msg):
+        values = _loop_status(msg)
+        if values is not None:
+            values['_stamp'] = msg.header.stamp.to_sec()
+            with self._lock:
+                self.items.append((time.monotonic(), values))
+
+    def since(self, t):
+        with self._lock:
+            return [v for w, v in self.items if w >= t]
+
+    def count(self):
+        with self._lock:
+            return len(self.items)
+
+
+def _percentiles(values, ps=(50, 90, 99)):
+    a = np.asarray(values, float)
+    return {'p%g' % p: float(np.percentile(a, p)) for p in ps}
+
+
+# --- (a) tick compute time ----------------------------------------------------------------
+def measure_tick(duration, rate=800.0):
+    import rospy
+    from intera_core_msgs.msg import (CollisionDetectionState, EndpointState, EndpointStates,
+                                      HeadState, JointCommand, RobotAssemblyState, SEAJointState)
+    from sensor_msgs.msg import JointState
+    _init_node()
+    latest = {}
+    topics = [('/robot/joint_states', JointState), (NS + 'endpoint_state', EndpointState),
+              (NS + 'tip_states', EndpointStates), (NS + 'gravity_compensation_torques', SEAJointState),
+              (NS + 'collision_detection_state', CollisionDetectionState),
+              ('/robot/head/head_state', HeadState), ('/robot/state', RobotAssemblyState)]
+    subs = [rospy.Subscriber(t, c, lambda m, t=t: latest.__setitem__(t, m), queue_size=1,
+                             tcp_nodelay=True) for t, c in topics]
+    diag = _Diagnostics()
+    pub = _sync_publisher(NS + 'joint_command', JointCommand, tcp_nodelay=True)
+    _wait(lambda: '/robot/joint_states' in latest and pub.get_num_connections() > 0, 30,
+          'joint_states and a joint_command subscriber')
+    js = latest['/robot/joint_states']
+    hold = [js.position[js.name.index(n)] for n in ARM]
+    cmd = JointCommand(mode=JointCommand.TRAJECTORY_MODE, names=ARM, position=hold,
+                       velocity=[0.0] * 7, acceleration=[0.0] * 7)
+    stop = threading.Event()
+    sent = [0]
+
+    def stream():
+        period = 1.0 / rate
+        t_next = time.perf_counter()
+        while not stop.is_set():
+            cmd.header.stamp = rospy.Time.now()
+            pub.publish(cmd)
+            sent[0] += 1
+            t_next += period
+            delay = t_next - time.perf_counter()
+            if delay > 0:
+                time.sleep(delay)
+            elif delay < -0.05:
+                t_next = time.perf_counter()          # fell far behind: do not burst
+    streamer = threading.Thread(target=stream, daemon=True)
+    streamer.start()
+    time.sleep(WARMUP)                                 # warm-up, then measure from here
+    n_before = diag.count()
+    _wait(lambda: diag.count() > n_before, 10, 'a /diagnostics message')
+    with diag._lock:
+        first = diag.items[-1][1]                      # baseline: counters at the start
+    t_start = time.monotonic()
+    sent0 = sent[0]
+    time.sleep(duration)
+    t_end = time.monotonic()
+    _wait(lambda: diag.since(t_end), 10, 'the last /diagnostics message')
+    stop.set()
+    streamer.join(2.0)
+    stream_rate = (sent[0] - sent0) / (t_end - t_start)
+    rest = [w for w in diag.since(t_start) if w['ticks'] > first['ticks']]
+    if not rest:
+        raise RuntimeError('no /diagnostics window during the measurement')
+    last = rest[-1]
+    per_second = [{'mean_us': w['mean_us'], 'p99_us': w['p99_us'], 'max_us': w['max_us']}
+                  for w in rest]
+    p99s = [w['p99_us'] for w in rest]
+    for s in subs:
+        s.unregister()
+    return {
+        'clock': 'wall', 'rate_hz': 1000.0, 'duration_s': t_end - t_start,
+        'windows': len(rest), 'ticks': int(last['ticks'] - first['ticks']),
+        'overruns': int(last['overruns'] - first['overruns']),
+        'command_rate_hz': stream_rate,
+        'mean_us': float(np.mean([w['mean_us'] for w in rest])),
+        'p50_us': None,
+        'p99_us': float(max(p99s)),
+        'p99_median_window_us': float(np.median(p99s)),
+        'p999_us': None,
+        'max_us': float(max(w['max_us'] for w in rest)),
+        'max_since_boot_us': last.get('max_since_boot_us'),
+        'command_timeouts': int(last.get('command_timeouts', 0) - first.get('command_timeouts', 0)),
+        'per_second': per_second,
+        'note': ('from /diagnostics 1000-tick windows: p99_us is the worst window\'s p99; '
+                 'per-tick times are not published, so p50 and p99.9 over the run are null'),
+    }
+
+
+# --- (b) command -> state round trip -----------------------------------------------------
+def measure_roundtrip(samples, velocity=0.01, jump=0.002):
+    import rospy
+    from intera_core_msgs.msg import JointCommand, SEAJointState
+    _init_node()
+    cond = threading.Condition()
+    received = []                                  # (wall time received, msg)
+
+    def on_sea(msg):
+        t = time.time()
+        with cond:
+            received.append((t, msg))
+            cond.notify_all()
+    rospy.Subscriber(NS + 'gravity_compensation_torques', SEAJointState, on_sea, queue_size=100,
+                     tcp_nodelay=True)
+    pub = _sync_publisher(NS + 'joint_command', JointCommand, tcp_nodelay=True)
+    _wait(lambda: received and pub.get_num_connections() > 0, 30,
+          'SEAJointState and a joint_command subscriber')
+    base = list(received[-1][1].actual_position)
+    cmd = JointCommand(mode=JointCommand.TRAJECTORY_MODE, names=ARM)
+    rows = []
+    misses = 0
+    rng = random.Random(1)
+    for k in range(samples + 5):                 # the first 5 warm the path up
+        p = list(base)
+        p[0] += jump if k % 2 else 0.0
+        cmd.position = p
+        cmd.velocity = [velocity] + [0.0] * 6
+        cmd.acceleration = [0.0] * 7
+        with cond:
+            n0 = len(received)
+        t_pub = time.time()
+        cmd.header.stamp = rospy.Time.from_sec(t_pub)
+        pub.publish(cmd)
+        found = None
+        deadline = time.monotonic() + 1.0
+        with cond:
+            while found is None and time.monotonic() < deadline:
+                for t_recv, msg in received[n0:]:
+                    dp = msg.commanded_position[0] - p[0]
+                    if -1e-9 <= dp < jump / 2:
+                        found = (t_recv, msg, dp / velocity)
+                        break
+                else:
+                    n0 = len(received)
+                    cond.wait(0.05)
+        if found is None:
+            misses += 1
+            continue
+        t_recv, msg, since_apply = found
+        stamp = msg.header.stamp.to_sec()
+        if k >= 5:
+            rows.append((stamp - since_apply - t_pub, t_recv - stamp, t_recv - t_pub))
+        time.sleep(rng.uniform(0.0, 0.012))      # random phase against the 1 kHz / 100 Hz clocks
+    a = np.array(rows) * 1e3
+    apply_ms, transport_ms, state_ms = a[:, 0], a[:, 1], a[:, 2]
+    roundtrip = apply_ms + transport_ms
+    out = {'clock': 'wall', 'samples': len(rows), 'misses': misses}
+    for name, values in (('roundtrip_ms', roundtrip), ('publish_to_apply_ms', apply_ms),
+                         ('state_transport_ms', transport_ms), ('publish_to_state_ms', state_ms)):
+        stats = _percentiles(values)
+        stats['max'] = float(values.max())
+        out[name] = stats
+    out['samples_ms'] = {'roundtrip': roundtrip.round(3).tolist(),
+                         'publish_to_state': state_ms.round(3).tolist()}
+    out['note'] = ('publish_to_apply is resolved to 1 ms from the commanded reference, '
+                   'assuming ticks 1 ms apart (it reads low, even below 0, when the loop runs '
+                   'late ticks back to back); roundtrip excludes the wait for the next 100 Hz '
+                   'state message, publish_to_state includes it')
+    return out
+
+
+# --- (c) lockstep speed --------------------------------------------------------------------
+def measure_lockstep(duration):
+    import rospy
+    from rosgraph_msgs.msg import Clock
+    _init_node()
+    clock = {'t': None}
+    rospy.Subscriber('/clock', Clock, lambda m: clock.__setitem__('t', m.clock.to_sec()),
+                     queue_size=1)
+    diag = _Diagnostics()
+    _wait(lambda: clock['t'] is not None, 30, '/clock')
+    time.sleep(1.0)                               # let the other nodes settle after boot
+    n0 = diag.count()
+    _wait(lambda: diag.count() > n0, 30, 'a /diagnostics message')
+    w0, first = diag.items[-1]
+    c0, cw0 = clock['t'], time.monotonic()
+    time.sleep(duration)
+    n1 = diag.count()
+    _wait(lambda: diag.count() > n1, 30, 'a /diagnostics message')
+    w1, last = diag.items[-1]
+    c1, cw1 = clock['t'], time.monotonic()
+    sim_s = (last['ticks'] - first['ticks']) * 0.001
+    return {'clock': 'sim, --speed max', 'wall_s': w1 - w0, 'sim_s': sim_s,
+            'speedup': sim_s / (w1 - w0),
+            'speedup_from_clock': (c1 - c0) / (cw1 - cw0),
+            'tick_mean_us': float(last['mean_us']), 'tick_p99_us': float(last['p99_us'])}
+
+
+MEASURES = {'tick': (measure_tick, []),
+            'roundtrip': (measure_roundtrip, []),
+            'lockstep': (measure_lockstep, ['--sim-time', '--speed', 'max'])}
+
+
+def _child(argv):
+    p = argparse.ArgumentParser(prog='intera_rt.bench.realtime measure')
+    p.add_argument('name', choices=sorted(MEASURES))
+    p.add_argument('--result', required=True)
+    p.add_argument('--log', required=True)
+    p.add_argument('--duration', type=float, default=10.0)
+    p.add_argument('--samples', type=int, default=200)
+    a = p.parse_args(argv)
+    fn, robot_args = MEASURES[a.name]
+    robot = Robot(robot_args, a.log).start()
+    try:
+        robot.wait_ready()
+        if a.name == 'roundtrip':
+            result = fn(a.samples)
+        else:
+            result = fn(a.duration)
+        result['robot_args'] = robot_args
+    finally:
+        try:
+            import rospy
+            rospy.signal_shutdown('bench done')
+        except Exception:  # noqa: BLE001 - rospy may never have started
+            pass
+        robot.stop()
+    with open(a.result, 'w') as f:
+        json.dump(result, f)
+    return 0
+
+
+# --- the section ---------------------------------------------------------------------------
+def _measure(name, out_dir, duration=None, samples=None):
+    result = os.path.join(out_dir, '.%s.json' % name)
+    log = os.path.join(out_dir, 'logs', '%s_robot.log' % name)
+    os.makedirs(os.path.dirname(log), exist_ok=True)
+    cmd = [sys.executable, '-m', 'intera_rt.bench.realtime', 'measure', name,
+           '--result', result, '--log', log]
+    if duration is not None:
+        cmd += ['--duration', repr(duration)]
+    if samples is not None:
+        cmd += ['--samples', str(samples)]
+    if os.path.exists(result):
+        os.remove(result)
+    limit = BOOT_TIMEOUT + 60.0 + 3.0 * (duration or 0.0) + 0.1 * (samples or 0)
+    proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=limit)
+    if proc.returncode != 0 or not os.path.exists(result):
+        tail = proc.stdout.decode('utf-8', 'replace').strip().splitlines()[-15:]
+        raise RuntimeError('%s measurement failed (exit %s):\n%s'
+                           % (name, proc.returncode, '\n'.join(tail)))
+    with open(result) as f:
+        data = json.load(f)
+    os.remove(result)
+    data['robot_log'] = log
+    return data
+
+
+def run(out_dir='bench_out', quick=False, duration=60.0):
+    out_dir = os.path.abspath(out_dir)
+    os.makedirs(out_dir, exist_ok=True)
+    out = {'load_avg_at_start': list(os.getloadavg())}
+    errors = {}
+    plans = [('tick', dict(duration=duration)),
+             ('roundtrip', dict(samples=40 if quick else 200)),
+             ('lockstep', dict(duration=3.0 if quick else 10.0))]
+    for name, kwargs in plans:
+        print('[bench]   realtime/%s ...' % name, flush=True)
+        try:
+            out[name] = _measure(name, out_dir, **kwargs)
+        except Exception as exc:  # noqa: BLE001 - report it, keep the other measurements
+            errors[name] = '%s: %s' % (type(exc).__name__, exc)
+    out['load_avg_at_end'] = list(os.getloadavg())
+    out['targets'] = dict(TARGETS)
+    out['verdict'] = _verdict(out)
+    out['plots'] = _plots(out, out_dir)
+    out['summary'] = _summary(out)
+    if errors:
+        out['error'] = '; '.join('%s: %s' % kv for kv in errors.items())
+    return out
+
+
+def _verdict(out):
+    v = {}
+    if 'tick' in out:
+        v['tick_p99_us'] = out['tick']['p99_us'] <= TARGETS['tick_p99_us']
+        v['tick_overruns'] = out['tick']['overruns'] <= TARGETS['tick_overruns']
+    if 'roundtrip' in out:
+        v['roundtrip_p99_ms'] = out['roundtrip']['roundtrip_ms']['p99'] <= TARGETS['roundtrip_p99_ms']
+    if 'lockstep' in out:
+        v['lockstep_speedup'] = out['lockstep']['speedup'] >= TARGETS['lockstep_speedup']
+    return v
+
+
+def _summary(out):
+    lines = ['load average (1/5/15 min) at start %s, at end %s'
+             % tuple('/'.join('%.1f' % x for x in out[k]) for k in ('load_avg_at_start',
+                                                                   'load_avg_at_end'))]
+    ok = {True: 'meets', False: 'MISSES'}
+    if 'tick' in out:
+        t = out['tick']
+        lines.append('tick compute over %.0f s (%d ticks, client at %.0f Hz): mean %.0f us, '
+                     'p99 %.0f us (worst 1 s window; median window %.0f us), max %.0f us, '
+                     'overruns %d'
+                     % (t['duration_s'], t['ticks'], t['command_rate_hz'], t['mean_us'], t['p99_us'],
+                        t['p99_median_window_us'], t['max_us'], t['overruns']))
+        lines.append('  target p99 <= %.0f us: %s; zero overruns: %s'
+                     % (TARGETS['tick_p99_us'], ok[out['verdict']['tick_p99_us']],
+                        ok[out['verdict']['tick_overruns']]))
+    if 'roundtrip' in out:
+        r = out['roundtrip']
+        lines.append('command -> state round trip (%d samples): p50 %.2f ms, p99 %.2f ms, max %.2f ms'
+                     % (r['samples'], r['roundtrip_ms']['p50'], r['roundtrip_ms']['p99'],
+                        r['roundtrip_ms']['max']))
+        lines.append('  publish -> applied p50 %.2f / p99 %.2f ms; state transport p50 %.2f / '
+                     'p99 %.2f ms; publish -> first 100 Hz state p50 %.2f / p99 %.2f ms'
+                     % (r['publish_to_apply_ms']['p50'], r['publish_to_apply_ms']['p99'],
+                        r['state_transport_ms']['p50'], r['state_transport_ms']['p99'],
+                        r['publish_to_state_ms']['p50'], r['publish_to_state_ms']['p99']))
+        lines.append('  target p99 <= %.0f ms: %s' % (TARGETS['roundtrip_p99_ms'],
+                                                      ok[out['verdict']['roundtrip_p99_ms']]))
+    if 'lockstep' in out:
+        s = out['lockstep']
+        lines.append('lockstep --speed max: %.2f sim s per wall s (/clock: %.2f), tick mean %.0f us'
+                     % (s['speedup'], s['speedup_from_clock'], s['tick_mean_us']))
+        lines.append('  target >= %.0fx: %s' % (TARGETS['lockstep_speedup'],
+                                                ok[out['verdict']['lockstep_speedup']]))
+    return lines
+
+
+def _plots(out, out_dir):
+    try:
+        import matplotlib
+        matplotlib.use('Agg')
+        import matplotlib.pyplot as plt
+    except ImportError as exc:
+        return {'error': 'matplotlib: %s' % exc}
+    paths = {}
+    if 'tick' in out:
+        per = out['tick']['per_second']
+        fig, ax = plt.subplots(figsize=(7, 4))
+        values = [w[k] for w in per for k in ('mean_us', 'p99_us', 'max_us')]
+        bins = np.logspace(np.log10(max(1.0, min(values)) * 0.9), np.log10(max(values) * 1.1), 40)
+        for key, label in (('mean_us', 'mean'), ('p99_us', 'p99'), ('max_us', 'max')):
+            ax.hist([w[key] for w in per], bins=bins, alpha=0.6, label='per-window %s' % label)
+        ax.set_xscale('log')
+        ax.axvline(TARGETS['tick_p99_us'], color='k', linestyle='--', label='p99 target')
+        ax.axvline(1000.0, color='r', linestyle=':', label='1 ms period')
+        ax.set_xlabel('tick compute time (us), per 1000-tick window')
+        ax.set_ylabel('windows')
+        ax.set_title('realtime_loop tick compute time (%d windows, %d overruns)'
+                     % (len(per), out['tick']['overruns']))
+        ax.legend()
+        fig.tight_layout()
+        paths['tick_hist'] = os.path.join(out_dir, 'tick_hist.png')
+        fig.savefig(paths['tick_hist'], dpi=100)
+        plt.close(fig)
+    if 'roundtrip' in out:
+        fig, ax = plt.subplots(figsize=(7, 4))
+        for key, label in (('roundtrip', 'command -> state (without the 100 Hz slot wait)'),
+                           ('publish_to_state', 'publish -> first 100 Hz state')):
+            x = np.sort(out['roundtrip']['samples_ms'][key])
+            ax.step(x, np.arange(1, len(x) + 1) / len(x), where='post', label=label)
+        ax.axvline(TARGETS['roundtrip_p99_ms'], color='k', linestyle='--', label='p99 target')
+        ax.axhline(0.99, color='grey', linestyle=':')
+        ax.set_xlim(right=max(3.0 * TARGETS['roundtrip_p99_ms'],
+                              1.2 * out['roundtrip']['publish_to_state_ms']['p99']))
+        ax.set_xlabel('latency (ms)')
+        ax.set_ylabel('fraction of samples')
+        ax.set_title('command -> state round trip (%d samples)' % out['roundtrip']['samples'])
+        ax.legend(loc='lower right')
+        fig.tight_layout()
+        paths['roundtrip_cdf'] = os.path.join(out_dir, 'roundtrip_cdf.png')
+        fig.savefig(paths['roundtrip_cdf'], dpi=100)
+        plt.close(fig)
+    return paths
+
+
+if __name__ == '__main__':
+    if len(sys.argv) > 1 and sys.argv[1] == 'measure':
+        sys.exit(_child(sys.argv[2:]))
+    print(json.dumps(run(quick='--quick' in sys.argv), indent=2))

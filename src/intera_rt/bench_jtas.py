@@ -1,0 +1,238 @@
+"""Benchmark: how closely the arm follows a MoveIt-like trajectory sent to the joint
+trajectory action server (position_w_id mode, the default).
+
+    scripts/env python -m intera_rt.bench_jtas [--master URI] [--speed X] [--duration S]
+
+Without --master it boots its own robot (scripts/sawyer --sim-time --speed X, default 0.5,
+on a private ROS master) and stops it afterwards; with --master it uses that robot (whose
+arm must be enabled and idle) and brings the arm back to where it started.
+
+The goal: 7 joints, 15 time-parameterised points (positions, velocities, accelerations at
+irregular times, as a planner produces them) sampled from a smooth analytic motion
+(min-jerk timing along a path that bulges halfway), header.stamp 0, no tolerances. The
+tracking error is /robot/joint_states minus that motion at each message's stamp, over the
+trajectory's duration; the start time is read from the server's feedback (header.stamp
+minus desired.time_from_start). Prints one JSON object; ``run()`` returns it as a dict.
+Target: RMS ≤ 0.005 rad.
+"""
+import argparse
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import numpy as np
+
+ARM = ['right_j%d' % i for i in range(7)]
+ACTION = '/robot/limb/right/follow_joint_trajectory'
+TARGET_RMS = 0.005
+REPO = Path(os.environ.get('INTERA_RT_REPO', Path(__file__).resolve().parents[2]))
+
+
+def smooth_motion(start, delta, bump, duration):
+    """f(t) → p, v, a: min-jerk timing from start to start+delta along a path that bulges
+    by `bump` halfway."""
+    start, delta, bump = (np.asarray(x, float) for x in (start, delta, bump))
+
+    def f(t):
+        s = min(max(t / duration, 0.0), 1.0)
+        sig = 10 * s**3 - 15 * s**4 + 6 * s**5
+        dsig = (30 * s**2 - 60 * s**3 + 30 * s**4) / duration
+        ddsig = (60 * s - 180 * s**2 + 120 * s**3) / duration**2
+        b = 16 * sig**2 * (1 - sig)**2
+        db = 16 * (2 * sig - 6 * sig**2 + 4 * sig**3)
+        ddb = 16 * (2 - 12 * sig + 12 * sig**2)
+        return (start + delta * sig + bump * b, (delta + bump * db) * dsig,
+                (delta + bump * db) * ddsig + bump * ddb * dsig**2)
+    return f
+
+
+def _free_port():
+    import socket
+    rng = random.Random(os.getpid() ^ time.monotonic_ns())
+    for _ in range(200):
+        port = rng.randrange(20000, 32000)
+        with socket.socket() as s:
+            try:
+                s.bind(('127.0.0.1', port))
+            except OSError:
+                continue
+        return port
+    raise RuntimeError('no free port')
+
+
+class _Robot:
+    """scripts/sawyer on a private master, stopped on exit."""
+
+    def __init__(self, speed):
+        self.uri = 'http://127.0.0.1:%d' % _free_port()
+        self.speed = speed
+        self.proc = None
+        self.log = None
+
+    def __enter__(self):
+        import tempfile
+        env = dict(os.environ, ROS_MASTER_URI=self.uri, ROS_IP='127.0.0.1', PYTHONUNBUFFERED='1')
+        env.pop('ROS_HOSTNAME', None)
+        os.environ.update(ROS_MASTER_URI=self.uri, ROS_IP='127.0.0.1')
+        self.log = tempfile.NamedTemporaryFile(prefix='bench_jtas_sawyer_', suffix='.log', delete=False)
+        self.proc = subprocess.Popen([str(REPO / 'scripts' / 'sawyer'), '--sim-time', '--speed',
+                                      str(self.speed)], cwd=str(REPO), env=env,
+                                     stdin=subprocess.DEVNULL, stdout=self.log,
+                                     stderr=subprocess.STDOUT, start_new_session=True)
+        import rosgraph
+        deadline = time.monotonic() + 90.0
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError('scripts/sawyer exited (%s); log: %s' % (self.proc.returncode, self.log.name))
+            try:
+                topics = rosgraph.Master('/bench_jtas_probe', master_uri=self.uri).getPublishedTopics('')
+                if any(t == '/robot/state' for t, _ in topics):
+                    return self
+            except Exception:
+                pass
+            time.sleep(0.2)
+        raise RuntimeError('the robot did not come up within 90 s; log: %s' % self.log.name)
+
+    def __exit__(self, *exc):
+        if self.proc is not None and self.proc.poll() is None:
+            try:
+                os.killpg(self.proc.pid, signal.SIGINT)
+                self.proc.wait(20)
+            except (subprocess.TimeoutExpired, ProcessLookupError):
+                try:
+                    os.killpg(self.proc.pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+                self.proc.wait()
+        if self.log is not None:
+            self.log.close()
+
+
+def _wait(predicate, timeout, what):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(0.02)
+    raise RuntimeError('timed out after %.0f s waiting for %s' % (timeout, what))
+
+
+def _measure(duration):
+    import actionlib
+    import rospy
+    from control_msgs.msg import FollowJointTrajectoryAction, FollowJointTrajectoryGoal
+    from sensor_msgs.msg import JointState
+    from trajectory_msgs.msg import JointTrajectoryPoint
+
+    client = actionlib.SimpleActionClient(ACTION, FollowJointTrajectoryAction)
+    _wait(lambda: client.wait_for_server(rospy.Duration(0.5)), 90.0, 'the action server')
+    samples, lock = [], threading.Lock()
+
+    def on_js(msg):
+        q = [msg.position[msg.name.index(n)] for n in ARM]
+        with lock:
+            samples.append((msg.header.stamp.to_sec(), np.array(q)))
+    sub = rospy.Subscriber('/robot/joint_states', JointState, on_js, queue_size=100, tcp_nodelay=True)
+    _wait(lambda: samples, 20.0, '/robot/joint_states')
+    start = samples[-1][1].copy()
+    # Move each joint toward the middle of its range so any start pose stays within limits.
+    toward = -np.sign(start - np.array([0.0, -0.77, 0.0, 0.0, 0.0, 0.0, 0.0]))
+    toward[toward == 0] = 1.0
+    delta = toward * np.array([0.6, 0.4, 0.5, 0.6, 0.8, 0.5, 1.0])
+    bump = toward * np.array([0.2, 0.1, 0.3, 0.2, 0.3, 0.2, 0.4])
+    f = smooth_motion(start, delta, bump, duration)
+    rng = np.random.default_rng(0)
+    times = np.sort(np.r_[0.0, rng.uniform(0.05, 0.95, 13) * duration, duration])
+    goal = FollowJointTrajectoryGoal()
+    goal.trajectory.joint_names = list(ARM)
+    for t in times:
+        p, v, a = f(t)
+        goal.trajectory.points.append(JointTrajectoryPoint(
+            positions=p.tolist(), velocities=v.tolist(), accelerations=a.tolist(),
+            time_from_start=rospy.Duration(t)))
+    feedback = []
+    client.send_goal(goal, feedback_cb=feedback.append)
+    terminal = {2: 'PREEMPTED', 3: 'SUCCEEDED', 4: 'ABORTED', 5: 'REJECTED', 8: 'RECALLED'}
+    _wait(lambda: client.get_state() in terminal and client.get_result() is not None,
+          60.0 + 20.0 * duration, 'the result')
+    state, result = terminal[client.get_state()], client.get_result()
+    sub.unregister()
+    out = {'mode': 'position_w_id', 'points': len(times), 'duration_s': duration,
+           'result': state, 'error_code': result.error_code if result else None,
+           'error_string': result.error_string if result else None}
+    if feedback:
+        fb = feedback[min(5, len(feedback) - 1)]
+        t0 = fb.header.stamp.to_sec() - fb.desired.time_from_start.to_sec()
+        with lock:
+            window = [(t, q) for t, q in samples if t0 <= t <= t0 + duration]
+        err = np.array([q - f(t - t0)[0] for t, q in window])
+        fb_err = np.array([x.error.positions for x in feedback])
+        out.update({
+            'samples': len(window),
+            'rms_rad': float(np.sqrt(np.mean(err ** 2))),
+            'max_rad': float(np.abs(err).max()),
+            'per_joint_rms_rad': np.sqrt(np.mean(err ** 2, axis=0)).round(5).tolist(),
+            'per_joint_max_rad': np.abs(err).max(axis=0).round(5).tolist(),
+            'feedback_rms_rad': float(np.sqrt(np.mean(fb_err ** 2))),
+            'feedback_messages': len(feedback),
+        })
+    out['target_rms_rad'] = TARGET_RMS
+    out['pass'] = bool(state == 'SUCCEEDED' and out.get('rms_rad', 1.0) <= TARGET_RMS)
+    return out, client, start
+
+
+def _go_back(client, start, duration=4.0):
+    import rospy
+    from control_msgs.msg import FollowJointTrajectoryGoal
+    from trajectory_msgs.msg import JointTrajectoryPoint
+    goal = FollowJointTrajectoryGoal()
+    goal.trajectory.joint_names = list(ARM)
+    goal.trajectory.points.append(JointTrajectoryPoint(positions=list(start),
+                                                       time_from_start=rospy.Duration(duration)))
+    client.send_goal(goal)
+    _wait(lambda: client.get_state() in (2, 3, 4, 5, 8), 60.0 + 20.0 * duration, 'the return move')
+
+
+def run(master_uri=None, speed=0.5, duration=4.0):
+    """Measure tracking; boots a robot (sim time at `speed`) unless master_uri is given."""
+    import rospy
+    if master_uri:
+        os.environ['ROS_MASTER_URI'] = master_uri
+        rospy.init_node('bench_jtas', anonymous=True, disable_signals=True)
+        out, client, start = _measure(duration)
+        _go_back(client, start)
+        out['robot'] = master_uri
+    else:
+        with _Robot(speed) as robot:
+            rospy.init_node('bench_jtas', anonymous=True, disable_signals=True)
+            try:
+                out, _, _ = _measure(duration)
+            finally:
+                rospy.signal_shutdown('bench done')
+            out['robot'] = 'own (scripts/sawyer --sim-time --speed %s)' % speed
+    out['use_sim_time'] = bool(rospy.get_param('/use_sim_time', False)) if master_uri else True
+    return out
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(prog='python -m intera_rt.bench_jtas',
+                                     description=__doc__.split('\n\n')[0])
+    parser.add_argument('--master', help='use the robot at this ROS master instead of booting one')
+    parser.add_argument('--speed', type=float, default=0.5,
+                        help='sim-time speed of the robot this bench boots (default 0.5)')
+    parser.add_argument('--duration', type=float, default=4.0, help='trajectory duration, s')
+    args = parser.parse_args(argv)
+    out = run(args.master, args.speed, args.duration)
+    print(json.dumps(out, indent=2))
+    return 0 if out['pass'] else 1
+
+
+if __name__ == '__main__':
+    sys.exit(main())

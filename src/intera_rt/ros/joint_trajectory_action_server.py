@@ -1,0 +1,547 @@
+"""joint_trajectory_action_server: control_msgs/FollowJointTrajectory for the right arm,
+started with the robot (what the SDK's JTAS script provides on a user PC, served here
+robot-side). It drives the arm only through the robot's public interface:
+/robot/limb/right/joint_command (and set_speed_ratio in position mode), reading
+/robot/joint_states, /robot/joint_limits, /robot/state, collision_detection_state and the
+cuff. The trajectory logic (validation, spline, tolerance checks) is
+intera_rt.motion.joint_trajectory; this node is its ROS adapter.
+
+Action: ``~action_ns`` (default /robot/limb/right/follow_joint_trajectory), an actionlib
+ActionServer: every goal gets an answer; a valid new goal preempts the running one (which
+ends PREEMPTED, "preempted by a new goal") and continues from its desired state without a
+jump; an invalid new goal is rejected and leaves the running one alone.
+
+Parameters (private)
+  ~mode         position_w_id (default): TRAJECTORY_MODE with position, velocity and
+                acceleration of the spline (inverse-dynamics feed-forward on the robot);
+                position: POSITION_MODE stream of positions; the server sets
+                set_speed_ratio to 1.0 while it commands the arm and restores the last
+                value another node published (0.3, the robot's default, if none);
+                velocity: VELOCITY_MODE, spline velocity + ~velocity_kp x position error.
+  ~rate         control (= feedback) rate in Hz, default 100. The server runs on the
+                robot's clock: a cycle is triggered by each /robot/joint_states message
+                (100 Hz), at most ~rate per second of their stamps, and that stamp is the
+                time at which the trajectory is checked and sampled (plus ~command_lead).
+  ~action_ns    action namespace, default /robot/limb/right/follow_joint_trajectory
+  ~path_tolerance              rad, default 0.2 (<= 0: not checked)
+  ~goal_tolerance              rad, default 0 (not checked; the SDK server's default too)
+  ~stopped_velocity_tolerance  rad/s, default 0.2 (position_w_id) / 0.25 (other modes)
+  ~goal_time                   s, default 0.1: how long after the end the arm may take
+                               to come within goal and stopped-velocity tolerance
+  ~velocity_kp  1/s, default 5.0 (velocity mode)
+  ~command_lead s, default 0.002: commands are sampled this far ahead of now (transport)
+A goal's path_tolerance / goal_tolerance (per joint; > 0 sets, 0 keeps the default, < 0
+disables; position, and velocity: path velocity error / stopped velocity) and its
+goal_time_tolerance (> 0) override these.
+
+Results (FollowJointTrajectoryResult.error_code, with error_string and a log line):
+  SUCCESSFUL 0; INVALID_GOAL -1 (bad points, limits, first point far from the arm, robot
+  disabled/stopped/in error, no joint states yet); INVALID_JOINTS -2; OLD_HEADER_TIMESTAMP
+  -3 (the whole trajectory is in the past); PATH_TOLERANCE_VIOLATED -4 (tracking error, and
+  — as the SDK server does — the robot being disabled or stopped, a collision, the cuff
+  grasped, or no /robot/joint_states for 2 s of robot time); GOAL_TOLERANCE_VIOLATED -5.
+A goal that comes while the robot is disabled, stopped, in error, in collision, with the
+cuff grasped or without joint states is rejected (INVALID_GOAL) saying so.
+
+Stopping: after a cancel or an abort the arm is brought to rest with continuous
+acceleration (at most about half its acceleration limit, from the desired state on cancel,
+from the measured state on abort), then held: the last TRAJECTORY_MODE command has zero
+velocity and acceleration, the robot keeps it until its command timeout moves it to
+position hold at the same place. The goal's result is sent once the arm has stopped. After
+a disable or stop nothing is commanded (the brakes hold the arm) and the result is
+immediate.
+
+Every command names all seven arm joints: joints a goal leaves out are brought to rest and
+held (the robot's TRAJECTORY_MODE would keep extrapolating a joint a command leaves out).
+
+Cuff: the server aborts when /io/robot/cuff/state (intera_core_msgs/IODeviceStatus) shows
+signal right_cuff with a true/nonzero value. The robot has no cuff IO device yet, so this
+path is exercised only by a test that publishes such a message itself.
+"""
+import json
+import math
+import sys
+import threading
+import time
+
+import actionlib
+import numpy as np
+import rospy
+from actionlib_msgs.msg import GoalStatus
+from control_msgs.msg import (FollowJointTrajectoryAction, FollowJointTrajectoryFeedback,
+                              FollowJointTrajectoryResult)
+from intera_core_msgs.msg import (CollisionDetectionState, IODeviceStatus, JointCommand,
+                                  JointLimits, RobotAssemblyState)
+from sensor_msgs.msg import JointState
+from std_msgs.msg import Float64
+from trajectory_msgs.msg import JointTrajectoryPoint
+
+from intera_rt.motion import joint_trajectory as jt
+
+MODES = ('position_w_id', 'position', 'velocity')
+DEFAULT_ARM = ['right_j%d' % i for i in range(7)]
+DEFAULT_SPEED_RATIO = 0.3       # the robot's set_speed_ratio default
+STALE_JOINT_STATES = 2.0        # s of robot time without /robot/joint_states: abort
+STALE_CONFIRM = 0.5             # wall s the condition must persist (a starved process catching up)
+SILENT_ROBOT = 30.0             # wall s without joint states: abort even if the clock stopped too
+LIMB_NS = '/robot/limb/right/'
+
+
+class _Active:
+    def __init__(self, gh, plan):
+        self.gh = gh
+        self.plan = plan
+        self.monitor = jt.GoalMonitor(plan)
+        self.id = gh.get_goal_id().id
+
+
+class _Stopping:
+    """A stop ramp; the goal that ended with it gets its result once the arm is at rest."""
+
+    def __init__(self, trajectory, gh=None, how='preempted', code=jt.SUCCESSFUL, text=''):
+        self.trajectory = trajectory
+        self.gh = gh
+        self.how, self.code, self.text = how, code, text
+
+    def finish(self, server):
+        if self.gh is not None:
+            server._finish(self.gh, self.how, self.code, self.text)
+            self.gh = None
+
+
+class JointTrajectoryActionServer:
+    def __init__(self):
+        self.mode = str(rospy.get_param('~mode', 'position_w_id')).strip()
+        if self.mode not in MODES:
+            raise ValueError('~mode %r: expected one of %s' % (self.mode, ', '.join(MODES)))
+        self.rate = float(rospy.get_param('~rate', 100.0))
+        if not (math.isfinite(self.rate) and self.rate > 0):
+            raise ValueError('~rate must be > 0 Hz, got %r' % self.rate)
+        self.action_ns = str(rospy.get_param('~action_ns', LIMB_NS + 'follow_joint_trajectory'))
+        stopped = 0.2 if self.mode == 'position_w_id' else 0.25
+        self.defaults_args = dict(
+            path=float(rospy.get_param('~path_tolerance', 0.2)),
+            goal=float(rospy.get_param('~goal_tolerance', 0.0)),
+            stopped_velocity=float(rospy.get_param('~stopped_velocity_tolerance', stopped)),
+            goal_time=float(rospy.get_param('~goal_time', 0.1)))
+        for key, value in self.defaults_args.items():
+            if not math.isfinite(value):
+                raise ValueError('tolerance parameter %s must be finite, got %r' % (key, value))
+        self.kp = float(rospy.get_param('~velocity_kp', 5.0))
+        if not (math.isfinite(self.kp) and self.kp >= 0):
+            raise ValueError('~velocity_kp must be finite and >= 0, got %r' % self.kp)
+        self.lead = float(rospy.get_param('~command_lead', 0.002))
+        if not (math.isfinite(self.lead) and 0 <= self.lead <= 0.1):
+            raise ValueError('~command_lead must be within [0, 0.1] s, got %r' % self.lead)
+        self.arm = list(rospy.get_param('/robot_config/right_config/joint_names', DEFAULT_ARM))
+
+        self._joints = None          # (stamp s, q, qd, monotonic wall time received)
+        self._joints_cond = threading.Condition()
+        self._stale_since = None
+        self._robot = None           # RobotAssemblyState
+        self._collision = False
+        self._collision_event = False
+        self._cuff = False
+        self._others_ratio = None    # last set_speed_ratio another node published
+        self._ratio_set = False
+        self.active = None
+        self.stopping = None
+
+        self.limits = self._wait_for_limits()
+        self.defaults = jt.Tolerances.uniform(len(self.arm), **self.defaults_args)
+
+        self.pub_cmd = rospy.Publisher(LIMB_NS + 'joint_command', JointCommand, queue_size=10,
+                                       tcp_nodelay=True)
+        self.pub_ratio = rospy.Publisher(LIMB_NS + 'set_speed_ratio', Float64, queue_size=1,
+                                         latch=True)
+        rospy.Subscriber('/robot/joint_states', JointState, self._on_joint_states, queue_size=1,
+                         tcp_nodelay=True)
+        rospy.Subscriber('/robot/state', RobotAssemblyState, self._on_robot_state, queue_size=1)
+        rospy.Subscriber(LIMB_NS + 'collision_detection_state', CollisionDetectionState,
+                         self._on_collision, queue_size=10)
+        rospy.Subscriber('/io/robot/cuff/state', IODeviceStatus, self._on_cuff, queue_size=10)
+        rospy.Subscriber(LIMB_NS + 'set_speed_ratio', Float64, self._on_speed_ratio, queue_size=10)
+
+        # Serve only once the robot's state is known: a goal sent as soon as the action is
+        # advertised must not be refused for want of data.
+        next_log = time.monotonic() + 10.0
+        while not rospy.is_shutdown() and (self._robot is None or self._joints is None):
+            if time.monotonic() > next_log:
+                next_log += 10.0
+                rospy.logwarn('joint_trajectory_action_server: still waiting for %s',
+                              '/robot/state' if self._robot is None else '/robot/joint_states')
+            time.sleep(0.02)
+        if rospy.is_shutdown():
+            raise rospy.ROSInterruptException('shut down before the robot state arrived')
+        self.server = actionlib.ActionServer(self.action_ns, FollowJointTrajectoryAction,
+                                             self._on_goal, self._on_cancel, auto_start=False)
+        # actionlib calls the goal/cancel callbacks holding this (re-entrant) lock; the
+        # control loop takes the same one, so there is a single lock order.
+        self.lock = self.server.lock
+        self.server.start()
+        self._thread = threading.Thread(target=self._run, name='jtas_control', daemon=True)
+        self._thread.start()
+        rospy.on_shutdown(self._on_shutdown)
+
+    # --- inputs ------------------------------------------------------------------------
+    def _wait_for_limits(self):
+        while not rospy.is_shutdown():
+            try:
+                msg = rospy.wait_for_message('/robot/joint_limits', JointLimits, timeout=10.0)
+            except rospy.ROSException:
+                rospy.logwarn('joint_trajectory_action_server: still waiting for /robot/joint_limits')
+                continue
+            missing = [n for n in self.arm if n not in msg.joint_names]
+            if missing:
+                raise ValueError('/robot/joint_limits lacks %s' % ', '.join(missing))
+            k = [msg.joint_names.index(n) for n in self.arm]
+            return jt.Limits(self.arm, [msg.position_lower[i] for i in k],
+                             [msg.position_upper[i] for i in k], [msg.velocity[i] for i in k],
+                             [msg.accel[i] for i in k])
+        raise rospy.ROSInterruptException('shut down while waiting for /robot/joint_limits')
+
+    def _on_joint_states(self, msg):
+        try:
+            k = [msg.name.index(n) for n in self.arm]
+            q = np.array([msg.position[i] for i in k])
+            qd = np.array([msg.velocity[i] for i in k]) if len(msg.velocity) == len(msg.name) \
+                else np.zeros(len(k))
+        except (ValueError, IndexError):
+            return
+        with self._joints_cond:
+            self._joints = (msg.header.stamp.to_sec(), q, qd, time.monotonic())
+            self._joints_cond.notify_all()
+
+    def _on_robot_state(self, msg):
+        self._robot = msg
+
+    def _on_collision(self, msg):
+        self._collision = bool(msg.collision_state)
+        if msg.collision_state:
+            self._collision_event = True
+
+    def _on_cuff(self, msg):
+        for sig in msg.signals:
+            if sig.name == 'right_cuff':
+                try:
+                    data = json.loads(sig.data)
+                    value = data[0] if isinstance(data, list) and data else data
+                except (ValueError, TypeError):
+                    continue
+                self._cuff = bool(value) and value not in ('false', 'False', '0')
+
+    def _on_speed_ratio(self, msg):
+        header = getattr(msg, '_connection_header', None) or {}
+        if header.get('callerid') != rospy.get_name():
+            self._others_ratio = msg.data
+
+    # --- robot conditions ----------------------------------------------------------------
+    def _robot_why_not(self):
+        """Why the arm cannot move now (disabled, stopped, error), or None."""
+        s = self._robot
+        if s is None:
+            return 'no /robot/state received yet'
+        if s.estop_button == RobotAssemblyState.ESTOP_BUTTON_PRESSED:
+            return 'the E-stop button is pressed'
+        if s.error:
+            return 'the robot is in error'
+        if s.stopped:
+            return 'the robot is stopped'
+        if not s.enabled:
+            return 'the robot is disabled (enable it: /robot/set_super_enable true)'
+        return None
+
+    def _hazard(self):
+        """A reason to abort while the robot can still move: collision, cuff, stale data."""
+        if self._collision or self._collision_event:
+            return 'a collision was detected (collision_detection_state)'
+        if self._cuff:
+            return 'the cuff was grasped (right_cuff)'
+        if self._stale():
+            return 'no /robot/joint_states for %.1f s' % STALE_JOINT_STATES
+        return None
+
+    def _stale(self):
+        """No joint state for STALE_JOINT_STATES of the robot's time (by this node's clock:
+        when the robot's sim time stands still, nothing is stale)."""
+        js = self._joints
+        return js is None or rospy.get_rostime().to_sec() - js[0] > STALE_JOINT_STATES
+
+    def _now(self):
+        """The robot's time: the stamp of its latest joint state (see _run)."""
+        return self._joints[0]
+
+    def _current_state(self, now):
+        traj = self.active.plan.trajectory if self.active else (
+            self.stopping.trajectory if self.stopping else None)
+        if traj is not None:
+            return jt.State(*traj.sample(now))
+        return jt.State(self._joints[1])
+
+    # --- action callbacks (actionlib holds self.lock) -------------------------------------
+    def _on_goal(self, gh):
+        goal = gh.get_goal()
+        why = self._robot_why_not()
+        if why is None and self._joints is None:
+            why = 'no /robot/joint_states received yet'
+        if why is None:
+            why = self._hazard()
+        if why is not None:
+            return self._reject(gh, jt.INVALID_GOAL, 'cannot execute a trajectory: ' + why)
+        now = self._now()
+        traj = goal.trajectory
+        points = [jt.Point(p.time_from_start.to_sec(), list(p.positions), list(p.velocities),
+                           list(p.accelerations)) for p in traj.points]
+        tols = [[jt.JointTol(t.name, t.position, t.velocity, t.acceleration) for t in items]
+                for items in (goal.path_tolerance, goal.goal_tolerance)]
+        try:
+            plan = jt.plan_goal(traj.joint_names, points, limits=self.limits, now=now,
+                                stamp=traj.header.stamp.to_sec(), current=self._current_state(now),
+                                defaults=self.defaults, path_tolerance=tols[0],
+                                goal_tolerance=tols[1],
+                                goal_time_tolerance=goal.goal_time_tolerance.to_sec())
+        except jt.GoalError as exc:
+            return self._reject(gh, exc.code, exc.message)
+        if self.active is not None:
+            self._finish(self.active.gh, 'preempted', jt.SUCCESSFUL, 'preempted by a new goal')
+            rospy.loginfo('joint_trajectory_action_server: goal %s preempted by goal %s',
+                          self.active.id, gh.get_goal_id().id)
+        if self.stopping is not None:
+            self.stopping.finish(self)
+        self.stopping = None
+        gh.set_accepted('accepted')
+        self.active = _Active(gh, plan)
+        if self.mode == 'position' and not self._ratio_set:
+            self.pub_ratio.publish(Float64(1.0))
+            self._ratio_set = True
+        kinds = {k: plan.kinds.count(k) for k in sorted(set(plan.kinds))}
+        rospy.loginfo('joint_trajectory_action_server: goal %s accepted: %d points, %s, %.2f s '
+                      'from now, segments %s', self.active.id, len(points),
+                      ', '.join(plan.joint_names), plan.t_end - now, kinds)
+
+    def _on_cancel(self, gh):
+        gid = gh.get_goal_id().id
+        if self.active is not None and self.active.id == gid:
+            now = self._now()
+            state = jt.State(*self.active.plan.trajectory.sample(now))
+            self.active = None
+            if self._robot_why_not() is None:
+                self.stopping = _Stopping(jt.stop_trajectory(now, state, self.limits), gh,
+                                          'preempted', jt.SUCCESSFUL,
+                                          'cancelled; the arm stopped and holds its position')
+                rospy.loginfo('joint_trajectory_action_server: goal %s cancelled: stopping the arm',
+                              gid)
+            else:
+                self._finish(gh, 'preempted', jt.SUCCESSFUL, 'cancelled')
+
+    def _reject(self, gh, code, text):
+        rospy.logerr('joint_trajectory_action_server: goal %s rejected: %s: %s',
+                     gh.get_goal_id().id, jt.CODE_NAMES.get(code, code), text)
+        gh.set_rejected(FollowJointTrajectoryResult(error_code=code, error_string=text), text)
+
+    def _finish(self, gh, how, code, text):
+        result = FollowJointTrajectoryResult(error_code=code, error_string=text)
+        status = gh.get_goal_status().status
+        if how == 'succeeded':
+            gh.set_succeeded(result, text)
+        elif how == 'aborted':
+            gh.set_aborted(result, text)
+        elif status in (GoalStatus.ACTIVE, GoalStatus.PREEMPTING, GoalStatus.PENDING,
+                        GoalStatus.RECALLING):
+            gh.set_canceled(result, text)
+
+    # --- the control loop ------------------------------------------------------------------
+    def _run(self):
+        """Cycles run on the robot's clock: each is triggered by a /robot/joint_states
+        message (at most ~rate per second of its stamps) and uses its stamp as "now".
+        Every ROS node keeps its own copy of sim time, fed by /clock; under load those
+        copies lag by up to seconds, while the stamp says when the arm was where it is."""
+        period = 1.0 / self.rate
+        last = -math.inf
+        seen = None
+        while not rospy.is_shutdown():
+            with self._joints_cond:
+                self._joints_cond.wait_for(lambda: self._joints is not seen, timeout=0.1)
+                js = self._joints
+            try:
+                with self.lock:
+                    if js is not None and js is not seen:
+                        seen = js
+                        if last <= js[0] < last + 0.9 * period:
+                            continue            # ~rate below the joint_states rate
+                        last = js[0]
+                        self._cycle(js[0])
+                    elif self.active is not None:
+                        self._watchdog()
+            except Exception as exc:    # never let the loop die with a goal running
+                rospy.logerr('joint_trajectory_action_server: control cycle failed: %s: %s',
+                             type(exc).__name__, exc)
+
+    def _watchdog(self):
+        """No joint states: abort once they have been missing for STALE_JOINT_STATES."""
+        js = self._joints
+        if js is not None and time.monotonic() - js[3] > SILENT_ROBOT:
+            self._stale_since = None
+            return self._abort(self.active, jt.PATH_TOLERANCE_VIOLATED, 'aborted: no '
+                               '/robot/joint_states for %.0f s of wall time' % SILENT_ROBOT,
+                               stop=False)
+        if not self._stale():
+            self._stale_since = None
+        elif self._stale_since is None:
+            self._stale_since = time.monotonic()
+        elif time.monotonic() - self._stale_since > STALE_CONFIRM:
+            self._stale_since = None
+            self._abort(self.active, jt.PATH_TOLERANCE_VIOLATED,
+                        'aborted: no /robot/joint_states for %.1f s' % STALE_JOINT_STATES, stop=False)
+
+    def _cycle(self, now):
+        if self.active is not None:
+            self._run_active(now)
+        elif self.stopping is not None:
+            self._run_stopping(now)
+        else:
+            self._collision_event = False
+            if self._ratio_set:
+                self._restore_ratio()
+
+    def _run_active(self, now):
+        act = self.active
+        why = self._robot_why_not()
+        if why is not None:
+            # Brakes are on: nothing to command.
+            return self._abort(act, jt.PATH_TOLERANCE_VIOLATED, 'aborted: ' + why, stop=False)
+        hazard = self._hazard()
+        if hazard is not None:
+            self._collision_event = False
+            return self._abort(act, jt.PATH_TOLERANCE_VIOLATED, 'aborted: ' + hazard)
+        t_meas, q, qd, _ = self._joints
+        now = max(now, t_meas)
+        outcome = act.monitor.update(t_meas, q, qd)
+        traj = act.plan.trajectory
+        if outcome is None:
+            self._command(traj, now + self.lead, t_meas, q)
+            self._feedback(act, t_meas, q, qd)
+        elif outcome.succeeded:
+            self._command_hold(traj.end_positions())
+            self.active = None
+            rospy.loginfo('joint_trajectory_action_server: Joint Trajectory Action Succeeded '
+                          '(goal %s): %s', act.id, outcome.message)
+            self._finish(act.gh, 'succeeded', jt.SUCCESSFUL, outcome.message)
+        else:
+            self._abort(act, outcome.code, outcome.message)
+
+    def _abort(self, act, code, text, stop=True):
+        """Abort ``act``; with ``stop`` the arm is first brought to rest from where it is
+        (the result goes out once it is)."""
+        self.active = None
+        rospy.logerr('joint_trajectory_action_server: goal %s aborted: %s: %s', act.id,
+                     jt.CODE_NAMES.get(code, code), text)
+        if stop and self._joints is not None:
+            now, q, qd, _ = self._joints
+            self.stopping = _Stopping(jt.stop_trajectory(now, jt.State(q, qd), self.limits),
+                                      act.gh, 'aborted', code, text)
+        else:
+            self._finish(act.gh, 'aborted', code, text)
+
+    def _run_stopping(self, now):
+        stop = self.stopping
+        if self._robot_why_not() is not None:
+            self.stopping = None
+        elif now >= stop.trajectory.t_end:
+            self._command_hold(stop.trajectory.end_positions())
+            self.stopping = None
+        else:
+            js = self._joints
+            self._command(stop.trajectory, now + self.lead, js[0] if js else now,
+                          js[1] if js else None)
+            return
+        stop.finish(self)
+
+    # --- commands ----------------------------------------------------------------------------
+    def _command(self, traj, t_cmd, t_meas, q):
+        p, v, a = traj.sample(t_cmd)
+        msg = JointCommand(names=list(self.arm))
+        msg.header.stamp = rospy.Time.from_sec(t_cmd)
+        if self.mode == 'position_w_id':
+            msg.mode = JointCommand.TRAJECTORY_MODE
+            msg.position, msg.velocity, msg.acceleration = p.tolist(), v.tolist(), a.tolist()
+        elif self.mode == 'position':
+            msg.mode = JointCommand.POSITION_MODE
+            msg.position = p.tolist()
+        else:
+            msg.mode = JointCommand.VELOCITY_MODE
+            if q is not None:
+                v = v + self.kp * (traj.sample(t_meas)[0] - q)
+            msg.velocity = v.tolist()
+        self.pub_cmd.publish(msg)
+
+    def _command_hold(self, p):
+        """One last command that keeps the arm where ``p`` is, at rest."""
+        msg = JointCommand(names=list(self.arm))
+        if self._joints is not None:
+            msg.header.stamp = rospy.Time.from_sec(self._now())
+        if self.mode == 'position_w_id':
+            msg.mode = JointCommand.TRAJECTORY_MODE
+            msg.position = list(p)
+            msg.velocity = msg.acceleration = [0.0] * len(self.arm)
+        elif self.mode == 'position':
+            msg.mode = JointCommand.POSITION_MODE
+            msg.position = list(p)
+        else:
+            msg.mode = JointCommand.VELOCITY_MODE
+            msg.velocity = [0.0] * len(self.arm)
+        self.pub_cmd.publish(msg)
+
+    def _restore_ratio(self):
+        ratio = self._others_ratio if self._others_ratio is not None else DEFAULT_SPEED_RATIO
+        self.pub_ratio.publish(Float64(ratio))
+        self._ratio_set = False
+
+    def _feedback(self, act, t_meas, q, qd):
+        p_d, v_d, a_d = act.plan.trajectory.sample(t_meas)
+        idx = act.plan.goal_joints
+        since = rospy.Duration.from_sec(max(0.0, t_meas - act.plan.t_start))
+        fb = FollowJointTrajectoryFeedback(joint_names=act.plan.joint_names)
+        fb.header.stamp = rospy.Time.from_sec(t_meas)
+        fb.desired = JointTrajectoryPoint(positions=p_d[idx].tolist(), velocities=v_d[idx].tolist(),
+                                          accelerations=a_d[idx].tolist(), time_from_start=since)
+        fb.actual = JointTrajectoryPoint(positions=q[idx].tolist(), velocities=qd[idx].tolist(),
+                                         time_from_start=since)
+        fb.error = JointTrajectoryPoint(positions=(p_d - q)[idx].tolist(),
+                                        velocities=(v_d - qd)[idx].tolist(), time_from_start=since)
+        act.gh.publish_feedback(fb)
+
+    def _on_shutdown(self):
+        with self.lock:
+            act, self.active = self.active, None
+            stop, self.stopping = self.stopping, None
+            try:
+                if stop is not None:
+                    stop.finish(self)
+                if act is not None:
+                    if self._joints is not None and self._robot_why_not() is None:
+                        self._command_hold(self._joints[1])
+                    self._finish(act.gh, 'aborted', jt.PATH_TOLERANCE_VIOLATED,
+                                 'aborted: the action server is shutting down')
+                if self._ratio_set:
+                    self._restore_ratio()
+            except Exception:     # publishers may already be closed
+                pass
+
+
+def main(argv=None):
+    rospy.init_node('joint_trajectory_action_server', argv=argv)
+    try:
+        server = JointTrajectoryActionServer()
+    except ValueError as exc:
+        rospy.logfatal('joint_trajectory_action_server: %s', exc)
+        sys.exit(2)
+    except rospy.ROSInterruptException:
+        return
+    rospy.loginfo('Joint Trajectory Action Server Running: %s mode, %.0f Hz, action %s',
+                  server.mode, server.rate, server.action_ns)
+    rospy.spin()
+
+
+if __name__ == '__main__':
+    main(sys.argv)

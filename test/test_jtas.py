@@ -1,0 +1,528 @@
+"""The robot's joint trajectory action server (/robot/limb/right/follow_joint_trajectory),
+driven the way MoveIt and the SDK's joint_trajectory_client drive it: an actionlib
+SimpleActionClient sending control_msgs/FollowJointTrajectory goals, watching results,
+feedback and /robot/joint_states.
+
+The robot runs on sim time at half speed: the tracking checks compare joint states with
+the trajectory at the stamps the robot gives them, so they hold even when the machine is
+busy (the simulation then slows down instead of the arm falling behind)."""
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from rosharness import latest, wait_for
+
+pytestmark = pytest.mark.sawyer_args(['--sim-time', '--speed', '0.5'])
+
+REPO = Path(__file__).resolve().parents[1]
+ARM = ['right_j%d' % i for i in range(7)]
+NEUTRAL = np.array([0.0, -1.18, 0.0, 2.18, 0.0, 0.57, 3.3161])
+ACTION = '/robot/limb/right/follow_joint_trajectory'
+TERMINAL = {2: 'PREEMPTED', 3: 'SUCCEEDED', 4: 'ABORTED', 5: 'REJECTED', 8: 'RECALLED'}
+SUCCEEDED, PREEMPTED, ABORTED, REJECTED = 3, 2, 4, 5
+
+
+# --- helpers ----------------------------------------------------------------------------------
+def arm_q(msg):
+    return np.array([msg.position[msg.name.index(n)] for n in ARM])
+
+
+def arm_qd(msg):
+    return np.array([msg.velocity[msg.name.index(n)] for n in ARM])
+
+
+class Recorder:
+    """Every /robot/joint_states message: (stamp s, q, qd)."""
+
+    def __init__(self):
+        import rospy
+        from sensor_msgs.msg import JointState
+        self.samples = []
+        self._lock = threading.Lock()
+        self._sub = rospy.Subscriber('/robot/joint_states', JointState, self._cb, queue_size=100,
+                                     tcp_nodelay=True)
+
+    def _cb(self, msg):
+        with self._lock:
+            self.samples.append((msg.header.stamp.to_sec(), arm_q(msg), arm_qd(msg)))
+
+    def between(self, t0, t1):
+        with self._lock:
+            return [s for s in self.samples if t0 <= s[0] <= t1]
+
+    def last(self):
+        with self._lock:
+            return self.samples[-1] if self.samples else None
+
+    def close(self):
+        self._sub.unregister()
+
+
+def smooth_motion(start, delta, duration, bump=None):
+    """An analytic joint motion as a planner would produce it: min-jerk timing along a
+    path from start to start+delta bulging by `bump` halfway. Returns f(t) → p, v, a."""
+    start, delta = np.asarray(start, float), np.asarray(delta, float)
+    bump = np.zeros(7) if bump is None else np.asarray(bump, float)
+
+    def f(t):
+        s = min(max(t / duration, 0.0), 1.0)
+        sig = 10 * s**3 - 15 * s**4 + 6 * s**5
+        dsig = (30 * s**2 - 60 * s**3 + 30 * s**4) / duration
+        ddsig = (60 * s - 180 * s**2 + 120 * s**3) / duration**2
+        b = 16 * sig**2 * (1 - sig)**2                     # 0 → 1 → 0 along the path
+        db = 16 * (2 * sig - 6 * sig**2 + 4 * sig**3)
+        ddb = 16 * (2 - 12 * sig + 12 * sig**2)
+        p = start + delta * sig + bump * b
+        v = (delta + bump * db) * dsig
+        a = (delta + bump * db) * ddsig + bump * ddb * dsig**2
+        return p, v, a
+    return f
+
+
+def moveit_goal(f, duration, n=15, carry='pva', seed=0):
+    """A MoveIt-like goal: all 7 joints, n time-parameterised points (irregular spacing,
+    first at 0 = the current state), header.stamp 0, no tolerances."""
+    from control_msgs.msg import FollowJointTrajectoryGoal
+    from trajectory_msgs.msg import JointTrajectoryPoint
+    import rospy
+    rng = np.random.default_rng(seed)
+    times = np.sort(np.r_[0.0, rng.uniform(0.05, 0.95, n - 2) * duration, duration])
+    goal = FollowJointTrajectoryGoal()
+    goal.trajectory.joint_names = list(ARM)
+    for t in times:
+        p, v, a = f(t)
+        goal.trajectory.points.append(JointTrajectoryPoint(
+            positions=p.tolist(), velocities=v.tolist() if 'v' in carry else [],
+            accelerations=a.tolist() if 'a' in carry else [], time_from_start=rospy.Duration(t)))
+    return goal
+
+
+def position_goal(points, names=ARM):
+    """A goal of (time_from_start, positions) points, positions only."""
+    from control_msgs.msg import FollowJointTrajectoryGoal
+    from trajectory_msgs.msg import JointTrajectoryPoint
+    import rospy
+    goal = FollowJointTrajectoryGoal()
+    goal.trajectory.joint_names = list(names)
+    for t, p in points:
+        goal.trajectory.points.append(JointTrajectoryPoint(positions=list(p),
+                                                           time_from_start=rospy.Duration(t)))
+    return goal
+
+
+class Sent:
+    """A goal sent through a SimpleActionClient, with its feedback."""
+
+    def __init__(self, client, goal):
+        self.client = client
+        self.feedback = []
+        client.send_goal(goal, feedback_cb=self.feedback.append)
+
+    def progress(self):
+        fb = self.feedback[-1] if self.feedback else None
+        return fb.desired.time_from_start.to_sec() if fb is not None else -1.0
+
+    def wait_progress(self, seconds, timeout=60.0):
+        wait_for(lambda: self.progress() >= seconds, timeout,
+                 'feedback %.1f s into the trajectory' % seconds)
+
+    def start_time(self):
+        """When the server started the trajectory (feedback stamp − time_from_start)."""
+        fb = self.feedback[min(5, len(self.feedback) - 1)]
+        return fb.header.stamp.to_sec() - fb.desired.time_from_start.to_sec()
+
+    def wait(self, timeout=60.0):
+        state = wait_for(lambda: TERMINAL.get(self.client.get_state()) and self.client.get_state(),
+                         timeout, 'the goal to end')
+        result = wait_for(self.client.get_result, 5.0, 'the result')
+        return state, result
+
+
+@pytest.fixture(scope='module')
+def ros(robot):
+    import actionlib
+    import rospy
+    from control_msgs.msg import FollowJointTrajectoryAction
+    from intera_core_msgs.msg import RobotAssemblyState
+    from std_msgs.msg import Bool
+    client = actionlib.SimpleActionClient(ACTION, FollowJointTrajectoryAction)
+    wait_for(lambda: client.wait_for_server(rospy.Duration(0.5)), 60.0, 'the action server')
+    state = latest('/robot/state', RobotAssemblyState)
+    state.wait(10)
+    rec = Recorder()
+    wait_for(rec.last, 10.0, '/robot/joint_states')
+    ctx = {'client': client, 'state': state, 'rec': rec,
+           'enable': rospy.Publisher('/robot/set_super_enable', Bool, queue_size=10)}
+    yield ctx
+    rec.close()
+
+
+@pytest.fixture
+def at_neutral(ros):
+    """Each test starts enabled, idle, with the arm at rest at neutral."""
+    import rospy
+    from intera_rt_msgs.srv import SetJointPositions
+    set_enabled(ros, True)
+    rospy.wait_for_service('/intera_rt/sim/set_joint_positions', 10.0)
+    setq = rospy.ServiceProxy('/intera_rt/sim/set_joint_positions', SetJointPositions)
+    assert setq(names=[], positions=NEUTRAL.tolist()).success
+    wait_for(lambda: np.abs(ros['rec'].last()[1] - NEUTRAL).max() < 1e-3, 10.0, 'arm at neutral')
+    yield ros
+    set_enabled(ros, True)
+
+
+def set_enabled(ros, on):
+    import rospy
+    from std_msgs.msg import Bool
+
+    def attempt():
+        ros['enable'].publish(Bool(on))
+        s = ros['state'].get()
+        return s is not None and s.enabled == on
+    wait_for(lambda: attempt() or (rospy.sleep(0.01) and False), 10.0,
+             'robot %s' % ('enabled' if on else 'disabled'))
+
+
+def tracking_error(rec, f, t0, duration):
+    samples = rec.between(t0, t0 + duration)
+    err = np.array([q - f(t - t0)[0] for t, q, _ in samples])
+    return err, len(samples)
+
+
+def rms(err):
+    return float(np.sqrt(np.mean(err ** 2)))
+
+
+def fresh_client(ns=ACTION):
+    import actionlib
+    import rospy
+    from control_msgs.msg import FollowJointTrajectoryAction
+    client = actionlib.SimpleActionClient(ns, FollowJointTrajectoryAction)
+    wait_for(lambda: client.wait_for_server(rospy.Duration(0.5)), 60.0, 'action server %s' % ns)
+    return client
+
+
+# --- it is there --------------------------------------------------------------------------
+def test_server_is_advertised_and_logs_running(ros, robot):
+    import rosgraph
+    master = rosgraph.Master('/jtas_test')
+    pubs, subs, _ = master.getSystemState()
+    assert any(t == ACTION + '/goal' and '/joint_trajectory_action_server' in n for t, n in subs)
+    wait_for(lambda: 'Joint Trajectory Action Server Running' in robot.log_path.read_text(),
+             10.0, 'the server\'s "Running" log line')
+
+
+# --- MoveIt-like goal: success and tracking -----------------------------------------------------
+def test_moveit_like_goal_succeeds_and_tracks_within_5_mrad(at_neutral):
+    ros = at_neutral
+    duration = 4.0
+    f = smooth_motion(NEUTRAL, [0.6, 0.4, -0.5, -0.6, 0.8, 0.5, -1.0], duration,
+                      bump=[0.2, -0.1, 0.3, 0.2, -0.3, 0.2, 0.4])
+    sent = Sent(ros['client'], moveit_goal(f, duration))
+    state, result = sent.wait(timeout=60)
+    assert (TERMINAL[state], result.error_code) == ('SUCCEEDED', 0), result.error_string
+    t0 = sent.start_time()
+    err, n = tracking_error(ros['rec'], f, t0, duration)
+    assert n >= 0.8 * 100 * duration                           # joint_states at 100 Hz
+    assert rms(err) <= 0.005, 'RMS tracking error %.4f rad (max %.4f)' % (rms(err), np.abs(err).max())
+    wait_for(lambda: np.abs(ros['rec'].last()[1] - f(duration)[0]).max() < 0.005, 10.0,
+             'the arm settled at the last point')
+    # feedback: at the control rate, every field filled for the goal's joints
+    fbs = [fb for fb in sent.feedback if t0 <= fb.header.stamp.to_sec() <= t0 + duration]
+    assert len(fbs) >= 0.5 * 100 * duration
+    fb = fbs[len(fbs) // 2]
+    assert fb.joint_names == ARM
+    assert len(fb.desired.positions) == len(fb.desired.velocities) == len(fb.actual.positions) == 7
+    assert np.allclose(np.subtract(fb.desired.positions, fb.actual.positions), fb.error.positions)
+    t = fb.header.stamp.to_sec() - t0
+    assert fb.desired.time_from_start.to_sec() == pytest.approx(t, abs=1e-6)
+    assert fb.desired.positions == pytest.approx(f(t)[0].tolist(), abs=2e-3)
+
+
+def test_sdk_joint_trajectory_client_goal(at_neutral):
+    """What joint_trajectory_client sends: positions only (no velocities), 8 points over
+    19 s starting at the current angles, header.stamp = now, goal_time_tolerance given as a
+    rospy.Time(0.1)."""
+    import rospy
+    ros = at_neutral
+    p1 = ros['rec'].last()[1]
+    scale = [(0.0, 1.0), (1.0, 1.0), (4.0, 0.6), (7.0, 0.3), (10.0, 0.6), (13.0, 0.3),
+             (16.0, 0.6), (19.0, 1.0)]
+    goal = position_goal([(t, p1 * s) for t, s in scale])
+    goal.goal_time_tolerance = rospy.Time(0.1)
+    goal.trajectory.header.stamp = rospy.Time.now()
+    sent = Sent(ros['client'], goal)
+    state, result = sent.wait(timeout=180)
+    assert (TERMINAL[state], result.error_code) == ('SUCCEEDED', 0), result.error_string
+    t0 = goal.trajectory.header.stamp.to_sec()
+    for t, s in scale[2:]:
+        near = ros['rec'].between(t0 + t - 0.006, t0 + t + 0.006)
+        assert near, 'no joint_states around t=%.1f' % t
+        assert np.abs(near[0][1] - p1 * s).max() < 0.01, (t, near[0][1] - p1 * s)
+    errors = np.array([fb.error.positions for fb in sent.feedback])
+    assert rms(errors) <= 0.005, 'RMS tracking error %.4f rad (max %.4f)' % (
+        rms(errors), np.abs(errors).max())
+
+
+def test_goal_for_some_joints_holds_the_others(at_neutral):
+    ros = at_neutral
+    names = ['right_j3', 'right_j0']                           # a subset, in any order
+    target = {'right_j0': 0.3, 'right_j3': 1.9}
+    sent = Sent(ros['client'], position_goal([(2.0, [target[n] for n in names])], names))
+    state, result = sent.wait(timeout=60)
+    assert (TERMINAL[state], result.error_code) == ('SUCCEEDED', 0), result.error_string
+    assert sent.feedback[-1].joint_names == names
+    wait_for(lambda: abs(ros['rec'].last()[1][0] - 0.3) < 0.005, 10.0, 'right_j0 at its target')
+    q = ros['rec'].last()[1]
+    assert q[3] == pytest.approx(1.9, abs=0.005)
+    others = [1, 2, 4, 5, 6]
+    moved = max(np.abs(s[1][others] - NEUTRAL[others]).max()
+                for s in ros['rec'].between(sent.start_time(), ros['rec'].last()[0]))
+    assert moved < 0.005
+
+
+# --- the other modes, from a second server instance ------------------------------------------
+@pytest.fixture
+def second_server(robot):
+    procs = []
+
+    def start(mode):
+        ns = '/jtas_%s/follow_joint_trajectory' % mode
+        log = open(robot.log_path.parent / ('jtas_%s.log' % mode), 'wb')
+        proc = subprocess.Popen(
+            [sys.executable, str(REPO / 'nodes' / 'joint_trajectory_action_server'),
+             '__name:=jtas_%s' % mode, '_mode:=%s' % mode, '_action_ns:=%s' % ns],
+            stdout=log, stderr=subprocess.STDOUT, env=dict(os.environ))
+        procs.append((proc, log))
+        return fresh_client(ns)
+    yield start
+    for proc, log in procs:
+        proc.send_signal(signal.SIGINT)
+        try:
+            proc.wait(15)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+        log.close()
+
+
+@pytest.mark.parametrize('mode', ['position', 'velocity'])
+def test_other_modes_succeed(at_neutral, second_server, mode):
+    import rospy
+    from std_msgs.msg import Float64
+    ros = at_neutral
+    client = second_server(mode)
+    ratios = []
+    sub = rospy.Subscriber('/robot/limb/right/set_speed_ratio', Float64,
+                           lambda m: ratios.append(m.data), queue_size=100)
+    try:
+        duration = 3.0
+        f = smooth_motion(NEUTRAL, [0.4, 0.3, -0.3, -0.4, 0.5, 0.4, -0.6], duration)
+        sent = Sent(client, moveit_goal(f, duration))
+        state, result = sent.wait(timeout=60)
+        assert (TERMINAL[state], result.error_code) == ('SUCCEEDED', 0), result.error_string
+        err, _ = tracking_error(ros['rec'], f, sent.start_time(), duration)
+        assert np.abs(err).max() < 0.2
+        if mode == 'position':
+            # POSITION_MODE moves at speed ratio x max speed: 1.0 while executing, then the
+            # robot's default again
+            wait_for(lambda: ratios and ratios[-1] == pytest.approx(0.3), 20.0,
+                     'speed ratio restored to 0.3')
+            assert 1.0 in ratios
+    finally:
+        sub.unregister()
+    wait_for(lambda: np.abs(ros['rec'].last()[1] - f(duration)[0]).max() < 0.01, 20.0,
+             'the arm at the last point')
+
+
+# --- result codes from crafted goals ------------------------------------------------------------
+def _reject_case(name, ros):
+    import rospy
+    q = ros['rec'].last()[1]
+    if name == 'unknown joint':
+        return position_goal([(1.0, q)], ARM[:6] + ['right_w2']), -2, "'right_w2'"
+    if name == 'duplicate joint':
+        return position_goal([(1.0, q)], ARM[:6] + ['right_j0']), -2, 'appears twice'
+    if name == 'times not increasing':
+        return position_goal([(1.0, q), (1.0, q)]), -1, 'strictly increase'
+    if name == 'no points':
+        return position_goal([]), -1, 'points is empty'
+    if name == 'outside limits':
+        bad = q.copy()
+        bad[1] = 2.5
+        return position_goal([(1.0, bad)]), -1, 'outside its limits'
+    if name == 'first point far away':
+        far = q + np.r_[0, 0, 0, 0.5, 0, 0, 0]
+        return position_goal([(0.0, far), (2.0, far)]), -1, 'rad from the current position'
+    if name == 'old header':
+        goal = position_goal([(0.5, q), (1.0, q)])
+        wait_for(lambda: rospy.Time.now().to_sec() > 6.0, 60.0, 'sim time past 6 s')
+        goal.trajectory.header.stamp = rospy.Time.now() - rospy.Duration(5.0)
+        return goal, -3, 'ended'
+    raise KeyError(name)
+
+
+@pytest.mark.parametrize('case', ['unknown joint', 'duplicate joint', 'times not increasing',
+                                  'no points', 'outside limits', 'first point far away',
+                                  'old header'])
+def test_bad_goals_are_rejected_with_code_and_message(at_neutral, robot, case):
+    ros = at_neutral
+    goal, code, words = _reject_case(case, ros)
+    state, result = Sent(ros['client'], goal).wait(timeout=30)
+    assert TERMINAL[state] == 'REJECTED'
+    assert result.error_code == code and words in result.error_string, result.error_string
+    wait_for(lambda: result.error_string in robot.log_path.read_text(), 10.0, 'the log line')
+    assert np.abs(ros['rec'].last()[1] - NEUTRAL).max() < 2e-3   # and nothing moved
+
+
+def test_path_tolerance_violation_aborts_and_holds(at_neutral):
+    from control_msgs.msg import JointTolerance
+    ros = at_neutral
+    f = smooth_motion(NEUTRAL, [0.5, 0, 0, 0, 0, 0, 0], 3.0)
+    goal = moveit_goal(f, 3.0)
+    goal.path_tolerance = [JointTolerance(name='right_j0', position=1e-6)]
+    state, result = Sent(ros['client'], goal).wait(timeout=60)
+    assert (TERMINAL[state], result.error_code) == ('ABORTED', -4)
+    assert 'right_j0' in result.error_string and 'path tolerance' in result.error_string
+    assert_holds(ros, 1.0)
+
+
+def test_goal_tolerance_violation(at_neutral):
+    from control_msgs.msg import JointTolerance
+    ros = at_neutral
+    f = smooth_motion(NEUTRAL, [0.2, 0, 0, 0, 0, 0, 0], 1.0)
+    goal = moveit_goal(f, 1.0, n=6)
+    goal.goal_tolerance = [JointTolerance(name=n, position=1e-9) for n in ARM]
+    state, result = Sent(ros['client'], goal).wait(timeout=60)
+    assert (TERMINAL[state], result.error_code) == ('ABORTED', -5), result.error_string
+    assert 'goal tolerance' in result.error_string and 'goal_time' in result.error_string
+
+
+def assert_holds(ros, seconds, tol=0.01):
+    """After a goal ended: joint_states stay within tol of where the arm is for `seconds`."""
+    rec = ros['rec']
+    t_end = rec.last()[0]
+    wait_for(lambda: rec.last()[0] >= t_end + seconds, 20 * seconds + 10, '%.1f s of joint_states' % seconds)
+    samples = rec.between(t_end, t_end + seconds)
+    q = np.array([s[1] for s in samples])
+    drift = np.abs(q - q[0]).max()
+    assert drift <= tol, 'moved %.4f rad after the goal ended' % drift
+    return q[0]
+
+
+# --- preemption, cancel --------------------------------------------------------------------------
+def test_new_goal_preempts_the_running_one_without_a_jump(at_neutral):
+    ros = at_neutral
+    f1 = smooth_motion(NEUTRAL, [0.8, 0, 0, 0, 0, 0, 0], 4.0)
+    first = Sent(fresh_client(), moveit_goal(f1, 4.0))
+    first.wait_progress(1.5)
+    target = NEUTRAL + np.r_[-0.3, 0.2, 0, 0, 0, 0, 0]
+    second = Sent(ros['client'], position_goal([(2.0, target)]))
+    state1, result1 = first.wait(timeout=30)
+    assert TERMINAL[state1] == 'PREEMPTED' and 'preempted' in result1.error_string
+    state2, result2 = second.wait(timeout=60)
+    assert (TERMINAL[state2], result2.error_code) == ('SUCCEEDED', 0), result2.error_string
+    wait_for(lambda: np.abs(ros['rec'].last()[1] - target).max() < 0.005, 20.0, 'the second target')
+    # the switch is smooth: no velocity step in joint_states (10 ms apart, limit 10 rad/s²)
+    t_switch = second.start_time()
+    window = ros['rec'].between(t_switch - 0.1, t_switch + 0.3)
+    qd = np.array([s[2] for s in window])
+    assert np.abs(np.diff(qd, axis=0)).max() < 0.1
+
+
+def test_cancel_stops_and_holds(at_neutral):
+    ros = at_neutral
+    f = smooth_motion(NEUTRAL, [0.6, 0, 0, 0, 0, 0, 0], 4.0)
+    sent = Sent(ros['client'], moveit_goal(f, 4.0))
+    sent.wait_progress(1.0)
+    moving = ros['rec'].last()
+    assert abs(moving[2][0]) > 0.1                              # it was moving
+    ros['client'].cancel_goal()
+    state, result = sent.wait(timeout=30)
+    assert TERMINAL[state] == 'PREEMPTED' and 'cancelled' in result.error_string
+    held = assert_holds(ros, 2.0, tol=0.01)
+    # it stopped where it was, it did not finish the trajectory
+    assert abs(held[0] - moving[1][0]) < 0.1
+    assert abs(held[0] - f(4.0)[0][0]) > 0.1
+
+
+# --- aborts from the robot ------------------------------------------------------------------------
+def test_disable_aborts_the_goal(at_neutral):
+    ros = at_neutral
+    f = smooth_motion(NEUTRAL, [0.6, 0, 0, 0, 0, 0, 0], 4.0)
+    sent = Sent(ros['client'], moveit_goal(f, 4.0))
+    sent.wait_progress(1.0)
+    set_enabled(ros, False)
+    state, result = sent.wait(timeout=30)
+    assert (TERMINAL[state], result.error_code) == ('ABORTED', -4)
+    assert 'disabled' in result.error_string
+    assert_holds(ros, 1.0, tol=0.01)                            # brakes on
+
+
+def test_goal_while_disabled_is_rejected(at_neutral):
+    ros = at_neutral
+    set_enabled(ros, False)
+    q = ros['rec'].last()[1]
+    state, result = Sent(ros['client'], position_goal([(1.0, q + 0.1)])).wait(timeout=30)
+    assert (TERMINAL[state], result.error_code) == ('REJECTED', -1)
+    assert 'disabled' in result.error_string
+
+
+def test_collision_aborts_the_goal(at_neutral):
+    import rospy
+    from intera_core_msgs.msg import CollisionDetectionState
+    ros = at_neutral
+    pub = rospy.Publisher('/robot/limb/right/collision_detection_state', CollisionDetectionState,
+                          queue_size=10)
+    f = smooth_motion(NEUTRAL, [0.6, 0, 0, 0, 0, 0, 0], 4.0)
+    sent = Sent(ros['client'], moveit_goal(f, 4.0))
+    sent.wait_progress(1.0)
+    wait_for(lambda: pub.get_num_connections() > 0, 10.0, 'the server subscribed')
+    wait_for(lambda: pub.publish(CollisionDetectionState(collision_state=True)) or
+             TERMINAL.get(ros['client'].get_state()), 10.0, 'the goal to end')
+    state, result = sent.wait(timeout=30)
+    pub.unregister()
+    assert (TERMINAL[state], result.error_code) == ('ABORTED', -4)
+    assert 'collision' in result.error_string
+    assert_holds(ros, 1.0)
+
+
+def _cuff_state(pressed):
+    import rospy
+    from intera_core_msgs.msg import IODataStatus, IODeviceStatus
+    return IODeviceStatus(time=rospy.Time.now(), signals=[IODataStatus(
+        name='right_cuff', format=json.dumps({'role': 'input', 'type': 'bool'}),
+        data=json.dumps([pressed]))])
+
+
+def test_cuff_press_aborts_the_goal(at_neutral):
+    """The robot has no cuff IO device yet: this test plays it, with the IODeviceStatus the
+    real one publishes on /io/robot/cuff/state."""
+    import rospy
+    from intera_core_msgs.msg import IODeviceStatus
+    ros = at_neutral
+    pub = rospy.Publisher('/io/robot/cuff/state', IODeviceStatus, queue_size=10, latch=True)
+    try:
+        f = smooth_motion(NEUTRAL, [0.6, 0, 0, 0, 0, 0, 0], 4.0)
+        sent = Sent(ros['client'], moveit_goal(f, 4.0))
+        sent.wait_progress(1.0)
+        wait_for(lambda: pub.get_num_connections() > 0, 10.0, 'the server subscribed')
+        pub.publish(_cuff_state(True))
+        state, result = sent.wait(timeout=30)
+        assert (TERMINAL[state], result.error_code) == ('ABORTED', -4)
+        assert 'cuff' in result.error_string
+        assert_holds(ros, 1.0)
+    finally:
+        pub.publish(_cuff_state(False))
+        rospy.sleep(0.2)
+        pub.unregister()
+    # released: goals run again
+    state, result = Sent(ros['client'], position_goal([(1.0, ros['rec'].last()[1])])).wait(timeout=30)
+    assert TERMINAL[state] == 'SUCCEEDED', result.error_string

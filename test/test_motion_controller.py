@@ -1,0 +1,477 @@
+"""The motion controller through ROS, driven the way the SDK's MotionTrajectory drives it:
+an actionlib.SimpleActionClient on /motion/motion_command with start / stop / generate goals.
+What is checked is what a user sees: results, error ids, /robot/joint_states,
+endpoint_state / tip_states, the interaction command and the interpolated path.
+
+Not tested: ZERO_G_ACTIVATED_DURING_TRAJECTORY (the emulated arm has no zero-G mode)."""
+import math
+
+import numpy as np
+import pytest
+
+from rosharness import latest, wait_for
+
+ARM = ['right_j%d' % i for i in range(7)]
+NEUTRAL = [0.0, -1.18, 0.0, 2.18, 0.0, 0.57, 3.3161]
+BIAS = [0.0, -0.9, 0.0, 1.8, 0.0, -0.9, 0.0]
+FAST = [7.0, 5.0, 8.0, 8.0, 8.0, 8.0, 8.0]
+COLLIDING = [0.0, 0.9, 0.0, 2.5, 0.0, 0.0, 0.0]     # the hand folded into the pedestal
+RESULT_TIMEOUT = 60.0
+# The machine running the tests may be shared: give the arm time to settle at the goal
+# (settling_time_at_goal) rather than fail a goal because the simulation ran late.
+SETTLE = 10.0
+
+
+# --- fixtures and helpers --------------------------------------------------------------------
+@pytest.fixture(scope='module')
+def ros(robot):
+    import actionlib
+    from intera_core_msgs.msg import EndpointState, EndpointStates, RobotAssemblyState
+    from intera_motion_msgs.msg import MotionCommandAction
+    from sensor_msgs.msg import JointState
+    client = actionlib.SimpleActionClient('/motion/motion_command', MotionCommandAction)
+    assert client.wait_for_server(__import__('rospy').Duration(30.0)), 'no /motion/motion_command server'
+    stopper = actionlib.SimpleActionClient('/motion/motion_command', MotionCommandAction)
+    assert stopper.wait_for_server(__import__('rospy').Duration(10.0))
+    joints = latest('/robot/joint_states', JointState)
+    endpoint = latest('/robot/limb/right/endpoint_state', EndpointState)
+    tips = latest('/robot/limb/right/tip_states', EndpointStates)
+    state = latest('/robot/state', RobotAssemblyState)
+    for rec in (joints, endpoint, tips, state):
+        rec.wait(10)
+    return {'client': client, 'stopper': stopper, 'joints': joints, 'endpoint': endpoint, 'tips': tips,
+            'state': state}
+
+
+def angles(ros):
+    msg = ros['joints'].get()
+    return np.array([msg.position[msg.name.index(n)] for n in ARM])
+
+
+def speeds(ros):
+    msg = ros['joints'].get()
+    return np.array([msg.velocity[msg.name.index(n)] for n in ARM])
+
+
+def teleport(ros, q=NEUTRAL):
+    """Sim control: put the arm at q (a test set-up step, not a motion)."""
+    import rospy
+    from intera_rt_msgs.srv import SetJointPositions
+    rospy.wait_for_service('/intera_rt/sim/set_joint_positions', 10.0)
+    resp = rospy.ServiceProxy('/intera_rt/sim/set_joint_positions', SetJointPositions)(list(ARM), list(q))
+    assert resp.success, resp.message
+    wait_for(lambda: np.abs(angles(ros) - q).max() < 1e-3, 5.0, 'the arm at the set pose')
+
+
+def waypoint(q=None, pose=None, endpoint='right_hand', ratio=0.5, accel=FAST, **options):
+    from intera_motion_msgs.msg import Waypoint
+    w = Waypoint(active_endpoint=endpoint)
+    if q is not None:
+        w.joint_positions = list(q)
+    if pose is not None:
+        (w.pose.pose.position.x, w.pose.pose.position.y, w.pose.pose.position.z), quat = pose
+        o = w.pose.pose.orientation
+        o.x, o.y, o.z, o.w = quat
+    o = w.options
+    o.label = 'default'
+    o.max_joint_speed_ratio = ratio
+    o.max_joint_accel = list(accel)
+    o.max_linear_speed = o.max_linear_accel = 0.6
+    o.max_rotational_speed = o.max_rotational_accel = 1.57
+    for k, v in options.items():
+        setattr(o, k, v)
+    return w
+
+
+def goal(waypoints, interpolation='JOINT', command='start', label='default', settle=SETTLE):
+    from intera_motion_msgs.msg import MotionCommandGoal
+    g = MotionCommandGoal(command=command)
+    g.trajectory.label = label
+    g.trajectory.joint_names = list(ARM)
+    g.trajectory.trajectory_options.interpolation_type = interpolation
+    g.trajectory.waypoints = list(waypoints)
+    tracking = g.trajectory.trajectory_options.tracking_options
+    tracking.use_settling_time_at_goal, tracking.settling_time_at_goal = True, settle
+    return g
+
+
+def joint_goal(ros, *targets, **kw):
+    """go_to_joint_angles: waypoint 0 = the current angles, then the targets."""
+    return goal([waypoint(angles(ros), **kw)] + [waypoint(t, **kw) for t in targets])
+
+
+def send(ros, g, timeout=RESULT_TIMEOUT, client='client'):
+    import rospy
+    c = ros[client]
+    c.send_goal(g)
+    assert c.wait_for_result(rospy.Duration(timeout)), 'no result within %.0f s' % timeout
+    return c.get_state(), c.get_result()
+
+
+def pose_of(msg):
+    p, o = msg.pose.position, msg.pose.orientation
+    return np.array([p.x, p.y, p.z]), np.array([o.x, o.y, o.z, o.w])
+
+
+def tip_pose(ros, tip):
+    msg = ros['tips'].get()
+    return pose_of(msg.states[msg.names.index(tip)])
+
+
+def quat_angle(a, b):
+    return 2.0 * math.acos(min(1.0, abs(float(np.dot(a, b)))))
+
+
+def wait_at_rest(ros, timeout=5.0, what='the arm at rest'):
+    return wait_for(lambda: np.abs(speeds(ros)).max() < 0.01, timeout, what)
+
+
+def assert_no_motion(ros, before, tol=2e-3, messages=30):
+    """The arm stays within tol of `before` over the next `messages` joint states (~0.3 s)."""
+    rec = ros['joints']
+    start = rec.count
+    worst = [np.abs(angles(ros) - before).max()]
+
+    def watched():
+        worst[0] = max(worst[0], np.abs(angles(ros) - before).max())
+        return rec.count >= start + messages
+    wait_for(watched, 5.0, '%d joint states' % messages)
+    assert worst[0] < tol, worst[0]
+
+
+SUCCEEDED, ABORTED, PREEMPTED, REJECTED = 3, 4, 2, 5
+
+
+# --- moves ---------------------------------------------------------------------------------------
+def test_go_to_joint_angles(ros):
+    teleport(ros)
+    state, result = send(ros, joint_goal(ros, BIAS, ratio=0.5, accel=FAST))
+    assert state == SUCCEEDED and result.result is True and result.errorId == ''
+    assert np.abs(angles(ros) - BIAS).max() < 0.01
+    a = result.trajectory_analysis
+    assert a.planned_duration > 0.5 and a.measured_duration >= a.planned_duration * 0.9
+    assert len(a.peak_speed_command) == 7 and max(a.peak_speed_command) <= 0.5 * 4.545 + 1e-6
+    assert result.last_successful_waypoint == 1
+
+
+def test_feedback_reports_running_then_done(ros):
+    import rospy
+    teleport(ros)
+    seen = []
+    ros['client'].send_goal(joint_goal(ros, BIAS, ratio=0.8),
+                            feedback_cb=lambda fb: seen.append(fb.status.motion_status))
+    assert ros['client'].wait_for_result(rospy.Duration(RESULT_TIMEOUT))
+    assert ros['client'].get_result().result
+    assert 'running' in seen
+
+
+def test_generate_returns_the_analysis_without_moving(ros):
+    teleport(ros)
+    before = angles(ros)
+    g = joint_goal(ros, BIAS)
+    g.command = 'generate'
+    state, result = send(ros, g)
+    assert state == SUCCEEDED and result.result is True
+    assert result.trajectory_analysis.planned_duration > 0.5
+    assert result.trajectory_analysis.max_angle_command[3] == pytest.approx(2.18, abs=1e-6)
+    assert_no_motion(ros, before)
+
+
+def test_several_waypoints_and_the_interpolated_path(ros):
+    from intera_motion_msgs.msg import InterpolatedPath
+    teleport(ros)
+    a = [0.3, -1.0, 0.1, 2.0, 0.1, 0.5, 3.0]
+    b = [0.5, -0.9, 0.2, 1.8, 0.0, 0.3, 2.6]
+    g = joint_goal(ros, a, b, ratio=0.7)
+    g.trajectory.trajectory_options.path_interpolation_step = 0.05
+    with latest('/motion/interpolated_path', InterpolatedPath) as path:
+        state, result = send(ros, g)
+        msg = path.wait(5.0)
+    assert result.result and result.last_successful_waypoint == 2
+    assert np.abs(angles(ros) - b).max() < 0.01
+    pts = msg.interpolated_path
+    assert msg.joint_names == ARM and len(pts) >= result.trajectory_analysis.planned_duration / 0.05
+    assert np.allclose(pts[-1].joint_positions, b, atol=1e-6)
+    assert pts[-1].time == pytest.approx(result.trajectory_analysis.planned_duration)
+
+
+def test_random_joint_trajectories(ros):
+    """send_random_trajectory style: seeded random walks of a few waypoints."""
+    from intera_rt.model import RobotModel
+    from intera_rt.model.collision import CollisionModel
+    from intera_rt.motion.planner import MotionPlanner
+    model = RobotModel.from_file()
+    planner = MotionPlanner(model, CollisionModel(model.urdf_xml))
+    lim = model.limit_arrays(ARM)
+    rng = np.random.default_rng(1234)
+    done = 0
+    while done < 3:
+        teleport(ros)
+        q, targets = np.array(NEUTRAL), []
+        for _ in range(4):
+            q = np.clip(q + rng.uniform(-0.35, 0.35, 7), lim['lower'], lim['upper'])
+            targets.append(q)
+        g = joint_goal(ros, *targets, ratio=0.6)
+        try:                          # the robot refuses self-colliding paths: skip those
+            planner.plan(planner.parse(g.trajectory), angles(ros))
+        except Exception:
+            continue
+        state, result = send(ros, g)
+        assert state == SUCCEEDED and result.result, result.errorId
+        assert np.abs(angles(ros) - targets[-1]).max() < 0.01
+        done += 1
+
+
+def test_go_to_cartesian_pose_absolute(ros):
+    """go_to_cartesian_pose -p 0.45 0.16 0.3 -o 0 1 0 0: one waypoint, nullspace bias."""
+    teleport(ros)
+    target = (np.array([0.45, 0.16, 0.3]), np.array([0.0, 1.0, 0.0, 0.0]))
+    state, result = send(ros, goal([waypoint(BIAS, pose=target, ratio=0.5)], 'CARTESIAN'))
+    assert state == SUCCEEDED and result.result, result.errorId
+    p, o = pose_of(ros['endpoint'].get())
+    assert np.linalg.norm(p - target[0]) < 2e-3
+    assert quat_angle(o, target[1]) < 0.01
+
+
+def test_go_to_cartesian_pose_relative(ros):
+    """go_to_cartesian_pose -R 0 0 0.05 0 0 0: the client adds the offset to the current pose."""
+    teleport(ros)
+    p0, o0 = pose_of(ros['endpoint'].get())
+    target = (p0 + [0.0, -0.05, 0.05], o0)
+    state, result = send(ros, goal([waypoint(angles(ros), pose=target, ratio=0.5)], 'CARTESIAN'))
+    assert result.result, result.errorId
+    p, o = pose_of(ros['endpoint'].get())
+    assert np.linalg.norm(p - target[0]) < 2e-3 and quat_angle(o, o0) < 0.01
+
+
+def test_cartesian_with_another_active_endpoint(ros):
+    teleport(ros)
+    p0, o0 = tip_pose(ros, 'right_hand_camera')
+    target = (p0 + [0.03, -0.03, 0.03], o0)
+    g = goal([waypoint(pose=target, endpoint='right_hand_camera', ratio=0.5)], 'CARTESIAN')
+    state, result = send(ros, g)
+    assert result.result, result.errorId
+    p, o = tip_pose(ros, 'right_hand_camera')
+    assert np.linalg.norm(p - target[0]) < 2e-3 and quat_angle(o, o0) < 0.01
+
+
+def test_interaction_options_are_accepted_and_passed_on(ros):
+    """go_to_joint_angles_in_contact style: interaction_control with its parameters."""
+    from intera_core_msgs.msg import InteractionControlCommand
+    teleport(ros)
+    g = joint_goal(ros, BIAS, ratio=0.5)
+    opts = g.trajectory.trajectory_options
+    opts.interaction_control = True
+    p = opts.interaction_params
+    p.interaction_control_active = True
+    p.interaction_control_mode = [1] * 6
+    p.K_impedance = [500.0, 500.0, 500.0, 10.0, 10.0, 10.0]
+    p.max_impedance = [False] * 6
+    p.K_nullspace = [5.0, 10.0, 5.0, 10.0, 5.0, 10.0, 5.0]
+    p.force_command = [0.0] * 6
+    p.interaction_frame.orientation.w = 1.0
+    p.endpoint_name = 'right_hand'
+    p.in_endpoint_frame = False
+    with latest('/robot/limb/right/interaction_control_command', InteractionControlCommand) as rec:
+        state, result = send(ros, g)          # (republished at 10 Hz while it moves)
+        msg = rec.wait(5.0)
+    assert state == SUCCEEDED and result.result
+    assert np.abs(angles(ros) - BIAS).max() < 0.01
+    assert msg.interaction_control_active and list(msg.K_impedance) == p.K_impedance
+    assert list(msg.K_nullspace) == p.K_nullspace
+
+
+# --- stopping --------------------------------------------------------------------------------------
+def _start_long_move(ros, target=(1.5, -1.18, 0.0, 2.18, 0.0, 0.57, 3.3161), ratio=0.4):
+    ros['client'].send_goal(joint_goal(ros, list(target), ratio=ratio))
+    wait_for(lambda: np.abs(speeds(ros)).max() > 0.3, 10.0, 'the arm moving')
+
+
+def test_stop_while_running_decelerates_smoothly_and_holds(ros):
+    import rospy
+    from intera_core_msgs.msg import JointCommand
+    teleport(ros)
+    commands = []
+    sub = rospy.Subscriber('/robot/limb/right/joint_command', JointCommand,
+                           lambda m: commands.append((m.header.stamp.to_sec(), np.array(m.velocity),
+                                                      np.array(m.acceleration))), queue_size=500)
+    try:
+        _start_long_move(ros)
+        t_stop = rospy.get_time()
+        state, result = send(ros, goal([], command='stop'), timeout=10.0, client='stopper')
+        assert state == SUCCEEDED and result.result is True
+        assert ros['client'].wait_for_result(rospy.Duration(5.0))
+        assert ros['client'].get_state() in (PREEMPTED, ABORTED)
+        assert ros['client'].get_result().result is False
+        wait_at_rest(ros, 5.0)
+    finally:
+        sub.unregister()
+    # What the controller commanded: a continuous deceleration to rest ~0.3 s after the stop.
+    after = [(t, v, a) for t, v, a in commands if t >= t_stop - 0.01]
+    first_rest = next(t for t, v, _ in after if not np.any(v))
+    assert first_rest - t_stop < 0.45
+    speed = np.array([np.linalg.norm(v) for t, v, _ in after if t <= first_rest])
+    assert speed[0] > 0.2 and np.all(np.diff(speed) < 0.05)
+    assert max(np.abs(a).max() for _, _, a in after) <= 10.0
+    held = angles(ros)
+    assert 0.1 < held[0] < 1.4                         # stopped on the way
+    assert_no_motion(ros, held, messages=100)          # and holds (1 s of joint states)
+
+
+def test_stop_while_idle_succeeds(ros):
+    import rospy
+    seen = []
+    ros['stopper'].send_goal(goal([], command='stop'), feedback_cb=lambda fb: seen.append(fb.status.motion_status))
+    assert ros['stopper'].wait_for_result(rospy.Duration(10.0))
+    assert ros['stopper'].get_state() == SUCCEEDED and ros['stopper'].get_result().result is True
+    assert seen in ([], ['idle'])
+
+
+def test_cancelling_the_goal_stops_the_arm_on_its_path(ros):
+    import rospy
+    teleport(ros)
+    _start_long_move(ros)
+    ros['client'].cancel_goal()
+    assert ros['client'].wait_for_result(rospy.Duration(5.0))
+    assert ros['client'].get_state() == PREEMPTED
+    wait_at_rest(ros, 2.0)
+    q = angles(ros)
+    assert 0.1 < q[0] < 1.4 and np.abs(q[1:] - NEUTRAL[1:]).max() < 0.01   # on the j0-only path
+
+
+def test_new_start_preempts_the_running_motion(ros):
+    import rospy
+    teleport(ros)
+    first = ros['client']
+    _start_long_move(ros)
+    state, result = send(ros, joint_goal(ros, BIAS, ratio=0.6), client='stopper')
+    assert state == SUCCEEDED and result.result
+    assert np.abs(angles(ros) - BIAS).max() < 0.01
+    assert first.wait_for_result(rospy.Duration(5.0)) and first.get_state() in (PREEMPTED, ABORTED)
+
+
+def test_disabling_the_robot_ends_the_motion_controller_not_following(ros):
+    import rospy
+    from std_msgs.msg import Bool
+    teleport(ros)
+    pub = rospy.Publisher('/robot/set_super_enable', Bool, queue_size=10)
+    _start_long_move(ros)
+    try:
+        wait_for(lambda: pub.publish(Bool(False)) or not ros['state'].get().enabled, 5.0, 'robot disabled')
+        assert ros['client'].wait_for_result(rospy.Duration(10.0))
+        result = ros['client'].get_result()
+        assert result.result is False and result.errorId == 'CONTROLLER_NOT_FOLLOWING'
+        assert ros['client'].get_state() == ABORTED
+    finally:
+        wait_for(lambda: pub.publish(Bool(True)) or ros['state'].get().enabled, 5.0, 'robot enabled')
+
+
+def test_a_detected_collision_ends_the_motion_controller_not_following(ros):
+    """As the robot reports it: collision_detection_state with collision_state true."""
+    import rospy
+    from intera_core_msgs.msg import CollisionDetectionState
+    teleport(ros)
+    pub = rospy.Publisher('/robot/limb/right/collision_detection_state', CollisionDetectionState, queue_size=10)
+    wait_for(lambda: pub.get_num_connections() > 0, 5.0, 'the motion controller listening')
+    _start_long_move(ros)
+    wait_for(lambda: pub.publish(CollisionDetectionState(collision_state=True)) or
+             ros['client'].wait_for_result(rospy.Duration(0.05)), 5.0, 'the motion to end')
+    result = ros['client'].get_result()
+    assert result.result is False and result.errorId == 'CONTROLLER_NOT_FOLLOWING'
+    wait_at_rest(ros, 3.0)
+    assert angles(ros)[0] < 1.4                        # stopped where it was, short of the goal
+
+
+# --- errors from crafted goals (each before any motion) ------------------------------------------
+def _expect_error(ros, g, error_id, moves=False):
+    wait_at_rest(ros)
+    before = angles(ros)
+    state, result = send(ros, g)
+    assert result.result is False and result.errorId == error_id, (result.errorId, error_id)
+    assert state in (ABORTED, REJECTED)
+    if not moves:
+        assert_no_motion(ros, before)
+    return result
+
+
+def test_error_invalid_trajectory_message(ros):
+    teleport(ros)
+    g = joint_goal(ros, BIAS)
+    g.trajectory.waypoints[1].joint_positions = []                 # mixed JOINT / pose-only
+    _expect_error(ros, g, 'INVALID_TRAJECTORY_MESSAGE')
+    g = joint_goal(ros, BIAS)
+    g.trajectory.waypoints[1].joint_positions = BIAS[:6]           # wrong joint count
+    _expect_error(ros, g, 'INVALID_TRAJECTORY_MESSAGE')
+    g = joint_goal(ros, BIAS)
+    g.trajectory.waypoints[1].joint_positions = BIAS[:6] + [float('nan')]
+    _expect_error(ros, g, 'INVALID_TRAJECTORY_MESSAGE')
+    target = (np.array([0.45, 0.16, 0.3]), np.array([0.0, 0.5, 0.0, 0.0]))   # not a unit quaternion
+    _expect_error(ros, goal([waypoint(BIAS, pose=target)], 'CARTESIAN'), 'INVALID_TRAJECTORY_MESSAGE')
+    g = joint_goal(ros, BIAS)
+    g.trajectory.trajectory_options.interpolation_type = 'SPLINE'
+    _expect_error(ros, g, 'INVALID_TRAJECTORY_MESSAGE')
+    g = joint_goal(ros, BIAS)
+    g.command = 'jump'
+    _expect_error(ros, g, 'INVALID_TRAJECTORY_MESSAGE')
+
+
+def test_error_endpoint_does_not_exist(ros):
+    target = (np.array([0.45, 0.16, 0.3]), np.array([0.0, 1.0, 0.0, 0.0]))
+    _expect_error(ros, goal([waypoint(BIAS, pose=target, endpoint='right_gripper_tip')], 'CARTESIAN'),
+                  'ENDPOINT_DOES_NOT_EXIST')
+
+
+def test_error_planned_joint_accel_limit(ros):
+    _expect_error(ros, joint_goal(ros, BIAS, accel=[20.0] * 7), 'PLANNED_JOINT_ACCEL_LIMIT')
+
+
+def test_error_cartesian_interpolation_failed(ros):
+    target = (np.array([2.0, 0.0, 0.3]), np.array([0.0, 1.0, 0.0, 0.0]))
+    _expect_error(ros, goal([waypoint(BIAS, pose=target)], 'CARTESIAN'), 'CARTESIAN_INTERPOLATION_FAILED')
+
+
+def test_error_failed_to_parameterize(ros):
+    _expect_error(ros, joint_goal(ros, BIAS, ratio=1e-7), 'FAILED_TO_PARAMETERIZE')
+
+
+def test_error_planned_motion_collision_unless_suppressed(ros):
+    import rospy
+    from std_msgs.msg import Empty
+    teleport(ros)
+    _expect_error(ros, joint_goal(ros, COLLIDING), 'PLANNED_MOTION_COLLISION')
+    pub = rospy.Publisher('/robot/limb/right/suppress_collision_avoidance', Empty, queue_size=10)
+    g = joint_goal(ros, COLLIDING)
+    g.command = 'generate'                       # (checked, not run: the sim has no pedestal)
+    stop = {'flag': False}
+    timer = rospy.Timer(rospy.Duration(0.05), lambda _: stop['flag'] or pub.publish(Empty()))
+    try:
+        # Until the suppression reaches the controller the goal is still refused.
+        result = wait_for(lambda: send(ros, g)[1].result and ros['client'].get_result(), 10.0,
+                          'generate to pass with collision avoidance suppressed')
+        assert result.errorId == '' and result.trajectory_analysis.planned_duration > 0
+    finally:
+        stop['flag'] = True
+        timer.shutdown()
+
+
+def test_error_final_pose_not_within_tolerance(ros):
+    teleport(ros)
+    g = joint_goal(ros, BIAS, ratio=0.8)
+    t = g.trajectory.trajectory_options.tracking_options
+    t.goal_joint_tolerance = [1e-9]
+    t.use_settling_time_at_goal, t.settling_time_at_goal = True, 0.1
+    result = _expect_error(ros, g, 'FINAL_POSE_NOT_WITHIN_TOLERANCE', moves=True)
+    assert result.last_successful_waypoint == 0
+    # It did move, and holds the goal it missed by more than 1e-9 rad.
+    wait_for(lambda: np.abs(angles(ros) - BIAS).max() < 0.01, 10.0, 'the arm at the goal')
+
+
+def test_error_controller_not_following_when_disabled_at_start(ros):
+    import rospy
+    from std_msgs.msg import Bool
+    pub = rospy.Publisher('/robot/set_super_enable', Bool, queue_size=10)
+    try:
+        wait_for(lambda: pub.publish(Bool(False)) or not ros['state'].get().enabled, 5.0, 'robot disabled')
+        _expect_error(ros, joint_goal(ros, BIAS), 'CONTROLLER_NOT_FOLLOWING')
+    finally:
+        wait_for(lambda: pub.publish(Bool(True)) or ros['state'].get().enabled, 5.0, 'robot enabled')

@@ -1,0 +1,616 @@
+"""The motion controller's planning core, without ROS: JOINT and CARTESIAN planners, their
+limits and time-optimality against independent bounds, Cartesian straightness and
+blending, every pre-motion error id from crafted goals, the path-following stop and the
+tracker that runs a plan."""
+import math
+
+import numpy as np
+import pytest
+from intera_motion_msgs.msg import Trajectory, Waypoint
+
+from intera_rt.model import ARM_JOINTS, RobotModel
+from intera_rt.model.collision import CollisionModel
+from intera_rt.motion import analysis
+from intera_rt.motion.errors import (CARTESIAN_INTERPOLATION_FAILED, ENDPOINT_DOES_NOT_EXIST,
+                                     FAILED_TO_PARAMETERIZE, FINAL_POSE_NOT_WITHIN_TOLERANCE,
+                                     INVALID_TRAJECTORY_MESSAGE, PLANNED_JOINT_ACCEL_LIMIT,
+                                     PLANNED_MOTION_COLLISION, MotionError)
+from intera_rt.motion.execution import Measurement, Tracker
+from intera_rt.motion.geometry import matrix_to_quat, rotation_angle
+from intera_rt.motion.joint_planner import JERK_TIME
+from intera_rt.motion.planner import MotionPlanner
+
+NEUTRAL = np.array([0.0, -1.18, 0.0, 2.18, 0.0, 0.57, 3.3161])
+BIAS = [0.0, -0.9, 0.0, 1.8, 0.0, -0.9, 0.0]
+FAST = [7.0, 5.0, 8.0, 8.0, 8.0, 8.0, 8.0]
+DOWN = (0.0, 1.0, 0.0, 0.0)          # go_to_cartesian_pose -o 0 1 0 0
+
+
+@pytest.fixture(scope='module')
+def model():
+    return RobotModel.from_file()
+
+
+@pytest.fixture(scope='module')
+def planner(model):
+    return MotionPlanner(model, CollisionModel(model.urdf_xml))
+
+
+@pytest.fixture(scope='module')
+def limits(model):
+    return model.limit_arrays(list(ARM_JOINTS))
+
+
+# --- goal builders (the way the SDK's MotionTrajectory fills the message) ---------------------
+def joint_goal(targets, ratio=0.5, accel=FAST, names=ARM_JOINTS, **options):
+    t = Trajectory(label='test', joint_names=list(names))
+    t.trajectory_options.interpolation_type = 'JOINT'
+    for q in targets:
+        w = Waypoint(joint_positions=list(q), active_endpoint='right_hand')
+        w.options.label = 'default'
+        w.options.max_joint_speed_ratio = ratio
+        w.options.max_joint_accel = list(accel)
+        for k, v in options.items():
+            setattr(w.options, k, v)
+        t.waypoints.append(w)
+    return t
+
+
+def cartesian_goal(poses, bias=None, endpoint='right_hand', corner=0.0, speed=0.6, accel=0.6,
+                   rot_speed=1.57, rot_accel=1.57, ratio=0.7):
+    t = Trajectory(label='cart', joint_names=list(ARM_JOINTS))
+    t.trajectory_options.interpolation_type = 'CARTESIAN'
+    for p, q in poses:
+        w = Waypoint(active_endpoint=endpoint)
+        w.pose.pose.position.x, w.pose.pose.position.y, w.pose.pose.position.z = p
+        o = w.pose.pose.orientation
+        o.x, o.y, o.z, o.w = q
+        if bias is not None:
+            w.joint_positions = list(bias)
+        w.options.max_joint_speed_ratio = ratio
+        w.options.max_joint_accel = list(FAST)
+        w.options.max_linear_speed, w.options.max_linear_accel = speed, accel
+        w.options.max_rotational_speed, w.options.max_rotational_accel = rot_speed, rot_accel
+        w.options.corner_distance = corner
+        t.waypoints.append(w)
+    return t
+
+
+def plan_goal(planner, traj, q0=NEUTRAL, **kw):
+    return planner.plan(planner.parse(traj), q0, **kw)
+
+
+def hand_pose(planner, q, tip='right_hand'):
+    ep = planner.endpoint(tip)
+    p, r = ep.fk(np.asarray(q)[:ep.n])
+    return p, matrix_to_quat(r)
+
+
+def dense(plan, n=2000):
+    ts = np.linspace(0.0, plan.duration, n)
+    return (ts,) + plan.sample_many(ts)
+
+
+# --- independent time-optimal bounds ----------------------------------------------------------
+def scurve_time(d, v, a, j):
+    """Minimum rest-to-rest time over distance d for one joint under |v| ≤ v, |a| ≤ a,
+    |jerk| ≤ j (closed form of the 7-phase profile)."""
+    d = abs(d)
+    if d == 0:
+        return 0.0
+
+    def accel_phase(vp):            # time and distance to go from 0 to vp
+        if vp >= a * a / j:
+            t = vp / a + a / j
+        else:
+            t = 2.0 * math.sqrt(vp / j)
+        return t, 0.5 * vp * t
+    t_acc, d_acc = accel_phase(v)
+    if 2 * d_acc <= d:
+        return 2 * t_acc + (d - 2 * d_acc) / v
+    vp = 0.5 * a * (-a / j + math.sqrt((a / j) ** 2 + 4 * d / a))
+    if vp < a * a / j:
+        vp = (0.5 * d * math.sqrt(j)) ** (2.0 / 3.0)
+    return 2 * accel_phase(vp)[0]
+
+
+def trapezoid_time(d, v, a):
+    d = abs(d)
+    return d / v + v / a if d >= v * v / a else 2.0 * math.sqrt(d / a)
+
+
+# --- JOINT --------------------------------------------------------------------------------------
+def test_joint_single_move_is_time_optimal_straight_and_within_limits(planner, limits):
+    target = np.array(BIAS)
+    pm = plan_goal(planner, joint_goal([NEUTRAL, target]))
+    plan = pm.plan
+    vmax = 0.5 * limits['velocity']
+    amax = np.array(FAST)
+    bound = max(scurve_time(d, v, a, a / JERK_TIME)
+                for d, v, a in zip(target - NEUTRAL, vmax, amax))
+    assert plan.duration == pytest.approx(bound, rel=1e-3)
+    jerk_free = max(trapezoid_time(d, v, a) for d, v, a in zip(target - NEUTRAL, vmax, amax))
+    assert plan.duration <= jerk_free * 1.05
+    ts, P, V, A = dense(plan)
+    assert np.allclose(P[0], NEUTRAL) and np.allclose(P[-1], target, atol=1e-9)
+    assert np.allclose(V[[0, -1]], 0) and np.allclose(A[[0, -1]], 0)
+    assert np.all(np.abs(V) <= vmax * (1 + 1e-9))
+    assert np.all(np.abs(A) <= amax * (1 + 1e-9))
+    # A single waypoint moves on a straight line in joint space.
+    u = (P - NEUTRAL) @ (target - NEUTRAL) / np.dot(target - NEUTRAL, target - NEUTRAL)
+    assert np.abs(P - (NEUTRAL + np.outer(u, target - NEUTRAL))).max() < 1e-6
+    assert list(plan.waypoint_times) == [0.0, pytest.approx(plan.duration)]
+
+
+def test_joint_waypoints_are_passed_without_stopping_and_in_order(planner, limits):
+    rng = np.random.default_rng(7)
+    q, targets = NEUTRAL.copy(), []
+    for _ in range(6):
+        q = np.clip(q + rng.uniform(-0.5, 0.5, 7), limits['lower'] + 0.2, limits['upper'] - 0.2)
+        targets.append(q)
+    pm = plan_goal(planner, joint_goal(targets, ratio=0.6), check_collision=False)
+    plan = pm.plan
+    times = plan.waypoint_times
+    assert np.all(np.diff(times) > 0)
+    for t, target in zip(times, targets):
+        p, v, _ = plan.sample(t)
+        assert np.allclose(p, target, atol=1e-9)
+    moving = [np.abs(plan.sample(t)[1]).max() for t in times[:-1]]
+    assert min(moving) > 0.05, moving                # never comes to rest in between
+    _, P, V, A = dense(plan, 4000)
+    assert np.all(np.abs(V) <= 0.6 * limits['velocity'] * (1 + 1e-9))
+    assert np.all(np.abs(A) <= np.array(FAST) * (1 + 1e-9))
+    assert np.all(P >= limits['lower'] - 1e-9) and np.all(P <= limits['upper'] + 1e-9)
+
+
+def test_joint_multi_waypoint_duration_close_to_toppra_on_the_same_path(planner, limits):
+    """Independent bound: TOPP-RA's time-optimal (jerk-free) timing of the very same path."""
+    import toppra
+    rng = np.random.default_rng(3)
+    q, targets = NEUTRAL.copy(), []
+    for _ in range(5):
+        q = np.clip(q + rng.uniform(-0.6, 0.6, 7), limits['lower'], limits['upper'])
+        targets.append(q)
+    plan = plan_goal(planner, joint_goal(targets, ratio=0.7), check_collision=False).plan
+    _, P, _, _ = dense(plan, 3000)
+    s = np.concatenate([[0.0], np.cumsum(np.linalg.norm(np.diff(P, axis=0), axis=1))])
+    keep = np.concatenate([[True], np.diff(s) > 1e-9])
+    path = toppra.SplineInterpolator(s[keep], P[keep])
+    inst = toppra.algorithm.TOPPRA([toppra.constraint.JointVelocityConstraint(0.7 * limits['velocity']),
+                                    toppra.constraint.JointAccelerationConstraint(np.array(FAST))],
+                                   path, gridpoints=np.linspace(0, s[-1], 1500), solver_wrapper='seidel')
+    optimal = inst.compute_trajectory(0, 0).duration
+    assert optimal <= plan.duration <= optimal * 1.06
+
+
+def test_joint_segment_options_apply_to_the_segment_moving_to_their_waypoint(planner, limits):
+    a = NEUTRAL + [0.5, 0, 0, 0, 0, 0, 0]
+    b = a + [0.5, 0, 0, 0, 0, 0, 0]
+    traj = joint_goal([a, b], ratio=1.0)
+    traj.waypoints[1].options.max_joint_speed_ratio = 0.2
+    plan = plan_goal(planner, traj).plan
+    t1 = plan.waypoint_times[0]
+    _, _, V, _ = dense(plan)
+    ts = np.linspace(0, plan.duration, 2000)
+    assert np.abs(V[ts < t1 - 0.3, 0]).max() > 0.5 * limits['velocity'][0]
+    assert np.abs(V[ts > t1 + 0.05, 0]).max() <= 0.2 * limits['velocity'][0] * (1 + 1e-9)
+
+
+def test_joint_names_in_another_order_and_waypoint_at_current_angles(planner):
+    order = list(reversed(ARM_JOINTS))
+    target = np.array(BIAS)
+    pm = plan_goal(planner, joint_goal([NEUTRAL[::-1], target[::-1]], names=order))
+    assert np.allclose(pm.plan.end, target)
+    assert pm.plan.waypoint_times[0] == 0.0
+
+
+def test_goal_equal_to_current_position_is_an_empty_plan(planner):
+    pm = plan_goal(planner, joint_goal([NEUTRAL]))
+    assert pm.plan.duration == 0.0 and np.allclose(pm.plan.end, NEUTRAL)
+
+
+def test_end_time_stretches_the_plan_when_feasible(planner):
+    traj = joint_goal([NEUTRAL, BIAS])
+    fastest = plan_goal(planner, traj).plan.duration
+    traj.trajectory_options.end_time.secs = 100
+    pm = planner.plan(planner.parse(traj), NEUTRAL, now=100.0 - 2 * fastest)
+    assert pm.plan.duration == pytest.approx(2 * fastest)
+    assert np.allclose(pm.plan.end, BIAS)
+    pm = planner.plan(planner.parse(traj), NEUTRAL, now=100.0 - 0.5 * fastest)
+    assert pm.plan.duration == pytest.approx(fastest) and pm.warnings
+
+
+# --- CARTESIAN ----------------------------------------------------------------------------------
+def endpoint_track(planner, plan, tip='right_hand', n=800):
+    ts = np.linspace(0.0, plan.duration, n)
+    P, _, _ = plan.sample_many(ts)
+    ep = planner.endpoint(tip)
+    frames = [ep.fk(q[:ep.n]) for q in P]
+    return ts, np.array([f[0] for f in frames]), [matrix_to_quat(f[1]) for f in frames]
+
+
+def test_cartesian_single_waypoint_from_current_pose_is_straight_and_time_optimal(planner, limits):
+    p0, q0 = hand_pose(planner, NEUTRAL)
+    goal = p0 + np.array([0.0, -0.3, 0.05])
+    pm = plan_goal(planner, cartesian_goal([(goal, q0)]))
+    plan = pm.plan
+    ts, X, _ = endpoint_track(planner, plan)
+    assert np.linalg.norm(X[-1] - goal) < 1e-4
+    d = (goal - p0) / np.linalg.norm(goal - p0)
+    off_line = np.linalg.norm(np.cross(X - p0, d), axis=1)
+    assert off_line.max() < 1e-3
+    assert analysis.cartesian_deviation(plan, planner.endpoint('right_hand')) < 1e-3
+    speed = np.linalg.norm(np.gradient(X, ts, axis=0), axis=1)
+    acc = np.linalg.norm(np.gradient(np.gradient(X, ts, axis=0), ts, axis=0), axis=1)
+    assert speed.max() <= 0.6 * 1.01
+    assert acc[3:-3].max() <= 0.6 * 1.05
+    assert plan.duration == pytest.approx(trapezoid_time(np.linalg.norm(goal - p0), 0.6, 0.6), rel=0.02)
+    _, _, V, A = dense(plan)
+    assert np.all(np.abs(V) <= 0.7 * limits['velocity'] * 1.01)
+    assert np.all(np.abs(A) <= limits['accel'] * 1.02)
+
+
+def test_cartesian_orientation_is_slerped_with_rotational_limits(planner):
+    p0, q0 = hand_pose(planner, NEUTRAL)
+    goal_p = p0 + np.array([0.0, 0.0, 0.1])
+    pm = plan_goal(planner, cartesian_goal([(goal_p, DOWN)], bias=BIAS))
+    ts, X, Q = endpoint_track(planner, pm.plan)
+    total = rotation_angle(q0, np.array(DOWN))
+    assert rotation_angle(Q[-1], np.array(DOWN)) < 1e-3
+    # Orientation progress follows position progress (one slerp along one line).
+    u_pos = np.linalg.norm(X - p0, axis=1) / np.linalg.norm(goal_p - p0)
+    u_rot = np.array([rotation_angle(q0, q) for q in Q]) / total
+    assert np.abs(u_pos - u_rot).max() < 1e-2
+    rate = np.array([rotation_angle(Q[i], Q[i + 1]) for i in range(len(Q) - 1)]) / np.diff(ts)
+    assert rate.max() <= 1.57 * 1.02
+    assert pm.plan.duration == pytest.approx(trapezoid_time(total, 1.57, 1.57), rel=0.03)
+
+
+def test_cartesian_nullspace_bias_moves_the_posture_toward_the_waypoint_angles(planner):
+    goal = (np.array([0.45, 0.16, 0.3]), DOWN)          # go_to_cartesian_pose -p … -o 0 1 0 0
+    plain = plan_goal(planner, cartesian_goal([goal])).plan
+    biased = plan_goal(planner, cartesian_goal([goal], bias=BIAS)).plan
+    ep = planner.endpoint('right_hand')
+    for plan in (plain, biased):
+        p, _ = hand_pose(planner, plan.end)
+        assert np.linalg.norm(p - goal[0]) < 1e-4
+    assert ep.nullspace_residual(biased.end, BIAS) < ep.nullspace_residual(plain.end, BIAS)
+    traj = cartesian_goal([goal], bias=BIAS)
+    traj.trajectory_options.nso_check_end_offset = True
+    assert plan_goal(planner, traj).plan.duration > 0
+
+
+def test_nso_start_offset_moves_the_joints_first_with_the_tip_still(planner):
+    p0, q0 = hand_pose(planner, NEUTRAL)
+    traj = cartesian_goal([(p0 + [0.0, 0.0, 0.02], q0)], bias=BIAS)
+    traj.trajectory_options.nso_start_offset_allowed = True
+    plan = plan_goal(planner, traj).plan
+    first = plan.pieces[0]
+    ts = np.linspace(0, first.duration, 50)
+    P, _, _ = first.sample_many(ts)
+    tips = np.array([hand_pose(planner, q)[0] for q in P])
+    assert np.abs(P[-1] - NEUTRAL).max() > 0.1                 # the posture changed ...
+    assert np.linalg.norm(tips - p0, axis=1).max() < 1e-3       # ... with the tip in place
+    ep = planner.endpoint('right_hand')
+    assert ep.nullspace_residual(P[-1], BIAS) < 0.05
+
+
+def test_cartesian_corners_are_blended_with_arcs_within_corner_distance(planner):
+    p0, q0 = hand_pose(planner, NEUTRAL)
+    corner = p0 + np.array([0.15, 0.0, 0.0])
+    end = corner + np.array([0.0, -0.2, 0.0])
+    stop = plan_goal(planner, cartesian_goal([(corner, q0), (end, q0)])).plan
+    blend = plan_goal(planner, cartesian_goal([(corner, q0), (end, q0)], corner=0.05)).plan
+    ep = planner.endpoint('right_hand')
+    for plan, r in ((stop, 0.0), (blend, 0.05)):
+        ts, X, _ = endpoint_track(planner, plan, n=1500)
+        speed = np.linalg.norm(np.gradient(X, ts, axis=0), axis=1)
+        t_corner = plan.waypoint_times[0]
+        v_corner = np.interp(t_corner, ts, speed)
+        dist = np.linalg.norm(X - corner, axis=1).min()
+        if r == 0:
+            assert v_corner < 0.01 and dist < 1e-4
+        else:
+            assert v_corner > 0.1
+            # circular arc tangent to both lines 5 cm from the corner: closest approach
+            assert dist == pytest.approx(0.05 * (1 / math.cos(math.pi / 4) - 1) / math.tan(math.pi / 4), abs=2e-3)
+            # it leaves the first line exactly 5 cm before the corner
+            on_first = np.abs(X[:, 1] - p0[1]) < 1e-5
+            assert X[on_first, 0].max() == pytest.approx(corner[0] - 0.05, abs=2e-3)
+        assert analysis.cartesian_deviation(plan, ep) < 1e-3
+        acc = np.linalg.norm(np.gradient(np.gradient(X, ts, axis=0), ts, axis=0), axis=1)
+        assert acc[5:-5].max() < 0.6 * 1.1
+    assert blend.duration < stop.duration
+
+
+def test_five_blended_waypoints_stay_on_the_designed_path(planner):
+    p0, q0 = hand_pose(planner, NEUTRAL)
+    pts = [p0 + d for d in ([0.1, 0, 0.1], [0.1, -0.3, 0.1], [0.2, -0.3, 0.0], [0.2, 0.1, 0.0],
+                            [0.05, 0.1, 0.05])]
+    plan = plan_goal(planner, cartesian_goal([(p, q0) for p in pts], corner=0.05)).plan
+    assert analysis.cartesian_deviation(plan, planner.endpoint('right_hand')) < 1e-3
+    assert np.linalg.norm(hand_pose(planner, plan.end)[0] - pts[-1]) < 1e-4
+    assert np.all(np.diff(plan.waypoint_times) > 0)
+
+
+def test_cartesian_other_endpoint_right_hand_camera(planner):
+    p0, q0 = hand_pose(planner, NEUTRAL, 'right_hand_camera')
+    goal = p0 + np.array([0.05, 0.05, -0.05])
+    pm = plan_goal(planner, cartesian_goal([(goal, q0)], endpoint='right_hand_camera'))
+    p, q = hand_pose(planner, pm.plan.end, 'right_hand_camera')
+    assert np.linalg.norm(p - goal) < 1e-4 and rotation_angle(q, q0) < 1e-3
+    assert pm.plan.end[6] == pytest.approx(NEUTRAL[6])       # j6 is not on that chain
+
+
+def test_cartesian_pose_in_another_frame_and_empty_frame_is_base(planner, model):
+    p0, q0 = hand_pose(planner, NEUTRAL)
+    traj = cartesian_goal([(p0 + [0, 0, 0.05], q0)])
+    traj.waypoints[0].pose.header.frame_id = ''
+    a = planner.parse(traj).waypoints[0].position
+    traj.waypoints[0].pose.header.frame_id = 'right_arm_base_link'      # fixed to base, identity
+    b = planner.parse(traj).waypoints[0].position
+    assert np.allclose(a, b)
+
+
+# --- errors before motion ------------------------------------------------------------------------
+def error_of(planner, traj, q0=NEUTRAL, **kw):
+    with pytest.raises(MotionError) as info:
+        planner.plan(planner.parse(traj), q0, **kw)
+    return info.value
+
+
+def _cart_ok():
+    return cartesian_goal([(np.array([0.45, 0.16, 0.3]), DOWN)], bias=BIAS)
+
+
+def _mutations():
+    def m(fn, base=None):
+        def make():
+            t = (base or (lambda: joint_goal([NEUTRAL, BIAS])))()
+            fn(t)
+            return t
+        return make
+    nan = float('nan')
+    return {
+        'no waypoints': m(lambda t: t.waypoints.clear()),
+        'unknown interpolation': m(lambda t: setattr(t.trajectory_options, 'interpolation_type', 'SPLINE')),
+        'empty interpolation': m(lambda t: setattr(t.trajectory_options, 'interpolation_type', '')),
+        'six joint names': m(lambda t: setattr(t, 'joint_names', list(ARM_JOINTS[:6]))),
+        'unknown joint name': m(lambda t: setattr(t, 'joint_names', list(ARM_JOINTS[:6]) + ['head_pan'])),
+        'duplicate joint name': m(lambda t: setattr(t, 'joint_names', list(ARM_JOINTS[:6]) + ['right_j0'])),
+        'wrong joint count': m(lambda t: setattr(t.waypoints[1], 'joint_positions', BIAS[:6])),
+        'NaN angle': m(lambda t: setattr(t.waypoints[1], 'joint_positions', BIAS[:6] + [nan])),
+        'angle beyond limit': m(lambda t: setattr(t.waypoints[1], 'joint_positions', BIAS[:6] + [5.0])),
+        'mixed: joint waypoint without angles': m(lambda t: setattr(t.waypoints[1], 'joint_positions', [])),
+        'mixed endpoints': m(lambda t: setattr(t.waypoints[1], 'active_endpoint', 'right_l6')),
+        'negative speed ratio': m(lambda t: setattr(t.waypoints[1].options, 'max_joint_speed_ratio', -0.1)),
+        'speed ratio above 1': m(lambda t: setattr(t.waypoints[1].options, 'max_joint_speed_ratio', 1.5)),
+        'NaN speed ratio': m(lambda t: setattr(t.waypoints[1].options, 'max_joint_speed_ratio', nan)),
+        'negative accel': m(lambda t: setattr(t.waypoints[1].options, 'max_joint_accel', [-1.0] * 7)),
+        'accel of 3 joints': m(lambda t: setattr(t.waypoints[1].options, 'max_joint_accel', [1.0] * 3)),
+        'zero joint tolerance': m(lambda t: setattr(t.waypoints[1].options, 'joint_tolerances', [0.0] * 7)),
+        'negative corner distance': m(lambda t: setattr(t.waypoints[1].options, 'corner_distance', -0.01)),
+        'min time rate 0': m(lambda t: (setattr(t.trajectory_options.tracking_options, 'use_min_time_rate', True),
+                                        setattr(t.trajectory_options.tracking_options, 'min_time_rate', 0.0))),
+        'min rate above max rate': m(lambda t: (
+            setattr(t.trajectory_options.tracking_options, 'use_min_time_rate', True),
+            setattr(t.trajectory_options.tracking_options, 'min_time_rate', 0.9),
+            setattr(t.trajectory_options.tracking_options, 'use_max_time_rate', True),
+            setattr(t.trajectory_options.tracking_options, 'max_time_rate', 0.5))),
+        'goal tolerance of 2 joints': m(lambda t: setattr(t.trajectory_options.tracking_options,
+                                                          'goal_joint_tolerance', [0.01, 0.01])),
+        'negative settling time': m(lambda t: (
+            setattr(t.trajectory_options.tracking_options, 'use_settling_time_at_goal', True),
+            setattr(t.trajectory_options.tracking_options, 'settling_time_at_goal', -1.0))),
+        'negative interpolation step': m(lambda t: setattr(t.trajectory_options, 'path_interpolation_step', -0.1)),
+        'interaction K of 5 axes': m(lambda t: (setattr(t.trajectory_options, 'interaction_control', True),
+                                                setattr(t.trajectory_options.interaction_params,
+                                                        'K_impedance', [1.0] * 5))),
+        'interaction negative stiffness': m(lambda t: (
+            setattr(t.trajectory_options, 'interaction_control', True),
+            setattr(t.trajectory_options.interaction_params, 'K_impedance', [-1.0] + [1.0] * 5))),
+        'interaction mode 9': m(lambda t: (setattr(t.trajectory_options, 'interaction_control', True),
+                                           setattr(t.trajectory_options.interaction_params,
+                                                   'interaction_control_mode', [9] * 6))),
+        'cartesian non-unit quaternion': m(lambda t: setattr(t.waypoints[0].pose.pose.orientation, 'w', 0.5),
+                                           _cart_ok),
+        'cartesian zero quaternion': m(lambda t: setattr(t.waypoints[0].pose.pose, 'orientation',
+                                                         type(t.waypoints[0].pose.pose.orientation)()), _cart_ok),
+        'cartesian NaN position': m(lambda t: setattr(t.waypoints[0].pose.pose.position, 'x', nan), _cart_ok),
+        'cartesian unknown frame': m(lambda t: setattr(t.waypoints[0].pose.header, 'frame_id', 'nowhere'),
+                                     _cart_ok),
+        'cartesian negative speed': m(lambda t: setattr(t.waypoints[0].options, 'max_linear_speed', -1.0),
+                                      _cart_ok),
+        'cartesian bias of 6 joints': m(lambda t: setattr(t.waypoints[0], 'joint_positions', BIAS[:6]),
+                                        _cart_ok),
+    }
+
+
+@pytest.mark.parametrize('case', sorted(_mutations()))
+def test_invalid_trajectory_message(planner, case):
+    err = error_of(planner, _mutations()[case]())
+    assert err.error_id == INVALID_TRAJECTORY_MESSAGE, err
+    assert err.message
+
+
+def test_invalid_messages_name_the_field_and_value(planner):
+    err = error_of(planner, _mutations()['angle beyond limit']())
+    assert 'waypoints[1]' in err.message and 'right_j6' in err.message and '5.0000' in err.message
+    err = error_of(planner, _mutations()['cartesian non-unit quaternion']())
+    assert 'orientation' in err.message and 'norm' in err.message
+
+
+@pytest.mark.parametrize('endpoint', ['no_such_link', 'pedestal', 'head'])
+def test_endpoint_does_not_exist(planner, endpoint):
+    traj = _cart_ok()
+    traj.waypoints[0].active_endpoint = endpoint
+    assert error_of(planner, traj).error_id == ENDPOINT_DOES_NOT_EXIST
+    assert error_of(planner, _endpoint_joint(endpoint)).error_id == ENDPOINT_DOES_NOT_EXIST
+
+
+def _endpoint_joint(endpoint):
+    t = joint_goal([NEUTRAL, BIAS])
+    for w in t.waypoints:
+        w.active_endpoint = endpoint
+    return t
+
+
+def test_planned_joint_accel_limit(planner, limits):
+    err = error_of(planner, joint_goal([NEUTRAL, BIAS], accel=[20.0] * 7))
+    assert err.error_id == PLANNED_JOINT_ACCEL_LIMIT and 'right_j0' in err.message
+    # The express preset is exactly the limits: accepted.
+    assert plan_goal(planner, joint_goal([NEUTRAL, BIAS], accel=limits['accel'])).plan.duration > 0
+    # A Cartesian move whose speeds and accelerations ask too much of the joints.
+    p0, q0 = hand_pose(planner, NEUTRAL)
+    traj = cartesian_goal([(p0 + [0.0, -0.4, 0.0], q0)], speed=3.0, accel=40.0, ratio=1.0)
+    err = error_of(planner, traj)
+    assert err.error_id == PLANNED_JOINT_ACCEL_LIMIT and 'reduce' in err.message
+
+
+def test_cartesian_interpolation_failed(planner):
+    err = error_of(planner, cartesian_goal([(np.array([2.0, 0.0, 0.3]), DOWN)]))
+    assert err.error_id == CARTESIAN_INTERPOLATION_FAILED
+    # Straight through the arm's own base: the joints would have to jump.
+    p0, q0 = hand_pose(planner, NEUTRAL)
+    err = error_of(planner, cartesian_goal([(np.array([-0.45, 0.16, 0.22]), q0)]))
+    assert err.error_id == CARTESIAN_INTERPOLATION_FAILED
+
+
+def test_failed_to_parameterize(planner):
+    err = error_of(planner, joint_goal([NEUTRAL, BIAS], ratio=1e-7))
+    assert err.error_id == FAILED_TO_PARAMETERIZE
+
+
+COLLIDING = [0.0, 0.9, 0.0, 2.5, 0.0, 0.0, 0.0]      # hand folded into the pedestal
+
+
+def test_planned_motion_collision_unless_suppressed(planner):
+    err = error_of(planner, joint_goal([NEUTRAL, COLLIDING]))
+    assert err.error_id == PLANNED_MOTION_COLLISION and 'pedestal' in err.message
+    pm = planner.plan(planner.parse(joint_goal([NEUTRAL, COLLIDING])), NEUTRAL, check_collision=False)
+    assert np.allclose(pm.plan.end, COLLIDING)
+
+
+# --- the path-following stop ---------------------------------------------------------------------
+def test_stop_plan_is_smooth_path_following_and_brief(planner, limits):
+    plan = plan_goal(planner, joint_goal([NEUTRAL, BIAS])).plan
+    t = 0.5 * plan.duration
+    stop = plan.stop_plan(t, 0.3, accel_limit=limits['accel'])
+    assert stop.duration == pytest.approx(0.3)
+    ts = np.linspace(0.0, stop.duration, 301)
+    P, V, A = stop.sample_many(ts)
+    p0, v0, a0 = plan.sample(t)
+    assert np.allclose(P[0], p0) and np.allclose(V[0], v0) and np.allclose(A[0], a0, atol=1e-6)
+    assert np.allclose(V[-1], 0) and np.allclose(A[-1], 0)
+    for tau, p in zip(ts, P):                              # on the planned path
+        assert np.allclose(p, plan.sample(stop.progress(tau))[0], atol=1e-12)
+    assert np.all(np.abs(A) <= limits['accel'] * (1 + 1e-6))
+    jerk = np.abs(np.diff(A, axis=0) / np.diff(ts)[:, None])
+    assert jerk.max() < 1e3                                # continuous acceleration
+    speed = np.linalg.norm(V, axis=1)
+    assert np.all(np.diff(speed) <= 1e-9)                  # decelerates monotonically
+    assert stop.progress(stop.duration) < plan.duration    # stops before the goal
+
+
+def test_stop_is_lengthened_only_where_the_accel_limits_require(planner, limits):
+    plan = plan_goal(planner, joint_goal([NEUTRAL, [0, -1.18, 0, 2.18, 0, 0.57, -3.3]], ratio=1.0,
+                                         accel=limits['accel'])).plan
+    t = 0.5 * plan.duration                                # j6 at full speed (4.5 rad/s)
+    stop = plan.stop_plan(t, 0.3, accel_limit=limits['accel'])
+    assert stop.duration > 0.3
+    _, _, A = stop.sample_many(np.linspace(0, stop.duration, 301))
+    assert np.all(np.abs(A) <= limits['accel'] * (1 + 1e-6))
+    # Near the end the plan's own deceleration is the stop.
+    late = plan.stop_plan(plan.duration - 0.05, 0.3)
+    assert late.progress(late.duration) == pytest.approx(plan.duration)
+
+
+# --- the tracker ---------------------------------------------------------------------------------
+def run_tracker(tracker, dt=0.005, until=30.0, lag=0, stop_at=None, offset=None):
+    """Perfect (or lagging) tracking: the measurement is the setpoint `lag` steps ago."""
+    t, sent = 0.0, []
+    while not tracker.finished and t < until:
+        meas = None
+        if sent:
+            p, v = sent[max(0, len(sent) - 1 - lag)]
+            if offset is not None:
+                p = p + offset
+            meas = Measurement(t, p, v)
+        if stop_at is not None and t >= stop_at:
+            tracker.request_stop(t)
+            stop_at = None
+        sp = tracker.step(t, meas)
+        if sp is not None:
+            sent.append((sp.position, sp.velocity))
+        t += dt
+    return t, sent
+
+
+def _tracker(planner, traj, q0=NEUTRAL, limits=None):
+    req = planner.parse(traj)
+    pm = planner.plan(req, q0)
+    acc = limits['accel'] if limits is not None else None
+    return pm, Tracker(pm.plan, req.tracking, [w.limits.joint_tolerances for w in req.waypoints], 0.0,
+                       accel_limit=acc)
+
+
+def test_tracker_runs_the_plan_to_done(planner):
+    pm, tr = _tracker(planner, joint_goal([NEUTRAL, BIAS]))
+    t, sent = run_tracker(tr)
+    assert tr.result and tr.last_successful_waypoint == 1
+    assert np.allclose(sent[-1][0], BIAS) and not np.any(sent[-1][1])
+    assert tr.measured_duration == pytest.approx(pm.plan.duration, abs=0.02)
+    assert tr.min_rate_used == 1.0
+
+
+def test_tracker_stop_preempts_on_the_path(planner, limits):
+    pm, tr = _tracker(planner, joint_goal([NEUTRAL, BIAS]), limits=limits)
+    t, sent = run_tracker(tr, stop_at=0.6)
+    assert tr.phase == 'preempted' and not tr.result and tr.error_id == ''
+    assert t - 0.6 == pytest.approx(0.3, abs=0.02)
+    assert not np.any(sent[-1][1])
+    assert tr.last_successful_waypoint == 0
+
+
+def test_tracker_slows_down_when_tracking_lags_and_settles(planner):
+    traj = joint_goal([NEUTRAL, BIAS])
+    traj.waypoints[1].options.joint_tolerances = [0.01] * 7
+    pm, tr = _tracker(planner, traj)
+    run_tracker(tr, lag=8)
+    assert tr.result
+    assert tr.min_rate_used < 1.0 and tr.measured_duration > pm.plan.duration
+
+
+def test_tracker_final_pose_not_within_tolerance(planner):
+    traj = joint_goal([NEUTRAL, BIAS])
+    opts = traj.trajectory_options.tracking_options
+    opts.goal_joint_tolerance = [1e-4]
+    opts.use_settling_time_at_goal, opts.settling_time_at_goal = True, 0.2
+    pm, tr = _tracker(planner, traj)
+    run_tracker(tr, offset=np.full(7, 1e-3))
+    assert tr.error_id == FINAL_POSE_NOT_WITHIN_TOLERANCE and not tr.result
+    assert tr.last_successful_waypoint == 0
+
+
+def test_tracker_max_time_rate_speeds_up_only_within_the_limits(planner, limits):
+    traj = joint_goal([NEUTRAL, BIAS], ratio=0.3)
+    opts = traj.trajectory_options.tracking_options
+    opts.use_max_time_rate, opts.max_time_rate = True, 10.0
+    req = planner.parse(traj)
+    pm = planner.plan(req, NEUTRAL)
+    tr = Tracker(pm.plan, req.tracking, [w.limits.joint_tolerances for w in req.waypoints], 0.0,
+                 accel_limit=limits['accel'], vel_limit=limits['velocity'])
+    _, sent = run_tracker(tr)
+    assert tr.result and tr.measured_duration < pm.plan.duration
+    V = np.array([v for _, v in sent])
+    assert np.all(np.abs(V) <= limits['velocity'] * 1.001)
+
+
+def test_interpolated_path_every_step(planner):
+    pm = plan_goal(planner, joint_goal([NEUTRAL, BIAS]))
+    pts = analysis.interpolated_path(pm.plan, 0.1, planner.endpoint('right_hand'))
+    assert pts[0][0] == 0.0 and pts[-1][0] == pytest.approx(pm.plan.duration)
+    assert np.allclose(np.diff([p[0] for p in pts[:-1]]), 0.1)
+    p, q = pts[-1][2]
+    assert np.allclose(p, hand_pose(planner, BIAS)[0])
+    assert {p[3] for p in pts} <= {0, 1}
