@@ -10,6 +10,7 @@ Pacing: wall clock by default; with /use_sim_time the loop is the clock — it p
 """
 import collections
 import math
+import os
 import sys
 import threading
 import time
@@ -57,19 +58,30 @@ class Throttle:
 
 
 class TickStats:
-    """Tick compute times (s) over the last second, and totals since boot."""
+    """Tick compute times (s) over the last second, and totals since boot. With a log
+    path, every full window is appended to it as float32 pairs (compute µs, lateness µs:
+    how far past its deadline the tick ended), for scripts/bench's percentiles."""
 
-    def __init__(self, window=1000):
+    def __init__(self, window=1000, log_path=''):
         self.window = np.zeros(window)
+        self.late = np.zeros(window)
         self.count = 0
         self.overruns = 0
         self.max_ever = 0.0
+        self.log_path = log_path
+        if log_path:
+            open(log_path, 'wb').close()
 
-    def add(self, compute, overrun):
-        self.window[self.count % len(self.window)] = compute
+    def add(self, compute, overrun, late=0.0):
+        k = self.count % len(self.window)
+        self.window[k] = compute
+        self.late[k] = late
         self.count += 1
         self.overruns += int(overrun)
         self.max_ever = max(self.max_ever, compute)
+        if self.log_path and k == len(self.window) - 1:
+            with open(self.log_path, 'ab') as f:
+                f.write((1e6 * np.column_stack([self.window, self.late])).astype(np.float32).tobytes())
 
     def summary(self):
         w = self.window[:min(self.count, len(self.window))]
@@ -122,7 +134,12 @@ class RealtimeLoop:
         self.inbox = collections.deque()
         self.now = 0.0                  # s of loop time since boot (sim time under lockstep)
         self.tick_count = 0
-        self.stats = TickStats()
+        self.stats = TickStats(log_path=rospy.get_param('~tick_log', os.environ.get(
+            'INTERA_RT_TICK_LOG', '')))
+        self.priority = int(rospy.get_param('~realtime_priority', 50))
+        # /clock once per tick in real time; faster than real time, at most ~1 kHz of wall
+        # time and at least every 10 ms of sim time: every sim-time node wakes on each one.
+        self.clock_every = 1 if self.speed <= 1.0 else int(math.ceil(min(10.0, self.speed)))
         self.collision = False
         self._last_reading = self.boards.read()
         self._last_output = None
@@ -350,7 +367,7 @@ class RealtimeLoop:
 
     def _publish(self, phase):
         # Spread the 100 Hz topics over the ten ticks of each 10 ms.
-        if self.pub_clock is not None:
+        if self.pub_clock is not None and self.tick_count % self.clock_every == 0:
             self.pub_clock.publish(Clock(clock=rospy.Time.from_sec(self.now)))
         if phase == 0:
             self.pub_joints.publish(self._joint_state_msg())
@@ -466,6 +483,8 @@ class RealtimeLoop:
                       'enabled' if self.state.enabled else 'disabled')
         wall_period = 0.0 if (self.sim_time and math.isinf(self.speed)) else PERIOD / (
             self.speed if self.sim_time else 1.0)
+        if not self.sim_time:        # sim time may run flat out: keep it an ordinary thread
+            self._realtime_priority()
         start = time.perf_counter()
         k = 0
         while not rospy.is_shutdown():
@@ -476,7 +495,7 @@ class RealtimeLoop:
             deadline = start + k * wall_period
             late = t1 - deadline
             overrun = (t1 - t0) > PERIOD or late > PERIOD
-            self.stats.add(t1 - t0, overrun and wall_period > 0)
+            self.stats.add(t1 - t0, overrun and wall_period > 0, max(0.0, late))
             if wall_period == 0.0:
                 continue
             if late > 10 * PERIOD:
@@ -490,10 +509,50 @@ class RealtimeLoop:
                 pass
 
 
+    def _realtime_priority(self):
+        """SCHED_FIFO for the loop thread, as on the robot: the loop then runs the moment its
+        tick is due instead of queueing behind client processes. It sleeps most of each
+        period, so it never starves them. Needs root or CAP_SYS_NICE; without, it says so."""
+        if self.priority <= 0:
+            return
+        try:
+            # rospy's threads in this process get the priority just below: the loop waits
+            # for whichever of them holds the GIL, so they must not queue behind other
+            # processes either (priority inversion). Threads they start inherit it.
+            for tid in os.listdir('/proc/self/task'):
+                if int(tid) != threading.get_native_id():
+                    os.sched_setscheduler(int(tid), os.SCHED_FIFO, os.sched_param(self.priority - 1))
+            os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(self.priority))
+            rospy.loginfo('realtime_loop: SCHED_FIFO priority %d', self.priority)
+        except (OSError, AttributeError) as exc:
+            rospy.logwarn('realtime_loop: runs without realtime priority (%s); ticks may be late '
+                          'under load', exc)
+
+
+class _LoopThreadDoesNotYield:
+    """Stands in for the `time` module inside rospy.impl.tcpros_pubsub. rospy's queued
+    publisher ends every publish() with time.sleep(0) per subscriber connection, handing
+    the GIL to that connection's writer thread at once: a third of the loop's tick time.
+    From the loop thread that yield is skipped; the writers send when the loop sleeps."""
+
+    def __init__(self, loop_thread):
+        self._loop_thread = loop_thread
+
+    def sleep(self, seconds):
+        if seconds == 0 and threading.get_ident() == self._loop_thread:
+            return
+        time.sleep(seconds)
+
+    def __getattr__(self, name):
+        return getattr(time, name)
+
+
 def main(argv=None):
     # A waiting thread takes the GIL after this long: keeps rospy's threads from holding
     # the loop off its next tick for the default 5 ms.
     sys.setswitchinterval(1e-4)
+    import rospy.impl.tcpros_pubsub as tcpros_pubsub
+    tcpros_pubsub.time = _LoopThreadDoesNotYield(threading.get_ident())
     rospy.init_node('realtime_loop', argv=argv)
     try:
         loop = RealtimeLoop()
