@@ -1,0 +1,174 @@
+"""The realtime process: runs RealtimeCore at 1 kHz, alone in its interpreter.
+
+Rethink's loop is a realtime thread that no other work can hold off; in Python the
+equivalent is a process of its own (one thread, no GIL to wait for), under SCHED_FIFO when
+pacing by the wall clock. The ROS adapter starts it with `start()` and talks over a pipe:
+
+  adapter → core   ('call', reply_id or None, method, args)   applied before the next tick
+                   ('quit',)
+  core → adapter   ('ready', state, priority note, simulated)    once, after boot
+                   ('failed', reason)                            instead, when it cannot boot
+                   ('state', state, wall_time)                   every PUBLISH_EVERY ticks
+                   ('clock', t)                                  under sim time
+                   ('logs', [(level, key, text), ...])
+                   ('stats', {...})                              every 1000 ticks
+                   ('reply', reply_id, result)
+
+A closed pipe (the adapter gone) ends the process.
+"""
+import math
+import multiprocessing
+import os
+import signal
+import socket
+import time
+
+import numpy as np
+
+PUBLISH_EVERY = 10                    # ticks: state topics at 100 Hz
+STATS_EVERY = 1000                    # ticks per /diagnostics window
+PIPE_BUFFER = 4 << 20                 # bytes the core may run ahead of a slow adapter
+
+
+class TickStats:
+    """Tick compute times (s) over the last window, and totals since boot. With a log
+    path, every full window is appended to it as float32 pairs (compute µs, lateness µs:
+    how far past its deadline the tick ended), for scripts/bench's percentiles."""
+
+    def __init__(self, window=STATS_EVERY, log_path=''):
+        self.window = np.zeros(window)
+        self.late = np.zeros(window)
+        self.count = 0
+        self.overruns = 0
+        self.max_ever = 0.0
+        self.log_path = log_path
+        if log_path:
+            open(log_path, 'wb').close()
+
+    def add(self, compute, overrun, late=0.0):
+        k = self.count % len(self.window)
+        self.window[k] = compute
+        self.late[k] = late
+        self.count += 1
+        self.overruns += int(overrun)
+        self.max_ever = max(self.max_ever, compute)
+        if self.log_path and k == len(self.window) - 1:
+            with open(self.log_path, 'ab') as f:
+                f.write((1e6 * np.column_stack([self.window, self.late])).astype(np.float32).tobytes())
+
+    def summary(self):
+        w = self.window[:min(self.count, len(self.window))]
+        if not len(w):
+            return {}
+        return {'mean_us': 1e6 * float(w.mean()), 'p99_us': 1e6 * float(np.percentile(w, 99)),
+                'max_us': 1e6 * float(w.max()), 'max_since_boot_us': 1e6 * self.max_ever,
+                'overruns': self.overruns, 'ticks': self.count}
+
+
+def start(config):
+    """Spawn the realtime process (a fresh interpreter: the adapter's threads are not
+    forked). Returns (process, connection)."""
+    ctx = multiprocessing.get_context('spawn')
+    ours, theirs = ctx.Pipe(duplex=True)
+    proc = ctx.Process(target=main, args=(theirs, config), name='realtime_core', daemon=True)
+    proc.start()
+    theirs.close()
+    return proc, ours
+
+
+def _grow_send_buffer(conn):
+    sock = socket.socket(fileno=os.dup(conn.fileno()))
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, PIPE_BUFFER)
+    finally:
+        sock.close()
+
+
+def main(conn, config):
+    """config: urdf, backend, q_arm, q_head, enabled, sim_time, speed (inf = max),
+    priority, tick_log."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)      # the adapter decides when to stop
+    from intera_rt.model import RobotModel
+    from intera_rt.realtime.core import PERIOD, RealtimeCore
+    try:
+        model = RobotModel(config['urdf']) if config.get('urdf') else RobotModel.from_file()
+        core = RealtimeCore(model, config.get('backend', 'embedded'), config['q_arm'],
+                            config['q_head'], config.get('enabled', True))
+    except Exception as exc:  # noqa: BLE001 - the adapter reports it and exits
+        conn.send(('failed', '%s: %s' % (type(exc).__name__, exc)))
+        return
+    _grow_send_buffer(conn)
+    stats = TickStats(log_path=config.get('tick_log', ''))
+    sim_time, speed = config.get('sim_time', False), config.get('speed', 1.0)
+    # /clock once per tick in real time; faster, at most ~1 kHz of wall time and at least
+    # every 10 ms of sim time: every sim-time node wakes on each one.
+    clock_every = 1 if speed <= 1.0 else int(math.ceil(min(10.0, speed)))
+    wall_period = 0.0 if (sim_time and math.isinf(speed)) else PERIOD / (speed if sim_time else 1.0)
+    priority = '' if sim_time else _realtime_priority(config.get('priority', 50))
+    conn.send(('ready', core.state_vector(), priority, core.boards.simulated))
+
+    start_t = time.perf_counter()
+    k = 0
+    while True:
+        t0 = time.perf_counter()
+        try:
+            while conn.poll():
+                msg = conn.recv()
+                if msg[0] == 'quit':
+                    return
+                _apply(core, conn, msg)
+        except (EOFError, OSError):
+            return                                     # the adapter is gone
+        core.tick()
+        n = core.tick_count
+        if sim_time and n % clock_every == 0:
+            conn.send(('clock', core.now))
+        if n % PUBLISH_EVERY == 0:
+            conn.send(('state', core.state_vector(), time.time()))
+        logs = core.take_logs()
+        if logs:
+            conn.send(('logs', logs))
+        t1 = time.perf_counter()
+        k += 1
+        deadline = start_t + k * wall_period
+        late = t1 - deadline
+        stats.add(t1 - t0, wall_period > 0 and ((t1 - t0) > PERIOD or late > PERIOD), max(0.0, late))
+        if n % STATS_EVERY == 0:
+            summary = stats.summary()
+            summary['command_timeouts'] = core.control.timeouts
+            conn.send(('stats', summary))
+        if wall_period == 0.0:
+            continue
+        if late > 10 * PERIOD:
+            start_t, k = t1, 0            # fell far behind (debugger, suspend): resync
+            continue
+        # Sleep most of the way, then spin the last few tens of µs for a precise edge.
+        remaining = deadline - time.perf_counter()
+        if remaining > 2e-4:
+            time.sleep(remaining - 1.5e-4)
+        while time.perf_counter() < deadline:
+            pass
+
+
+def _apply(core, conn, msg):
+    _, reply_id, method, args = msg
+    try:
+        result = getattr(core, method)(*args)
+    except Exception as exc:  # noqa: BLE001 - a bad request must never stop the loop
+        result = (False, '%s: %s' % (type(exc).__name__, exc))
+        core._log('error', 'call-' + method, '%s failed: %s' % (method, result[1]))
+    if reply_id is not None:
+        conn.send(('reply', reply_id, result))
+
+
+def _realtime_priority(priority):
+    """SCHED_FIFO, as the robot's loop runs. It sleeps most of each period, so it never
+    starves other processes. Needs root or CAP_SYS_NICE. Returns what happened, for the
+    adapter to log."""
+    if priority <= 0:
+        return 'realtime priority off (~realtime_priority 0)'
+    try:
+        os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(priority))
+        return 'SCHED_FIFO priority %d' % priority
+    except (OSError, AttributeError) as exc:
+        return 'no realtime priority (%s): ticks may be late under load' % exc
