@@ -11,29 +11,14 @@ import numpy as np
 import pytest
 
 from rosharness import wait_for
-from test_joint_modes import (ARM, NEUTRAL, POSITION_MODE, TORQUE_MODE, TRAJECTORY_MODE,
-                              VELOCITY_MODE, Arm, arm_positions, arm_velocities, now, pace,
-                              stamp)
+from test_joint_modes import (ARM, NEUTRAL, POSITION_MODE, TORQUE_MODE, TRAJECTORY_MODE,  # noqa: F401
+                              VELOCITY_MODE, arm, arm_positions, arm_velocities, fresh, now,
+                              pace, stamp)
 
 SAWYER_ARGS = ['--sim-time', '--speed', '1']
 
 LOG_EVERY = 2.0        # s (wall): the robot repeats one kind of complaint at most this often
 _last_bad = [-math.inf]  # time.monotonic() when a test here last sent a bad command
-
-
-@pytest.fixture(scope='module')
-def arm(robot):
-    return Arm()
-
-
-@pytest.fixture
-def fresh(arm):
-    if arm.timeout != 0.2:
-        arm.set_timeout(0.2)
-    arm.reset_pose(NEUTRAL)
-    yield arm
-    if arm.timeout != 0.2:
-        arm.set_timeout(0.2)
 
 
 def log_count(robot, text):

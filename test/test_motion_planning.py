@@ -19,6 +19,8 @@ from intera_rt.motion.execution import Measurement, Tracker
 from intera_rt.motion.geometry import matrix_to_quat, rotation_angle
 from intera_rt.motion.joint_planner import JERK_TIME
 from intera_rt.motion.planner import MotionPlanner
+# The independent time-optimal references the bench uses too.
+from intera_rt.bench_motion import scurve_time, trapezoid_time  # noqa: E402
 
 NEUTRAL = np.array([0.0, -1.18, 0.0, 2.18, 0.0, 0.57, 3.3161])
 BIAS = [0.0, -0.9, 0.0, 1.8, 0.0, -0.9, 0.0]
@@ -91,35 +93,6 @@ def dense(plan, n=2000):
     return (ts,) + plan.sample_many(ts)
 
 
-# --- independent time-optimal bounds ----------------------------------------------------------
-def scurve_time(d, v, a, j):
-    """Minimum rest-to-rest time over distance d for one joint under |v| ≤ v, |a| ≤ a,
-    |jerk| ≤ j (closed form of the 7-phase profile)."""
-    d = abs(d)
-    if d == 0:
-        return 0.0
-
-    def accel_phase(vp):            # time and distance to go from 0 to vp
-        if vp >= a * a / j:
-            t = vp / a + a / j
-        else:
-            t = 2.0 * math.sqrt(vp / j)
-        return t, 0.5 * vp * t
-    t_acc, d_acc = accel_phase(v)
-    if 2 * d_acc <= d:
-        return 2 * t_acc + (d - 2 * d_acc) / v
-    vp = 0.5 * a * (-a / j + math.sqrt((a / j) ** 2 + 4 * d / a))
-    if vp < a * a / j:
-        vp = (0.5 * d * math.sqrt(j)) ** (2.0 / 3.0)
-    return 2 * accel_phase(vp)[0]
-
-
-def trapezoid_time(d, v, a):
-    d = abs(d)
-    return d / v + v / a if d >= v * v / a else 2.0 * math.sqrt(d / a)
-
-
-# --- JOINT --------------------------------------------------------------------------------------
 def test_joint_single_move_is_time_optimal_straight_and_within_limits(planner, limits):
     target = np.array(BIAS)
     pm = plan_goal(planner, joint_goal([NEUTRAL, target]))

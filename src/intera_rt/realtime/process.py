@@ -25,6 +25,9 @@ import time
 
 import numpy as np
 
+from intera_rt.model import RobotModel
+from intera_rt.realtime.core import PERIOD, RealtimeCore
+
 PUBLISH_EVERY = 10                    # ticks: state topics at 100 Hz
 STATS_EVERY = 1000                    # ticks per /diagnostics window
 PIPE_BUFFER = 4 << 20                 # bytes the core may run ahead of a slow adapter
@@ -88,8 +91,6 @@ def main(conn, config):
     """config: urdf, backend, q_arm, q_head, enabled, sim_time, speed (inf = max),
     priority, tick_log."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)      # the adapter decides when to stop
-    from intera_rt.model import RobotModel
-    from intera_rt.realtime.core import PERIOD, RealtimeCore
     try:
         model = RobotModel(config['urdf']) if config.get('urdf') else RobotModel.from_file()
         core = RealtimeCore(model, config.get('backend', 'embedded'), config['q_arm'],
@@ -107,18 +108,22 @@ def main(conn, config):
     priority = '' if sim_time else _realtime_priority(config.get('priority', 50))
     conn.send(('ready', core.state_vector(), priority, core.boards.simulated))
 
+    try:
+        _loop(conn, core, stats, sim_time, clock_every, wall_period)
+    except (EOFError, OSError):
+        return                                         # the adapter is gone
+
+
+def _loop(conn, core, stats, sim_time, clock_every, wall_period):
     start_t = time.perf_counter()
     k = 0
     while True:
         t0 = time.perf_counter()
-        try:
-            while conn.poll():
-                msg = conn.recv()
-                if msg[0] == 'quit':
-                    return
-                _apply(core, conn, msg)
-        except (EOFError, OSError):
-            return                                     # the adapter is gone
+        while conn.poll():
+            msg = conn.recv()
+            if msg[0] == 'quit':
+                return
+            _apply(core, conn, msg)
         core.tick()
         n = core.tick_count
         if sim_time and n % clock_every == 0:
