@@ -229,6 +229,15 @@ def test_commands_while_disabled_are_ignored_and_forgotten(fresh, robot):
         q0 = arm.q()
         t0, t1, _ = pace(100, lambda t: arm.set_positions({'right_j0': q0[0] + 0.3}), 0.5)
         wait_for(lambda: log_count(robot, line) > before, 10.0, 'the log line %r' % line)
+        # The robot reads each connection in order: once one more command, sent after the
+        # burst on the same connection, has been logged as ignored, none of the burst is
+        # still in flight (it could otherwise arrive after the enable, and count as new).
+        seen = time.monotonic()
+        wait_for(lambda: time.monotonic() - seen > LOG_EVERY + 0.3, 10.0,
+                 'the end of the throttle window of the last complaint')
+        count = log_count(robot, line)
+        arm.set_positions({'right_j0': q0[0] + 0.3})
+        wait_for(lambda: log_count(robot, line) > count, 10.0, 'the last ignored command logged')
         set_enabled(True)
         t2 = now()
         arm.js.wait_until(t2 + 0.5)
