@@ -12,12 +12,11 @@ roundtrip  wall clock: a client publishes TRAJECTORY_MODE commands, each a new p
            commanded_position reflects it. Because the reference then moves at that
            velocity from the tick that applied the command, commanded_position also says
            which tick that was (1 ms resolution):
-             publish_to_apply  publish -> start of the tick whose torques include the
-                               command (a state is stamped at the end of its tick)
+             publish_to_apply  publish -> the tick whose torques include the command
+                               (its end: the state's stamp)
              state_transport   SEAJointState stamp -> received by the client
              roundtrip         publish_to_apply + state_transport: command -> state,
-                               without the wait for the next 100 Hz publication slot and
-                               without the 1 ms tick itself
+                               without the wait for the next 100 Hz publication slot
            Commands go unstamped (header.stamp 0): a stamped TRAJECTORY_MODE sample is
            extrapolated from its stamp, which would hide the tick that applied it.
              publish_to_state  publish -> first state message showing it (includes that
@@ -48,7 +47,6 @@ NS = '/robot/limb/right/'
 TARGETS = {'tick_p99_us': 500.0, 'tick_overruns': 0, 'roundtrip_p99_ms': 3.0,
            'lockstep_speedup': 10.0}
 BOOT_TIMEOUT = 120.0          # s: a loaded machine boots slowly
-TICK = 0.001                  # s, the loop's period
 WARMUP = 3.0                  # s of streaming before measuring
 
 
@@ -392,10 +390,9 @@ def measure_roundtrip(samples, velocity=0.01, jump=0.002):
         t_recv, msg, since_apply = found
         stamp = msg.header.stamp.to_sec()
         if k >= 5:
-            # The state is stamped at the end of its tick; its commanded_position is the
-            # reference that tick computed, at its start (one period earlier).
-            applied = stamp - TICK - since_apply
-            rows.append((applied - t_pub, t_recv - stamp, t_recv - t_pub))
+            # The state is stamped when its tick ended: a tick that applied the command
+            # began up to one compute time (~0.2 ms) earlier, so this reads a little late.
+            rows.append((stamp - since_apply - t_pub, t_recv - stamp, t_recv - t_pub))
         time.sleep(rng.uniform(0.0, 0.012))      # random phase against the 1 kHz / 100 Hz clocks
     a = np.array(rows) * 1e3
     apply_ms, transport_ms, state_ms = a[:, 0], a[:, 1], a[:, 2]

@@ -144,7 +144,7 @@ class RealtimeLoop:
                       'sim time at %s x real time' % ('max' if math.isinf(self.speed) else self.speed)
                       if self.sim_time else 'wall clock',
                       'disabled' if rospy.get_param('~disabled', False) else 'enabled',
-                      self.proc.pid, ready[2] or 'ordinary priority (sim time)')
+                      self.proc.pid, ready[2])
         self._setup_ros()
 
     # --- talking to the core ---------------------------------------------------------
