@@ -13,22 +13,13 @@ master and never import rospy.
 """
 
 import os
-import random
-import signal
-import socket
-import subprocess
 import threading
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
-SAWYER = REPO / 'scripts' / 'sawyer'
+from intera_rt.robot_process import POLL_INTERVAL, ROBOT_STATE_TOPIC, RobotProcess
 
 BOOT_TIMEOUT = 60.0     # s, scripts/sawyer start until /robot/state arrives
-STOP_TIMEOUT = 15.0     # s, SIGINT until SIGKILL
-POLL_INTERVAL = 0.05    # s
-
-ROBOT_STATE_TOPIC = '/robot/state'
 
 
 # ---------------------------------------------------------------------------
@@ -198,106 +189,14 @@ def shutdown_node(reason='tests done'):
 # The robot process
 # ---------------------------------------------------------------------------
 
-def free_port():
-    """A TCP port on 127.0.0.1 that is free now, chosen below Linux's
-    ephemeral range (32768+) so that the OS is unlikely to hand it to
-    another socket before the master binds it."""
-    rng = random.Random(os.getpid() ^ time.monotonic_ns())
-    for _ in range(200):
-        port = rng.randrange(20000, 32000)
-        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-            try:
-                s.bind(('127.0.0.1', port))
-            except OSError:
-                continue
-        return port
-    raise RuntimeError('no free TCP port found in 20000-32000')
-
-
-def _proc_start_time(pid):
-    try:
-        with open('/proc/%d/stat' % pid) as f:
-            return f.read().rsplit(')', 1)[1].split()[19]
-    except (OSError, IndexError):
-        return None
-
-
-def _descendants(root_pid):
-    """{pid: start_time} of every live descendant of root_pid."""
-    children = {}
-    for entry in os.listdir('/proc'):
-        if not entry.isdigit():
-            continue
-        try:
-            with open('/proc/%s/stat' % entry) as f:
-                ppid = int(f.read().rsplit(')', 1)[1].split()[1])
-        except (OSError, IndexError, ValueError):
-            continue
-        children.setdefault(ppid, []).append(int(entry))
-    found = {}
-    stack = [root_pid]
-    while stack:
-        for child in children.get(stack.pop(), []):
-            if child not in found:
-                start = _proc_start_time(child)
-                if start is not None:
-                    found[child] = start
-                    stack.append(child)
-    return found
-
-
-class Robot(object):
-    """A running ``scripts/sawyer``.
-
-    master_uri  the robot's ROS master, e.g. http://127.0.0.1:23456
-    port        its TCP port
-    log_path    pathlib.Path of the combined stdout/stderr of scripts/sawyer
-                (roslaunch and the realtime_loop node, output="screen")
-    ros_log_dir ROS_LOG_DIR of the robot and of the test node
-    args        the scripts/sawyer arguments
-    proc        the subprocess.Popen (its own process group)
-    """
+class Robot(RobotProcess):
+    """A running ``scripts/sawyer`` on its own master (intera_rt.robot_process), with its
+    log in ``log_dir/sawyer.log`` and ROS_LOG_DIR ``log_dir/ros_log``; ``wait_ready``
+    also brings up this process's rospy node on that master."""
 
     def __init__(self, args, log_dir):
-        self.args = list(args)
-        self.port = free_port()
-        self.master_uri = 'http://127.0.0.1:%d' % self.port
         log_dir = Path(log_dir)
-        self.log_path = log_dir / 'sawyer.log'
-        self.ros_log_dir = log_dir / 'ros_log'
-        self.proc = None
-
-    # -- start -------------------------------------------------------------
-
-    def environ(self):
-        env = dict(os.environ)
-        env['ROS_MASTER_URI'] = self.master_uri
-        env['ROS_IP'] = '127.0.0.1'
-        env.pop('ROS_HOSTNAME', None)
-        env['ROS_LOG_DIR'] = str(self.ros_log_dir)
-        env['PYTHONUNBUFFERED'] = '1'
-        return env
-
-    def start(self):
-        env = self.environ()
-        # The test process talks to this robot's master from now on.
-        for key in ('ROS_MASTER_URI', 'ROS_IP', 'ROS_LOG_DIR'):
-            os.environ[key] = env[key]
-        os.environ.pop('ROS_HOSTNAME', None)
-        self.ros_log_dir.mkdir(parents=True, exist_ok=True)
-        with open(self.log_path, 'wb') as log:
-            log.write(('$ ROS_MASTER_URI=%s %s %s\n' % (
-                self.master_uri, SAWYER, ' '.join(self.args))).encode())
-            log.flush()
-            self.proc = subprocess.Popen(
-                [str(SAWYER)] + self.args, cwd=str(REPO), env=env,
-                stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
-                start_new_session=True,
-                preexec_fn=_die_with_parent)
-        return self
-
-    def alive(self):
-        return self.proc is not None and self.proc.poll() is None
+        super().__init__(args, log_dir / 'sawyer.log', log_dir / 'ros_log')
 
     def _check_alive(self, what):
         if not self.alive():
@@ -305,27 +204,15 @@ class Robot(object):
                 'scripts/sawyer exited (code %s) while waiting for %s\n%s'
                 % (self.proc.returncode, what, self.log_tail()))
 
-    def has_publisher(self, topic):
-        import rosgraph
-        master = rosgraph.Master('/intera_rt_test_probe',
-                                 master_uri=self.master_uri)
-        try:
-            pubs, _subs, _srvs = master.getSystemState()
-        except (OSError, rosgraph.MasterException):
-            return False
-        return any(name == topic and nodes for name, nodes in pubs)
-
     def wait_ready(self, timeout=BOOT_TIMEOUT):
         """Wait (polling) until /robot/state has a publisher and a message
         arrives; initialise the test process's rospy node on the way."""
         deadline = time.monotonic() + timeout
-        what = 'a publisher of %s on %s' % (ROBOT_STATE_TOPIC, self.master_uri)
-
-        def published():
-            self._check_alive(what)
-            return self.has_publisher(ROBOT_STATE_TOPIC)
         try:
-            wait_for(published, timeout, what, interval=POLL_INTERVAL)
+            try:
+                self.wait_published(timeout, ROBOT_STATE_TOPIC)
+            except RuntimeError as exc:
+                raise AssertionError(str(exc)) from None
             ensure_node(self.master_uri)
             from intera_core_msgs.msg import RobotAssemblyState
             with Latest(ROBOT_STATE_TOPIC, RobotAssemblyState, 1) as rec:
@@ -339,62 +226,3 @@ class Robot(object):
                                  % (str(exc).split('\n')[0], self.log_path,
                                     self.log_tail()))
         return self
-
-    # -- stop --------------------------------------------------------------
-
-    def stop(self, timeout=STOP_TIMEOUT):
-        """SIGINT to the process group, up to ``timeout`` s, then SIGKILL;
-        finally SIGKILL any descendant left over (roslaunch runs each node
-        and the master in a session of its own).  Returns the exit code."""
-        if self.proc is None:
-            return None
-        tree = _descendants(self.proc.pid)
-        if self.proc.poll() is None:
-            try:
-                os.killpg(self.proc.pid, signal.SIGINT)
-            except ProcessLookupError:
-                pass
-            try:
-                self.proc.wait(timeout)
-            except subprocess.TimeoutExpired:
-                pass
-        try:
-            os.killpg(self.proc.pid, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
-            pass
-        if self.proc.poll() is None:
-            self.proc.wait(5)
-        # Anything the launcher started that is still running now is a leak.
-        for pid, start in tree.items():
-            if _proc_start_time(pid) == start:
-                deadline = time.monotonic() + 3.0
-                while (_proc_start_time(pid) == start
-                       and time.monotonic() < deadline):
-                    time.sleep(POLL_INTERVAL)
-                if _proc_start_time(pid) == start:
-                    try:
-                        os.kill(pid, signal.SIGKILL)
-                    except ProcessLookupError:
-                        pass
-        return self.proc.returncode
-
-    # -- logs --------------------------------------------------------------
-
-    def log_tail(self, lines=60):
-        try:
-            with open(self.log_path, 'rb') as f:
-                text = f.read().decode('utf-8', 'replace')
-        except OSError as exc:
-            return '(no log: %s)' % exc
-        return '\n'.join(text.splitlines()[-lines:])
-
-
-def _die_with_parent():
-    """preexec_fn: SIGTERM this child if the test process dies, so a crashed
-    pytest does not leave a robot running (scripts/sawyer forwards it to
-    roslaunch, which stops its nodes and master)."""
-    try:
-        import ctypes
-        ctypes.CDLL(None).prctl(1, int(signal.SIGTERM), 0, 0, 0)  # PR_SET_PDEATHSIG
-    except Exception:  # noqa: BLE001 - best effort
-        pass

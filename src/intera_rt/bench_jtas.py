@@ -18,20 +18,18 @@ Target: RMS ≤ 0.005 rad.
 import argparse
 import json
 import os
-import random
-import signal
-import subprocess
 import sys
+import tempfile
 import threading
 import time
-from pathlib import Path
 
 import numpy as np
+
+from intera_rt.robot_process import RobotProcess
 
 ARM = ['right_j%d' % i for i in range(7)]
 ACTION = '/robot/limb/right/follow_joint_trajectory'
 TARGET_RMS = 0.005
-REPO = Path(os.environ.get('INTERA_RT_REPO', Path(__file__).resolve().parents[2]))
 
 
 def smooth_motion(start, delta, bump, duration):
@@ -50,68 +48,6 @@ def smooth_motion(start, delta, bump, duration):
         return (start + delta * sig + bump * b, (delta + bump * db) * dsig,
                 (delta + bump * db) * ddsig + bump * ddb * dsig**2)
     return f
-
-
-def _free_port():
-    import socket
-    rng = random.Random(os.getpid() ^ time.monotonic_ns())
-    for _ in range(200):
-        port = rng.randrange(20000, 32000)
-        with socket.socket() as s:
-            try:
-                s.bind(('127.0.0.1', port))
-            except OSError:
-                continue
-        return port
-    raise RuntimeError('no free port')
-
-
-class _Robot:
-    """scripts/sawyer on a private master, stopped on exit."""
-
-    def __init__(self, speed):
-        self.uri = 'http://127.0.0.1:%d' % _free_port()
-        self.speed = speed
-        self.proc = None
-        self.log = None
-
-    def __enter__(self):
-        import tempfile
-        env = dict(os.environ, ROS_MASTER_URI=self.uri, ROS_IP='127.0.0.1', PYTHONUNBUFFERED='1')
-        env.pop('ROS_HOSTNAME', None)
-        os.environ.update(ROS_MASTER_URI=self.uri, ROS_IP='127.0.0.1')
-        self.log = tempfile.NamedTemporaryFile(prefix='bench_jtas_sawyer_', suffix='.log', delete=False)
-        self.proc = subprocess.Popen([str(REPO / 'scripts' / 'sawyer'), '--sim-time', '--speed',
-                                      str(self.speed)], cwd=str(REPO), env=env,
-                                     stdin=subprocess.DEVNULL, stdout=self.log,
-                                     stderr=subprocess.STDOUT, start_new_session=True)
-        import rosgraph
-        deadline = time.monotonic() + 90.0
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                raise RuntimeError('scripts/sawyer exited (%s); log: %s' % (self.proc.returncode, self.log.name))
-            try:
-                topics = rosgraph.Master('/bench_jtas_probe', master_uri=self.uri).getPublishedTopics('')
-                if any(t == '/robot/state' for t, _ in topics):
-                    return self
-            except Exception:
-                pass
-            time.sleep(0.2)
-        raise RuntimeError('the robot did not come up within 90 s; log: %s' % self.log.name)
-
-    def __exit__(self, *exc):
-        if self.proc is not None and self.proc.poll() is None:
-            try:
-                os.killpg(self.proc.pid, signal.SIGINT)
-                self.proc.wait(20)
-            except (subprocess.TimeoutExpired, ProcessLookupError):
-                try:
-                    os.killpg(self.proc.pid, signal.SIGKILL)
-                except ProcessLookupError:
-                    pass
-                self.proc.wait()
-        if self.log is not None:
-            self.log.close()
 
 
 def _wait(predicate, timeout, what):
@@ -210,13 +146,19 @@ def run(master_uri=None, speed=0.5, duration=4.0):
         _go_back(client, start)
         out['robot'] = master_uri
     else:
-        with _Robot(speed) as robot:
+        log_dir = tempfile.mkdtemp(prefix='bench_jtas_')
+        robot = RobotProcess(['--sim-time', '--speed', str(speed)],
+                             os.path.join(log_dir, 'sawyer.log'), os.path.join(log_dir, 'ros_log'))
+        try:
+            robot.start().wait_published(90.0)
             rospy.init_node('bench_jtas', anonymous=True, disable_signals=True)
             try:
                 out, _, _ = _measure(duration)
             finally:
                 rospy.signal_shutdown('bench done')
-            out['robot'] = 'own (scripts/sawyer --sim-time --speed %s)' % speed
+        finally:
+            robot.stop()
+        out['robot'] = 'own (scripts/sawyer --sim-time --speed %s)' % speed
     out['use_sim_time'] = bool(rospy.get_param('/use_sim_time', False)) if master_uri else True
     return out
 

@@ -31,16 +31,15 @@ import argparse
 import json
 import os
 import random
-import signal
-import socket
 import subprocess
 import sys
 import tempfile
 import threading
 import time
-from pathlib import Path
 
 import numpy as np
+
+from intera_rt.robot_process import RobotProcess
 
 ARM = ['right_j%d' % i for i in range(7)]
 NS = '/robot/limb/right/'
@@ -48,125 +47,6 @@ TARGETS = {'tick_p99_us': 500.0, 'tick_overruns': 0, 'roundtrip_p99_ms': 3.0,
            'lockstep_speedup': 10.0}
 BOOT_TIMEOUT = 120.0          # s: a loaded machine boots slowly
 WARMUP = 3.0                  # s of streaming before measuring
-
-
-def repo_root():
-    env = os.environ.get('INTERA_RT_REPO')
-    return Path(env) if env else Path(__file__).resolve().parents[3]
-
-
-# --- a robot on a private master (minimal: boot, wait, stop) ---------------------------
-def _free_port():
-    rng = random.Random(os.getpid() ^ time.monotonic_ns())
-    for _ in range(200):
-        port = rng.randrange(20000, 32000)
-        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-            try:
-                s.bind(('127.0.0.1', port))
-            except OSError:
-                continue
-        return port
-    raise RuntimeError('no free TCP port in 20000-32000')
-
-
-def _descendants(root):
-    """{pid: start time} of the live descendants of root."""
-    children = {}
-    for entry in os.listdir('/proc'):
-        if entry.isdigit():
-            try:
-                with open('/proc/%s/stat' % entry) as f:
-                    fields = f.read().rsplit(')', 1)[1].split()
-                children.setdefault(int(fields[1]), []).append((int(entry), fields[19]))
-            except (OSError, IndexError, ValueError):
-                continue
-    found, stack = {}, [root]
-    while stack:
-        for pid, start in children.get(stack.pop(), []):
-            if pid not in found:
-                found[pid] = start
-                stack.append(pid)
-    return found
-
-
-def _start_time(pid):
-    try:
-        with open('/proc/%d/stat' % pid) as f:
-            return f.read().rsplit(')', 1)[1].split()[19]
-    except (OSError, IndexError):
-        return None
-
-
-class Robot:
-    """scripts/sawyer ARGS with its own master on a free port; log in `log_path`."""
-
-    def __init__(self, args, log_path):
-        self.args = list(args)
-        self.port = _free_port()
-        self.master_uri = 'http://127.0.0.1:%d' % self.port
-        self.log_path = Path(log_path)
-        self.proc = None
-
-    def start(self):
-        env = dict(os.environ, ROS_MASTER_URI=self.master_uri, ROS_IP='127.0.0.1',
-                   PYTHONUNBUFFERED='1')
-        env.pop('ROS_HOSTNAME', None)
-        env['ROS_LOG_DIR'] = tempfile.mkdtemp(prefix='ros_log_', dir=str(self.log_path.parent))
-        for key in ('ROS_MASTER_URI', 'ROS_IP', 'ROS_LOG_DIR'):
-            os.environ[key] = env[key]
-        os.environ.pop('ROS_HOSTNAME', None)
-        with open(self.log_path, 'wb') as log:
-            self.proc = subprocess.Popen(
-                [str(repo_root() / 'scripts' / 'sawyer')] + self.args, cwd=str(repo_root()),
-                env=env, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
-                start_new_session=True)
-        return self
-
-    def wait_ready(self, timeout=BOOT_TIMEOUT):
-        import rosgraph
-        master = rosgraph.Master('/intera_rt_bench_probe', master_uri=self.master_uri)
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                raise RuntimeError('scripts/sawyer exited with %s; see %s'
-                                   % (self.proc.returncode, self.log_path))
-            try:
-                pubs = master.getSystemState()[0]
-                if any(name == '/robot/state' and nodes for name, nodes in pubs):
-                    return self
-            except (OSError, rosgraph.MasterException):
-                pass
-            time.sleep(0.1)
-        raise RuntimeError('robot did not boot within %.0f s; see %s' % (timeout, self.log_path))
-
-    def stop(self, timeout=15.0):
-        if self.proc is None:
-            return None
-        tree = _descendants(self.proc.pid)
-        if self.proc.poll() is None:
-            try:
-                os.killpg(self.proc.pid, signal.SIGINT)
-            except ProcessLookupError:
-                pass
-            try:
-                self.proc.wait(timeout)
-            except subprocess.TimeoutExpired:
-                pass
-        try:
-            os.killpg(self.proc.pid, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
-            pass
-        self.proc.wait(5)
-        for pid, start in tree.items():          # nodes roslaunch put in sessions of their own
-            deadline = time.monotonic() + 3.0
-            while _start_time(pid) == start and time.monotonic() < deadline:
-                time.sleep(0.05)
-            if _start_time(pid) == start:
-                try:
-                    os.kill(pid, signal.SIGKILL)
-                except ProcessLookupError:
-                    pass
-        return self.proc.returncode
 
 
 # --- helpers inside a measuring child ----------------------------------------------------
@@ -455,9 +335,10 @@ def _child(argv):
     fn, robot_args = MEASURES[a.name]
     if a.name == 'tick':          # the loop logs every tick's compute time there
         os.environ['INTERA_RT_TICK_LOG'] = os.path.join(os.path.dirname(a.log), 'ticks.f32')
-    robot = Robot(robot_args, a.log).start()
+    robot = RobotProcess(robot_args, a.log, tempfile.mkdtemp(prefix='ros_log_',
+                                                             dir=os.path.dirname(a.log))).start()
     try:
-        robot.wait_ready()
+        robot.wait_published(BOOT_TIMEOUT)
         if a.name == 'roundtrip':
             result = fn(a.samples)
         else:
