@@ -3,6 +3,7 @@
 joint limits as hard stops, integrated semi-implicitly at `substeps` × the loop rate."""
 import numpy as np
 import pinocchio as pin
+from scipy.linalg.lapack import dposv
 
 from intera_rt.boards.base import BoardsReading, JointBoards
 from intera_rt.model import ARM_JOINTS, HEAD_JOINTS
@@ -35,8 +36,6 @@ class EmbeddedBoards(JointBoards):
         self._full_q = pin.neutral(self.pin)
         self._full_v = np.zeros(self.pin.nv)
         self._full_tau = np.zeros(self.pin.nv)
-        self._lower_tri = np.tril_indices(self.pin.nv, -1)
-        self._diag = np.diag_indices(self.pin.nv)
 
     # --- joint-boards interface -------------------------------------------------------
     def read(self):
@@ -91,33 +90,36 @@ class EmbeddedBoards(JointBoards):
     def _step(self, h):
         idx = self._idx
         self._full_q[idx] = self.q
-        self._full_v[idx] = self.qd
         if self.brakes:
             # The brake holds the motor side; the SEA still carries the static load.
             self.tau_transmitted = pin.computeGeneralizedGravity(self.pin, self.data, self._full_q)[idx]
             self.qd[:] = 0.0
             return
-        tau_ext = self._external_torques()
-        self._full_tau[:] = 0.0
-        self._full_tau[idx] = self.tau_cmd - self.damping * self.qd + tau_ext
+        self._full_v[idx] = self.qd
+        tau = self.tau_cmd - self.damping * self.qd
+        if self._wrenches:
+            tau += self._external_torques()
         mass = pin.crba(self.pin, self.data, self._full_q)     # upper triangle only
-        mass[self._lower_tri] = mass.T[self._lower_tri]
-        mass[self._diag] += self.armature
+        mass.flat[::self.pin.nv + 1] += self.armature
         bias = pin.nonLinearEffects(self.pin, self.data, self._full_q, self._full_v)
-        qdd = np.linalg.solve(mass, self._full_tau - bias)[idx]
-        qd_free = self.qd + h * qdd
+        self._full_tau[idx] = tau
+        # M is symmetric positive definite: a Cholesky solve that reads its upper triangle.
+        _, qdd_full, info = dposv(mass, self._full_tau - bias, lower=0)
+        if info != 0:               # cannot happen for a valid model; never integrate junk
+            raise FloatingPointError('mass matrix not positive definite (dposv info %d)' % info)
+        qd_free = self.qd + h * qdd_full[idx]
         # Coulomb friction as a bounded impulse: sticks when it can stop the joint this step.
-        m_eff = np.diag(mass)[idx]
+        m_eff = mass.diagonal()[idx]
         impulse_max = self.coulomb * h
-        impulse_stop = m_eff * qd_free
-        stick = np.abs(impulse_stop) <= impulse_max
-        qd_new = np.where(stick, 0.0, qd_free - np.sign(qd_free) * impulse_max / m_eff)
-        friction = -(m_eff * (qd_new - qd_free)) / h      # signed friction torque applied
-        self.qd = qd_new
-        self.q = self.q + h * self.qd
+        qd_new = qd_free - np.copysign(impulse_max / m_eff, qd_free)
+        qd_new[np.abs(m_eff * qd_free) <= impulse_max] = 0.0
+        friction = m_eff * (qd_free - qd_new) / h             # signed friction torque applied
+        q_new = self.q + h * qd_new
         # Hard stops: inelastic contact at the joint limits.
-        below, above = self.q < self.lower, self.q > self.upper
-        self.q = np.clip(self.q, self.lower, self.upper)
-        self.qd[(below & (self.qd < 0)) | (above & (self.qd > 0))] = 0.0
+        below, above = q_new < self.lower, q_new > self.upper
+        if below.any() or above.any():
+            q_new = np.clip(q_new, self.lower, self.upper)
+            qd_new[(below & (qd_new < 0)) | (above & (qd_new > 0))] = 0.0
+        self.q, self.qd = q_new, qd_new
         # What each joint transmits: the drive torque less the friction it loses to.
-        self.tau_transmitted = self.tau_cmd - self.damping * qd_new + friction
+        self.tau_transmitted = self.tau_cmd - self.damping * qd_new - friction
