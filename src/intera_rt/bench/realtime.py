@@ -335,8 +335,9 @@ def _child(argv):
     fn, robot_args = MEASURES[a.name]
     if a.name == 'tick':          # the loop logs every tick's compute time there
         os.environ['INTERA_RT_TICK_LOG'] = os.path.join(os.path.dirname(a.log), 'ticks.f32')
-    robot = RobotProcess(robot_args, a.log, tempfile.mkdtemp(prefix='ros_log_',
-                                                             dir=os.path.dirname(a.log))).start()
+    os.makedirs(os.path.dirname(os.path.abspath(a.log)), exist_ok=True)
+    robot = RobotProcess(robot_args, a.log, tempfile.mkdtemp(
+        prefix='ros_log_', dir=os.path.dirname(os.path.abspath(a.log)))).start()
     try:
         robot.wait_published(BOOT_TIMEOUT)
         if a.name == 'roundtrip':
