@@ -310,8 +310,15 @@ def test_stop_while_running_decelerates_smoothly_and_holds(ros):
     after = [(t, v, a) for t, v, a in commands if t >= t_stop - 0.01]
     first_rest = next(t for t, v, _ in after if not np.any(v))
     assert first_rest - t_stop < 0.45
+    times = np.array([t for t, v, _ in after if t <= first_rest])
     speed = np.array([np.linalg.norm(v) for t, v, _ in after if t <= first_rest])
-    assert speed[0] > 0.2 and np.all(np.diff(speed) < 0.05)
+    # Until the stop goal reaches the controller the move may still be speeding up; from
+    # its peak on, the commanded speed only falls.
+    peak = int(np.argmax(speed))
+    assert speed[peak] > 0.2 and times[peak] - t_stop < 0.15, (
+        'the stop took effect %.3f s after it was sent' % (times[peak] - t_stop))
+    assert np.all(np.diff(speed[peak:]) < 0.01), 'the commanded speed rose while stopping'
+
     assert max(np.abs(a).max() for _, _, a in after) <= 10.0
     held = angles(ros)
     assert 0.1 < held[0] < 1.4                         # stopped on the way

@@ -1,9 +1,12 @@
-"""Motion controller benchmark, in-process and without ROS:
+"""Motion controller benchmark, in-process (and one measurement through ROS):
 
     scripts/env python -m intera_rt.bench_motion [--runs N] [--seed S]
 
 run() → dict (printed as JSON):
 
+latency_through_ros  goal sent by an actionlib client → first JointCommand from the motion
+           controller seen by that client, against a robot of its own (scripts/sawyer, wall
+           clock), JOINT-10 and CARTESIAN-5, max(10, runs/2) goals each
 latency    planning latency = goal → first setpoint in-process: parse + plan (validation,
            planning, timing, self-collision check, analysis) of a fresh random goal per run,
            p50 / p99 / max over `runs` runs, wall clock (ms) and this thread's CPU time (ms,
@@ -236,6 +239,66 @@ class Bench:
                    for p in plans)
 
 
+def ros_latency(bench, runs, cases=('joint_10', 'cartesian_5')):
+    """Goal sent → first setpoint seen, through ROS: a robot of its own (scripts/sawyer,
+    wall clock), a MotionCommand client, and a subscription to joint_command that keeps
+    the motion controller's messages. Each goal is stopped as soon as it has streamed its
+    first setpoint (a "stop" goal), so the next one plans from wherever the arm stopped."""
+    import tempfile
+
+    import actionlib
+    import rospy
+    from intera_core_msgs.msg import JointCommand
+    from intera_motion_msgs.msg import MotionCommandAction, MotionCommandGoal
+
+    from intera_rt.robot_process import RobotProcess
+    log_dir = tempfile.mkdtemp(prefix='bench_motion_')
+    robot = RobotProcess([], log_dir + '/sawyer.log', log_dir + '/ros_log').start()
+    out = {}
+    try:
+        robot.wait_published(120.0)
+        rospy.init_node('bench_motion', anonymous=True, disable_signals=True)
+        first = {}
+
+        def on_command(msg):
+            if msg._connection_header.get('callerid') == '/motion_controller' and 't' not in first:
+                first['t'] = time.perf_counter()
+        rospy.Subscriber('/robot/limb/right/joint_command', JointCommand, on_command,
+                         queue_size=10, tcp_nodelay=True)
+        client = actionlib.SimpleActionClient('/motion/motion_command', MotionCommandAction)
+        stopper = actionlib.SimpleActionClient('/motion/motion_command', MotionCommandAction)
+        if not (client.wait_for_server(rospy.Duration(60)) and stopper.wait_for_server(rospy.Duration(60))):
+            raise RuntimeError('no /motion/motion_command server; see %s' % robot.log_path)
+        for case in cases:
+            latencies, failures = [], 0
+            while len(latencies) < runs:
+                first.clear()
+                goal = MotionCommandGoal(command='start', trajectory=bench.goal(case))
+                t0 = time.perf_counter()
+                client.send_goal(goal)
+                deadline = t0 + 10.0
+                while 't' not in first and client.get_state() in (0, 1) and time.perf_counter() < deadline:
+                    time.sleep(0.0005)
+                if 't' in first:
+                    latencies.append(first['t'] - t0)
+                    stopper.send_goal_and_wait(MotionCommandGoal(command='stop'), rospy.Duration(10))
+                else:
+                    failures += 1                  # refused (unreachable random pose, collision)
+                    if failures > 10 * runs:
+                        raise RuntimeError('%s: %d goals refused in a row' % (case, failures))
+                client.wait_for_result(rospy.Duration(10))
+            ms = 1e3 * np.array(latencies)
+            out[case] = {'p50_ms': float(np.percentile(ms, 50)), 'p99_ms': float(np.percentile(ms, 99)),
+                         'max_ms': float(ms.max()), 'runs': len(ms), 'refused_random_goals': failures}
+    finally:
+        try:
+            rospy.signal_shutdown('bench done')
+        except Exception:  # noqa: BLE001 - rospy may never have started
+            pass
+        robot.stop()
+    return out
+
+
 def run(runs=50, seed=0):
     bench = Bench(seed)
     bench.plan(joint_goal([NEUTRAL, BIAS]))                        # warm-up (imports, caches)
@@ -252,8 +315,10 @@ def run(runs=50, seed=0):
     worst_opt = max(optimality['joint_single_vs_jerk_limited_bound']['worst'],
                     optimality['joint_multi_vs_toppra_same_path']['worst'],
                     optimality['cartesian_line_vs_trapezoid_bound']['worst'])
+    through_ros = ros_latency(bench, max(10, runs // 2))
     return {
         'latency': latency,
+        'latency_through_ros': through_ros,
         'optimality': optimality,
         'limits': {'worst_velocity_ratio': worst_v, 'worst_accel_ratio': worst_a, 'plans_checked': len(all_plans)},
         'cartesian_deviation_mm': deviation,
@@ -261,6 +326,10 @@ def run(runs=50, seed=0):
         'pass': {
             'latency_joint_10': latency['joint_10']['p99_ms'] <= TARGETS['latency_p99_ms']['joint_10'],
             'latency_cartesian_5': latency['cartesian_5']['p99_ms'] <= TARGETS['latency_p99_ms']['cartesian_5'],
+            'latency_through_ros_joint_10':
+                through_ros['joint_10']['p99_ms'] <= TARGETS['latency_p99_ms']['joint_10'],
+            'latency_through_ros_cartesian_5':
+                through_ros['cartesian_5']['p99_ms'] <= TARGETS['latency_p99_ms']['cartesian_5'],
             'duration_within_5pct': worst_opt <= TARGETS['duration_over_optimal'],
             'no_limit_violated': max(worst_v, worst_a) <= TARGETS['limit_ratio'] + 1e-9,
             'deviation_1mm': deviation <= TARGETS['deviation_mm'],
