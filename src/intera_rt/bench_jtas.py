@@ -21,11 +21,10 @@ import os
 import sys
 import tempfile
 import threading
-import time
 
 import numpy as np
 
-from intera_rt.robot_process import RobotProcess
+from intera_rt.bench import own_robot, wait_for
 
 ARM = ['right_j%d' % i for i in range(7)]
 ACTION = '/robot/limb/right/follow_joint_trajectory'
@@ -50,16 +49,6 @@ def smooth_motion(start, delta, bump, duration):
     return f
 
 
-def _wait(predicate, timeout, what):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(0.02)
-    raise RuntimeError('timed out after %.0f s waiting for %s' % (timeout, what))
-
-
 def _measure(duration):
     import actionlib
     import rospy
@@ -68,7 +57,7 @@ def _measure(duration):
     from trajectory_msgs.msg import JointTrajectoryPoint
 
     client = actionlib.SimpleActionClient(ACTION, FollowJointTrajectoryAction)
-    _wait(lambda: client.wait_for_server(rospy.Duration(0.5)), 90.0, 'the action server')
+    wait_for(lambda: client.wait_for_server(rospy.Duration(0.5)), 90.0, 'the action server')
     samples, lock = [], threading.Lock()
 
     def on_js(msg):
@@ -76,7 +65,7 @@ def _measure(duration):
         with lock:
             samples.append((msg.header.stamp.to_sec(), np.array(q)))
     sub = rospy.Subscriber('/robot/joint_states', JointState, on_js, queue_size=100, tcp_nodelay=True)
-    _wait(lambda: samples, 20.0, '/robot/joint_states')
+    wait_for(lambda: samples, 20.0, '/robot/joint_states')
     start = samples[-1][1].copy()
     # Move each joint toward the middle of its range so any start pose stays within limits.
     toward = -np.sign(start - np.array([0.0, -0.77, 0.0, 0.0, 0.0, 0.0, 0.0]))
@@ -96,7 +85,7 @@ def _measure(duration):
     feedback = []
     client.send_goal(goal, feedback_cb=feedback.append)
     terminal = {2: 'PREEMPTED', 3: 'SUCCEEDED', 4: 'ABORTED', 5: 'REJECTED', 8: 'RECALLED'}
-    _wait(lambda: client.get_state() in terminal and client.get_result() is not None,
+    wait_for(lambda: client.get_state() in terminal and client.get_result() is not None,
           60.0 + 20.0 * duration, 'the result')
     state, result = terminal[client.get_state()], client.get_result()
     sub.unregister()
@@ -133,7 +122,7 @@ def _go_back(client, start, duration=4.0):
     goal.trajectory.points.append(JointTrajectoryPoint(positions=list(start),
                                                        time_from_start=rospy.Duration(duration)))
     client.send_goal(goal)
-    _wait(lambda: client.get_state() in (2, 3, 4, 5, 8), 60.0 + 20.0 * duration, 'the return move')
+    wait_for(lambda: client.get_state() in (2, 3, 4, 5, 8), 60.0 + 20.0 * duration, 'the return move')
 
 
 def run(master_uri=None, speed=0.5, duration=4.0):
@@ -146,18 +135,10 @@ def run(master_uri=None, speed=0.5, duration=4.0):
         _go_back(client, start)
         out['robot'] = master_uri
     else:
-        log_dir = tempfile.mkdtemp(prefix='bench_jtas_')
-        robot = RobotProcess(['--sim-time', '--speed', str(speed)],
-                             os.path.join(log_dir, 'sawyer.log'), os.path.join(log_dir, 'ros_log'))
-        try:
-            robot.start().wait_published(90.0)
+        with own_robot(['--sim-time', '--speed', str(speed)],
+                       os.path.join(tempfile.mkdtemp(prefix='bench_jtas_'), 'sawyer.log'), 90.0):
             rospy.init_node('bench_jtas', anonymous=True, disable_signals=True)
-            try:
-                out, _, _ = _measure(duration)
-            finally:
-                rospy.signal_shutdown('bench done')
-        finally:
-            robot.stop()
+            out, _, _ = _measure(duration)
         out['robot'] = 'own (scripts/sawyer --sim-time --speed %s)' % speed
     out['use_sim_time'] = bool(rospy.get_param('/use_sim_time', False)) if master_uri else True
     return out

@@ -28,6 +28,7 @@ deviation  largest distance (mm) of the endpoint from the designed Cartesian pat
 import argparse
 import json
 import math
+import os
 import time
 
 import numpy as np
@@ -251,12 +252,10 @@ def ros_latency(bench, runs, cases=('joint_10', 'cartesian_5')):
     from intera_core_msgs.msg import JointCommand
     from intera_motion_msgs.msg import MotionCommandAction, MotionCommandGoal
 
-    from intera_rt.robot_process import RobotProcess
-    log_dir = tempfile.mkdtemp(prefix='bench_motion_')
-    robot = RobotProcess([], log_dir + '/sawyer.log', log_dir + '/ros_log').start()
+    from intera_rt.bench import own_robot
     out = {}
-    try:
-        robot.wait_published(120.0)
+    with own_robot([], os.path.join(tempfile.mkdtemp(prefix='bench_motion_'), 'sawyer.log'),
+                   120.0) as robot:
         rospy.init_node('bench_motion', anonymous=True, disable_signals=True)
         first = {}
 
@@ -290,12 +289,6 @@ def ros_latency(bench, runs, cases=('joint_10', 'cartesian_5')):
             ms = 1e3 * np.array(latencies)
             out[case] = {'p50_ms': float(np.percentile(ms, 50)), 'p99_ms': float(np.percentile(ms, 99)),
                          'max_ms': float(ms.max()), 'runs': len(ms), 'refused_random_goals': failures}
-    finally:
-        try:
-            rospy.signal_shutdown('bench done')
-        except Exception:  # noqa: BLE001 - rospy may never have started
-            pass
-        robot.stop()
     return out
 
 

@@ -18,9 +18,12 @@ those its signature accepts: ``out_dir`` (where bench.json and plots go) and ``q
 seconds) for the built-in ones only, since an optional module may use that name for
 something else.
 """
+import contextlib
 import importlib
 import inspect
+import os
 import pkgutil
+import time
 
 BUILTIN = {'realtime': 'intera_rt.bench.realtime'}
 OPTIONAL_PREFIX = 'bench_'
@@ -66,3 +69,35 @@ def call(run, **options):
     if any(p.kind == p.VAR_KEYWORD for p in params.values()):
         return run(**options)
     return run(**{k: v for k, v in options.items() if k in params})
+
+
+@contextlib.contextmanager
+def own_robot(args, log_path, boot_timeout):
+    """scripts/sawyer ARGS on a master of its own, for a measurement in this process: yields
+    the RobotProcess once /robot/state is published (this process now talks to that
+    master); on exit shuts this process's rospy down (if it started) and stops the robot.
+    Its output goes to log_path, its ROS logs beside it (<log_path stem>_ros_log/)."""
+    from intera_rt.robot_process import RobotProcess
+    robot = RobotProcess(args, log_path, os.path.splitext(log_path)[0] + '_ros_log')
+    try:
+        yield robot.start().wait_published(boot_timeout)
+    finally:
+        try:
+            import rospy
+            rospy.signal_shutdown('bench done')
+        except Exception:  # noqa: BLE001 - rospy may never have started
+            pass
+        robot.stop()
+
+
+def wait_for(predicate, timeout, what, interval=0.01):
+    """Poll predicate() until truthy and return its value; RuntimeError naming `what` after
+    `timeout` s."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise RuntimeError('timed out after %.0f s waiting for %s' % (timeout, what))
+        time.sleep(interval)

@@ -33,13 +33,12 @@ import os
 import random
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 
 import numpy as np
 
-from intera_rt.robot_process import RobotProcess
+from intera_rt.bench import own_robot, wait_for
 
 ARM = ['right_j%d' % i for i in range(7)]
 NS = '/robot/limb/right/'
@@ -62,14 +61,6 @@ def _sync_publisher(topic, msg_type, **kwargs):
     with warnings.catch_warnings():
         warnings.simplefilter('ignore', SyntaxWarning)
         return rospy.Publisher(topic, msg_type, queue_size=None, **kwargs)
-
-
-def _wait(predicate, timeout, what):
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise RuntimeError('timed out after %.0f s waiting for %s' % (timeout, what))
-        time.sleep(0.01)
 
 
 def _loop_status(msg):
@@ -132,7 +123,7 @@ def measure_tick(duration, rate=800.0):
                              tcp_nodelay=True) for t, c in topics]
     diag = _Diagnostics()
     pub = _sync_publisher(NS + 'joint_command', JointCommand, tcp_nodelay=True)
-    _wait(lambda: '/robot/joint_states' in latest and pub.get_num_connections() > 0, 30,
+    wait_for(lambda: '/robot/joint_states' in latest and pub.get_num_connections() > 0, 30,
           'joint_states and a joint_command subscriber')
     js = latest['/robot/joint_states']
     hold = [js.position[js.name.index(n)] for n in ARM]
@@ -158,14 +149,14 @@ def measure_tick(duration, rate=800.0):
     streamer.start()
     time.sleep(WARMUP)                                 # warm-up, then measure from here
     n_before = diag.count()
-    _wait(lambda: diag.count() > n_before, 10, 'a /diagnostics message')
+    wait_for(lambda: diag.count() > n_before, 10, 'a /diagnostics message')
     with diag._lock:
         first = diag.items[-1][1]                      # baseline: counters at the start
     t_start = time.monotonic()
     sent0 = sent[0]
     time.sleep(duration)
     t_end = time.monotonic()
-    _wait(lambda: diag.since(t_end), 10, 'the last /diagnostics message')
+    wait_for(lambda: diag.since(t_end), 10, 'the last /diagnostics message')
     stop.set()
     streamer.join(2.0)
     stream_rate = (sent[0] - sent0) / (t_end - t_start)
@@ -233,7 +224,7 @@ def measure_roundtrip(samples, velocity=0.01, jump=0.002):
     rospy.Subscriber(NS + 'gravity_compensation_torques', SEAJointState, on_sea, queue_size=100,
                      tcp_nodelay=True)
     pub = _sync_publisher(NS + 'joint_command', JointCommand, tcp_nodelay=True)
-    _wait(lambda: received and pub.get_num_connections() > 0, 30,
+    wait_for(lambda: received and pub.get_num_connections() > 0, 30,
           'SEAJointState and a joint_command subscriber')
     base = list(received[-1][1].actual_position)
     cmd = JointCommand(mode=JointCommand.TRAJECTORY_MODE, names=ARM)
@@ -301,15 +292,15 @@ def measure_lockstep(duration):
     rospy.Subscriber('/clock', Clock, lambda m: clock.__setitem__('t', m.clock.to_sec()),
                      queue_size=1)
     diag = _Diagnostics()
-    _wait(lambda: clock['t'] is not None, 30, '/clock')
+    wait_for(lambda: clock['t'] is not None, 30, '/clock')
     time.sleep(1.0)                               # let the other nodes settle after boot
     n0 = diag.count()
-    _wait(lambda: diag.count() > n0, 30, 'a /diagnostics message')
+    wait_for(lambda: diag.count() > n0, 30, 'a /diagnostics message')
     w0, first = diag.items[-1]
     c0, cw0 = clock['t'], time.monotonic()
     time.sleep(duration)
     n1 = diag.count()
-    _wait(lambda: diag.count() > n1, 30, 'a /diagnostics message')
+    wait_for(lambda: diag.count() > n1, 30, 'a /diagnostics message')
     w1, last = diag.items[-1]
     c1, cw1 = clock['t'], time.monotonic()
     sim_s = (last['ticks'] - first['ticks']) * 0.001
@@ -333,25 +324,12 @@ def _child(argv):
     p.add_argument('--samples', type=int, default=200)
     a = p.parse_args(argv)
     fn, robot_args = MEASURES[a.name]
+    log = os.path.abspath(a.log)
     if a.name == 'tick':          # the loop logs every tick's compute time there
-        os.environ['INTERA_RT_TICK_LOG'] = os.path.join(os.path.dirname(a.log), 'ticks.f32')
-    os.makedirs(os.path.dirname(os.path.abspath(a.log)), exist_ok=True)
-    robot = RobotProcess(robot_args, a.log, tempfile.mkdtemp(
-        prefix='ros_log_', dir=os.path.dirname(os.path.abspath(a.log)))).start()
-    try:
-        robot.wait_published(BOOT_TIMEOUT)
-        if a.name == 'roundtrip':
-            result = fn(a.samples)
-        else:
-            result = fn(a.duration)
+        os.environ['INTERA_RT_TICK_LOG'] = os.path.join(os.path.dirname(log), 'ticks.f32')
+    with own_robot(robot_args, log, BOOT_TIMEOUT):
+        result = fn(a.samples) if a.name == 'roundtrip' else fn(a.duration)
         result['robot_args'] = robot_args
-    finally:
-        try:
-            import rospy
-            rospy.signal_shutdown('bench done')
-        except Exception:  # noqa: BLE001 - rospy may never have started
-            pass
-        robot.stop()
     with open(a.result, 'w') as f:
         json.dump(result, f)
     return 0

@@ -76,10 +76,9 @@ class EmbeddedBoards(JointBoards):
 
     # --- physics ----------------------------------------------------------------------
     def _external_torques(self):
-        """Joint torques produced by the external wrenches (J^T w, world-aligned frame)."""
+        """Joint torques produced by the external wrenches (J^T w, world-aligned frame); only
+        called while there are some."""
         tau = np.zeros(len(self.joint_names))
-        if not self._wrenches:
-            return tau
         pin.computeJointJacobians(self.pin, self.data, self._full_q)
         pin.updateFramePlacements(self.pin, self.data)
         for frame_id, w, _ in self._wrenches:

@@ -68,23 +68,18 @@ class ControllerOutput:
     commanded_velocity: np.ndarray
     commanded_acceleration: np.ndarray
     commanded_effort: np.ndarray
-    # What the model terms were, computed only when someone asks (the loop publishes them
-    # at 100 Hz; the 1 kHz path need not pay for them).
-    _model: object = None
-    _state: tuple = ()
+    gravity_suppressed: bool = False   # gravity left out of `torque` this cycle
 
-    @property
-    def gravity_only(self):
-        q, _, _, suppressed = self._state
-        return np.zeros(len(q)) if suppressed else self._model.chain.gravity(q)
 
-    @property
-    def gravity_model_effort(self):
-        """Model feed-forward: gravity plus the inertial terms of the reference motion."""
-        q, qd, a_ref, suppressed = self._state
-        m = self._model
-        ff = m.chain.inverse_dynamics(q, qd, a_ref) + m.armature * a_ref
-        return ff - m.chain.gravity(q) if suppressed else ff
+def model_effort(chain, armature, q, qd, a_ref, gravity_suppressed):
+    """SEAJointState's model terms, (gravity_model_effort, gravity_only): the model
+    feed-forward (gravity plus the inertial terms of the reference acceleration) and
+    gravity alone, each without gravity while it is suppressed. Computed by whoever
+    publishes them (100 Hz), not on the 1 kHz path."""
+    ff = chain.inverse_dynamics(q, qd, a_ref) + armature * a_ref
+    if gravity_suppressed:
+        return ff - chain.gravity(q), np.zeros(len(q))
+    return ff, chain.gravity(q)
 
 
 def _trapezoid_step(p, v, target, vmax, amax, dt):
@@ -244,8 +239,6 @@ class JointController:
         if mode != self.mode:
             # Joints the command leaves out keep what the reference is doing now.
             self.target = self.p_ref.copy()
-            self._vel_cmd[:] = 0.0
-            self._effort_cmd[:] = 0.0
             if mode == CommandMode.TRAJECTORY:
                 self._traj = (self.p_ref.copy(), np.zeros(7), np.zeros(7), now)
             if mode == CommandMode.TORQUE:
@@ -334,7 +327,7 @@ class JointController:
             torque=tau, commanded_position=self.p_ref.copy(), commanded_velocity=self.v_ref.copy(),
             commanded_acceleration=self.a_ref.copy(),
             commanded_effort=(self._effort_cmd.copy() if mode == CommandMode.TORQUE else tau.copy()),
-            _model=self, _state=(q, qd, self.a_ref.copy(), suppressed))
+            gravity_suppressed=suppressed)
 
 
 class HeadController:

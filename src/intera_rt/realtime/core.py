@@ -21,11 +21,10 @@ CUFF_SUPPRESS_WINDOW = 0.2            # s: suppress_cuff_interaction must arrive
 # Layout of the state vector sent to the ROS adapter (float64; indices below).
 N_BOARD = len(ARM_JOINTS + HEAD_JOINTS)          # joints in boards order: right_j0..6, head_pan
 _FIELDS = [('t', 1), ('tick', 1), ('q', N_BOARD), ('qd', N_BOARD), ('effort', N_BOARD),
-           ('cmd_p', 7), ('cmd_v', 7), ('cmd_a', 7), ('cmd_effort', 7), ('a_ref', 7),
+           ('cmd_p', 7), ('cmd_v', 7), ('cmd_a', 7), ('cmd_effort', 7),
            ('controlled', 1), ('suppressed', 1), ('enabled', 1), ('stopped', 1), ('error', 1),
            ('homed', 1), ('estop_button', 1), ('estop_source', 1), ('low_voltage', 1),
-           ('head_v_ref', 1), ('head_target', 1), ('pan_mode', 1), ('collision', 1),
-           ('timeouts', 1)]
+           ('head_turning', 1), ('pan_mode', 1), ('collision', 1), ('timeouts', 1)]
 STATE_SLICES = {}
 _k = 0
 for _name, _n in _FIELDS:
@@ -217,18 +216,15 @@ class RealtimeCore:
             put('cmd_v', out.commanded_velocity)
             put('cmd_a', out.commanded_acceleration)
             put('cmd_effort', out.commanded_effort)
-            q_, qd_, a_ref, suppressed = out._state
-            put('a_ref', a_ref)
             put('controlled', 1.0)
-            put('suppressed', float(suppressed))
+            put('suppressed', float(out.gravity_suppressed))
         else:                               # brakes on: nothing commanded
             put('cmd_p', r.position[self.arm_idx])
         for name in ('enabled', 'stopped', 'error', 'homed', 'low_voltage'):
             put(name, float(getattr(st, name)))
         put('estop_button', st.estop_button)
         put('estop_source', st.estop_source)
-        put('head_v_ref', self.head.v_ref)
-        put('head_target', self.head.target)
+        put('head_turning', float(self.head.turning(r.position[self.head_idx])))
         put('pan_mode', self.head.pan_mode)
         put('collision', float(self.collision))
         put('timeouts', self.control.timeouts)

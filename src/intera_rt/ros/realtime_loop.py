@@ -34,8 +34,7 @@ from std_msgs.msg import Bool, Empty, Float64, Header
 from std_srvs.srv import SetBool, SetBoolResponse
 
 from intera_rt.boards import BACKENDS
-from intera_rt.control import ControllerOutput, JointController
-from intera_rt.control.joint_control import HeadController
+from intera_rt.control import model_effort
 from intera_rt.model import ARM_JOINTS, HEAD_JOINTS, RobotModel
 from intera_rt.realtime import process as rt_process
 from intera_rt.realtime.core import PERIOD, state_field
@@ -118,8 +117,7 @@ class RealtimeLoop:
                 raise ValueError('pose: %s = %.4f is outside its limits [%.4f, %.4f]' % (name, v, lo, hi))
         q_head = float(rospy.get_param('/named_poses/head/poses/neutral', [0.0])[0])
         # The model terms SEAJointState reports are computed here, off the realtime path.
-        self._terms = JointController(self.model)
-        self._head_tolerance = HeadController.TOLERANCE
+        self._armature = self.model.limit_arrays(ARM_JOINTS)['armature']
         self.head_display = None        # last image sent to the head screen
         self._state = None               # the core's latest state vector
         self._state_wall = 0.0           # wall time of that state's tick
@@ -294,7 +292,6 @@ class RealtimeLoop:
                 with self._reply_cond:
                     self._replies[msg[1]] = msg[2]
                     self._reply_cond.notify_all()
-        self._quit()
 
     def _adapter_priority(self):
         """Under the wall clock this node's threads run SCHED_FIFO just below the core: a
@@ -334,7 +331,8 @@ class RealtimeLoop:
             self.pub_sea.publish(self._sea_msg(header))
         time.sleep(0)           # let the writers send these two before the costlier topics
         if wanted(self.pub_endpoint) or wanted(self.pub_tips):
-            tips = [self._endpoint_msg(tip, header.stamp) for tip in TIP_NAMES]
+            tips = [self._endpoint_msg(tip, header.stamp)
+                    for tip in (TIP_NAMES if wanted(self.pub_tips) else TIP_NAMES[:1])]
             self.pub_endpoint.publish(tips[0])
             if wanted(self.pub_tips):
                 self.pub_tips.publish(EndpointStates(header=Header(stamp=header.stamp, frame_id='base'),
@@ -397,23 +395,17 @@ class RealtimeLoop:
                             commanded_acceleration=f('cmd_a').tolist(),
                             commanded_effort=f('cmd_effort').tolist())
         if f('controlled'):
-            terms = ControllerOutput(torque=None, commanded_position=None, commanded_velocity=None,
-                                     commanded_acceleration=None, commanded_effort=None,
-                                     _model=self._terms,
-                                     _state=(q, qd, f('a_ref'), bool(f('suppressed'))))
-            msg.gravity_model_effort = terms.gravity_model_effort.tolist()
-            msg.gravity_only = terms.gravity_only.tolist()
+            ff, gravity = model_effort(self.model.arm, self._armature, q, qd, f('cmd_a'),
+                                       bool(f('suppressed')))
+            msg.gravity_model_effort, msg.gravity_only = ff.tolist(), gravity.tolist()
         else:                                  # brakes on: nothing commanded
             gravity = self.model.arm.gravity(q).tolist()
             msg.gravity_model_effort, msg.gravity_only = gravity, gravity
         return msg
 
     def _head_state_msg(self):
-        q = float(self._field('q')[7])
-        turning = abs(self._field('head_v_ref')) > 1e-6 or \
-            abs(q - self._field('head_target')) > self._head_tolerance
-        return HeadState(pan=q, isTurning=turning, isBlocked=False,
-                         panMode=int(self._field('pan_mode')))
+        return HeadState(pan=float(self._field('q')[7]), isTurning=bool(self._field('head_turning')),
+                         isBlocked=False, panMode=int(self._field('pan_mode')))
 
     def _joint_limits_msg(self):
         names = list(ARM_JOINTS + HEAD_JOINTS)
