@@ -48,6 +48,9 @@ def test_bench_quick_realtime(tmp_path):
         assert {'p50', 'p99', 'max'} <= set(trip[key]), key
     assert len(trip['samples_ms']['roundtrip']) == trip['samples']
 
+    plat = rt['platform']                                    # the bare loop: no robot
+    assert plat['ticks'] > 0 and {'overruns', 'late_p99_us', 'late_max_us'} <= set(plat)
+
     lock = rt['lockstep']
     for key in ('speedup', 'sim_s', 'wall_s'):
         assert key in lock, key

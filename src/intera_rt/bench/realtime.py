@@ -21,6 +21,10 @@ roundtrip  wall clock: a client publishes TRAJECTORY_MODE commands, each a new p
            extrapolated from its stamp, which would hide the tick that applied it.
              publish_to_state  publish -> first state message showing it (includes that
                                wait, 0-10 ms: what an SDK client sees at 100 Hz)
+platform   no robot: a bare 1 kHz loop paced, prioritised and accounted like the core's
+           (intera_rt.realtime.process.bare_loop), as long as the tick measurement: the
+           overruns and lateness the machine itself causes (timer wake-ups, a virtual CPU
+           descheduled by its host), against which the loop's own overruns are read.
 lockstep   --sim-time --speed max: sim seconds per wall second (from the tick counter in
            /diagnostics, and from /clock), over 10 s.
 
@@ -310,7 +314,17 @@ def measure_lockstep(duration):
             'tick_mean_us': float(last['mean_us']), 'tick_p99_us': float(last['p99_us'])}
 
 
+def measure_platform(duration):
+    from intera_rt.realtime.process import bare_loop
+    late, priority = bare_loop(duration)
+    return {'duration_s': duration, 'ticks': len(late), 'priority': priority,
+            'overruns': int(np.count_nonzero(late > 1000.0)),
+            'late_over_200us': int(np.count_nonzero(late > 200.0)),
+            'late_p99_us': float(np.percentile(late, 99)), 'late_max_us': float(late.max())}
+
+
 MEASURES = {'tick': (measure_tick, []),
+            'platform': (measure_platform, None),
             'roundtrip': (measure_roundtrip, []),
             'lockstep': (measure_lockstep, ['--sim-time', '--speed', 'max'])}
 
@@ -327,9 +341,12 @@ def _child(argv):
     log = os.path.abspath(a.log)
     if a.name == 'tick':          # the loop logs every tick's compute time there
         os.environ['INTERA_RT_TICK_LOG'] = os.path.join(os.path.dirname(log), 'ticks.f32')
-    with own_robot(robot_args, log, BOOT_TIMEOUT):
-        result = fn(a.samples) if a.name == 'roundtrip' else fn(a.duration)
-        result['robot_args'] = robot_args
+    if robot_args is None:        # measures the machine, not the robot
+        result = fn(a.duration)
+    else:
+        with own_robot(robot_args, log, BOOT_TIMEOUT):
+            result = fn(a.samples) if a.name == 'roundtrip' else fn(a.duration)
+            result['robot_args'] = robot_args
     with open(a.result, 'w') as f:
         json.dump(result, f)
     return 0
@@ -366,7 +383,8 @@ def run(out_dir='bench_out', quick=False, duration=60.0):
     os.makedirs(out_dir, exist_ok=True)
     out = {'load_avg_at_start': list(os.getloadavg())}
     errors = {}
-    plans = [('tick', dict(duration=duration)),
+    plans = [('platform', dict(duration=duration)),
+             ('tick', dict(duration=duration)),
              ('roundtrip', dict(samples=40 if quick else 200)),
              ('lockstep', dict(duration=3.0 if quick else 10.0))]
     for name, kwargs in plans:
@@ -411,6 +429,12 @@ def _summary(out):
         lines.append('  target p99 <= %.0f us: %s; zero overruns: %s'
                      % (TARGETS['tick_p99_us'], ok[out['verdict']['tick_p99_us']],
                         ok[out['verdict']['tick_overruns']]))
+    if 'platform' in out:
+        p = out['platform']
+        lines.append('platform, a bare 1 kHz loop alone for %.0f s (%s): overruns %d, late > 200 us %d, '
+                     'lateness p99 %.0f us, max %.0f us'
+                     % (p['duration_s'], p['priority'], p['overruns'], p['late_over_200us'],
+                        p['late_p99_us'], p['late_max_us']))
     if 'roundtrip' in out:
         r = out['roundtrip']
         lines.append('command -> state round trip (%d samples): p50 %.2f ms, p99 %.2f ms, max %.2f ms'

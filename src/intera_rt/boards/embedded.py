@@ -7,6 +7,7 @@ from scipy.linalg.lapack import dposv
 
 from intera_rt.boards.base import BoardsReading, JointBoards
 from intera_rt.model import ARM_JOINTS, HEAD_JOINTS
+from intera_rt.numeric import clip as _clip
 
 
 class EmbeddedBoards(JointBoards):
@@ -24,8 +25,8 @@ class EmbeddedBoards(JointBoards):
         self.effort_limit = lim['effort']
         self.damping, self.coulomb = lim['damping'], lim['friction']
         # Pinocchio 2.x leaves model.armature out of ABA/CRBA: add it to M ourselves.
-        self.armature = np.zeros(self.pin.nv)
-        self.armature[self._idx] = lim['armature']
+        self._armature_matrix = np.zeros((self.pin.nv, self.pin.nv))
+        self._armature_matrix[self._idx, self._idx] = lim['armature']
         n = len(self.joint_names)
         self.q = np.zeros(n)
         self.qd = np.zeros(n)
@@ -42,10 +43,10 @@ class EmbeddedBoards(JointBoards):
         return BoardsReading(self.q.copy(), self.qd.copy(), self.tau_transmitted.copy())
 
     def write(self, torque):
-        torque = np.array(torque, dtype=float)
-        if not np.isfinite(torque).all():          # never let a bad number into the plant
-            torque[~np.isfinite(torque)] = 0.0
-        self.tau_cmd = np.clip(torque, -self.effort_limit, self.effort_limit)
+        torque = np.asarray(torque, dtype=float)
+        if np.count_nonzero(~np.isfinite(torque)):          # never let a bad number into the plant
+            torque = np.where(np.isfinite(torque), torque, 0.0)
+        self.tau_cmd = _clip(torque, -self.effort_limit, self.effort_limit)
 
     def set_brakes(self, engaged):
         self.brakes = bool(engaged)
@@ -70,7 +71,7 @@ class EmbeddedBoards(JointBoards):
         self._wrenches.append([frame_id, np.asarray(wrench, float), float(duration)])
 
     def reset_pose(self, positions):
-        self.q = np.clip(np.asarray(positions, float), self.lower, self.upper)
+        self.q = _clip(np.asarray(positions, float), self.lower, self.upper)
         self.qd[:] = 0.0
         self._wrenches = []
 
@@ -99,7 +100,7 @@ class EmbeddedBoards(JointBoards):
         if self._wrenches:
             tau += self._external_torques()
         mass = pin.crba(self.pin, self.data, self._full_q)     # upper triangle only
-        mass.flat[::self.pin.nv + 1] += self.armature
+        mass += self._armature_matrix
         bias = pin.nonLinearEffects(self.pin, self.data, self._full_q, self._full_v)
         self._full_tau[idx] = tau
         # M is symmetric positive definite: a Cholesky solve that reads its upper triangle.
@@ -107,17 +108,19 @@ class EmbeddedBoards(JointBoards):
         if info != 0:               # cannot happen for a valid model; never integrate junk
             raise FloatingPointError('mass matrix not positive definite (dposv info %d)' % info)
         qd_free = self.qd + h * qdd_full[idx]
-        # Coulomb friction as a bounded impulse: sticks when it can stop the joint this step.
+        # Coulomb friction as a bounded impulse: it removes up to `reach` of each joint's
+        # velocity this step, and sticks the joint when that is all of it.
         m_eff = mass.diagonal()[idx]
-        impulse_max = self.coulomb * h
-        qd_new = qd_free - np.copysign(impulse_max / m_eff, qd_free)
-        qd_new[np.abs(m_eff * qd_free) <= impulse_max] = 0.0
-        friction = m_eff * (qd_free - qd_new) / h             # signed friction torque applied
+        reach = (self.coulomb * h) / m_eff
+        removed = _clip(qd_free, -reach, reach)
+        qd_new = qd_free - removed
+        friction = removed * m_eff / h                          # signed friction torque applied
         q_new = self.q + h * qd_new
         # Hard stops: inelastic contact at the joint limits.
-        below, above = q_new < self.lower, q_new > self.upper
-        if below.any() or above.any():
-            q_new = np.clip(q_new, self.lower, self.upper)
+        past = (q_new < self.lower) | (q_new > self.upper)
+        if np.count_nonzero(past):
+            below, above = q_new < self.lower, q_new > self.upper
+            q_new = _clip(q_new, self.lower, self.upper)
             qd_new[(below & (qd_new < 0)) | (above & (qd_new > 0))] = 0.0
         self.q, self.qd = q_new, qd_new
         # What each joint transmits: the drive torque less the friction it loses to.

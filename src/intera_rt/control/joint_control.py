@@ -16,6 +16,7 @@ from enum import IntEnum
 import numpy as np
 
 from intera_rt.model import ARM_JOINTS
+from intera_rt.numeric import clip as _clip
 
 DEFAULT_TIMEOUT = 0.2          # s, joint_command_timeout
 MAX_TIMEOUT = 1.0              # s: longer timeouts are clamped (a lost client must stop the arm)
@@ -63,6 +64,8 @@ class JointCommandData:
 
 @dataclass
 class ControllerOutput:
+    """One cycle's output. Its arrays belong to it: the controller never writes into them
+    afterwards (so they are not copied every tick)."""
     torque: np.ndarray                 # to the joint boards
     commanded_position: np.ndarray
     commanded_velocity: np.ndarray
@@ -86,7 +89,7 @@ def _trapezoid_step(p, v, target, vmax, amax, dt):
     """One step of an online, acceleration-limited approach to `target` (per joint)."""
     d = target - p
     v_des = np.sign(d) * np.minimum(vmax, np.sqrt(2.0 * amax * np.abs(d)))
-    v_new = v + np.clip(v_des - v, -amax * dt, amax * dt)
+    v_new = v + _clip(v_des - v, -amax * dt, amax * dt)
     p_new = p + 0.5 * (v + v_new) * dt
     # Land exactly on the target instead of dithering around it.
     done = (np.abs(target - p_new) < np.maximum(SETTLE_SNAP, amax * dt * dt)) & \
@@ -102,15 +105,15 @@ class JointController:
     """The arm's joint-level controller (right_j0..6)."""
 
     def __init__(self, model, omega=40.0, zeta=1.0):
-        self.chain = model.arm
+        self.chain = model.arm_dynamics          # the same model as model.arm, faster
         self.names = list(ARM_JOINTS)
         self.index = {n: i for i, n in enumerate(self.names)}
         lim = model.limit_arrays(self.names)
         self.lower, self.upper = lim['lower'], lim['upper']
         self.vel_limit, self.acc_limit = lim['velocity'], lim['accel']
         self.effort_limit, self.armature = lim['effort'], lim['armature']
-        self.kp = np.full(7, omega * omega)
-        self.kd = np.full(7, 2.0 * zeta * omega)
+        self.kp = omega * omega
+        self.kd = 2.0 * zeta * omega
         self.timeout = DEFAULT_TIMEOUT
         self.speed_ratio = DEFAULT_SPEED_RATIO
         self.mode = CommandMode.HOLD
@@ -118,6 +121,7 @@ class JointController:
         n = len(self.names)
         self.p_ref, self.v_ref, self.a_ref = np.zeros(n), np.zeros(n), np.zeros(n)
         self.target = np.zeros(n)            # position / hold target
+        self._settled = True                 # HOLD/POSITION reference at rest on its target
         self._traj = (np.zeros(n), np.zeros(n), np.zeros(n), 0.0)   # p, v, a at time t
         self._vel_cmd = np.zeros(n)
         self._effort_cmd = np.zeros(n)
@@ -151,13 +155,15 @@ class JointController:
         self.mode = CommandMode.HOLD
         self.p_ref, self.v_ref, self.a_ref = np.array(q, float), np.zeros(7), np.zeros(7)
         self.target = self.p_ref.copy()
+        self._settled = True
 
     def hold(self):
         """Exit the current mode to position hold: a smooth stop where the reference can
         brake to, without a jump."""
         stop = self.p_ref + self.v_ref * np.abs(self.v_ref) / (2.0 * self.acc_limit)
-        self.target = np.clip(stop, self.lower, self.upper)
+        self.target = _clip(stop, self.lower, self.upper)
         self.mode = CommandMode.HOLD
+        self._settled = False
 
     def command(self, cmd, now, q):
         """Apply a JointCommand. Returns a list of warnings (saturations); raises
@@ -190,7 +196,7 @@ class JointController:
                                       'length')
             arr = np.array(values[:len(names)], dtype=float)
             bad = ~np.isfinite(arr)
-            if bad.any():
+            if np.count_nonzero(bad):
                 j = int(np.argmax(bad))
                 raise CommandRejected('%s[%d] for %s is %r' % (fld, j, names[j], arr[j]), 'not-finite')
             arrays[fld] = arr
@@ -199,22 +205,22 @@ class JointController:
             pos = arrays['position']
             lo, hi = self.lower[idx], self.upper[idx]
             out = (pos < lo - LIMIT_SLACK) | (pos > hi + LIMIT_SLACK)
-            if out.any():
+            if np.count_nonzero(out):
                 j = int(np.argmax(out))
                 raise CommandRejected('position %.4f for %s is outside its limits [%.4f, %.4f]'
                                       % (pos[j], names[j], lo[j], hi[j]), 'position-limit')
-            arrays['position'] = np.clip(pos, lo, hi)
+            arrays['position'] = _clip(pos, lo, hi)
         if mode == CommandMode.VELOCITY:
             vel = arrays['velocity']
             vmax = self.vel_limit[idx]
-            if (np.abs(vel) > vmax).any():
+            if np.count_nonzero(np.abs(vel) > vmax):
                 j = int(np.argmax(np.abs(vel) - vmax))
                 warnings.append('velocity %.3f for %s saturated at %.3f' % (vel[j], names[j], vmax[j]))
-                vel = np.clip(vel, -vmax, vmax)
+                vel = _clip(vel, -vmax, vmax)
             # Where the joint would be if this command ran to its timeout and then braked.
             reach = q[idx] + vel * self.timeout + vel * np.abs(vel) / (2.0 * self.acc_limit[idx])
             past = (reach < self.lower[idx]) | (reach > self.upper[idx])
-            if past.any():
+            if np.count_nonzero(past):
                 j = int(np.argmax(past))
                 raise CommandRejected('velocity %.3f would carry %s past its limit (at %.4f, limits '
                                       '[%.4f, %.4f]); command rejected, arm holds'
@@ -224,10 +230,10 @@ class JointController:
         if mode == CommandMode.TORQUE:
             eff = arrays['effort']
             emax = self.effort_limit[idx]
-            if (np.abs(eff) > emax).any():
+            if np.count_nonzero(np.abs(eff) > emax):
                 j = int(np.argmax(np.abs(eff) - emax))
                 warnings.append('effort %.2f for %s saturated at %.2f' % (eff[j], names[j], emax[j]))
-                arrays['effort'] = np.clip(eff, -emax, emax)
+                arrays['effort'] = _clip(eff, -emax, emax)
         t_ref = now
         if mode == CommandMode.TRAJECTORY and cmd.stamp and abs(cmd.stamp - now) <= STAMP_WINDOW:
             t_ref = cmd.stamp
@@ -244,6 +250,7 @@ class JointController:
             if mode == CommandMode.TORQUE:
                 self.p_ref, self.v_ref, self.a_ref = np.array(q, float), np.zeros(7), np.zeros(7)
         self.mode = mode
+        self._settled = False
         # Joints a velocity, torque or trajectory command leaves out stop (zero velocity,
         # zero added torque, hold where their reference is): a joint whose commands stopped
         # arriving must not keep moving. Position mode keeps their targets (the SDK relies
@@ -251,10 +258,10 @@ class JointController:
         if mode == CommandMode.POSITION:
             self.target[idx] = arrays['position']
         elif mode == CommandMode.VELOCITY:
-            self._vel_cmd[:] = 0.0
+            self._vel_cmd = np.zeros(7)
             self._vel_cmd[idx] = arrays['velocity']
         elif mode == CommandMode.TORQUE:
-            self._effort_cmd[:] = 0.0
+            self._effort_cmd = np.zeros(7)             # new: an output may hold the old one
             self._effort_cmd[idx] = arrays['effort']
         elif mode == CommandMode.TRAJECTORY:
             # The sample refers to t_ref; it is extrapolated from there (backwards too, for
@@ -279,14 +286,14 @@ class JointController:
         vmax = self.vel_limit * (self.speed_ratio if mode == CommandMode.POSITION else 1.0)
         self.p_ref, self.v_ref, self.a_ref = _trapezoid_step(
             self.p_ref, self.v_ref, self.target, vmax, self.acc_limit, dt)
+        self._settled = not (np.count_nonzero(self.v_ref) or np.count_nonzero(self.p_ref != self.target))
 
     # --- the cycle ------------------------------------------------------------------
     def timed_out(self, now):
         return self.mode != CommandMode.HOLD and now - self._last_command > self.timeout
 
     def tick(self, now, dt, q, qd):
-        q = np.asarray(q, float)
-        qd = np.asarray(qd, float)
+        """q, qd: measured (arrays of 7, not modified)."""
         if self.timed_out(now):
             self.timeouts += 1
             if self.mode == CommandMode.TORQUE:
@@ -294,39 +301,39 @@ class JointController:
             else:
                 self.hold()
         mode = self.mode
-        if mode in (CommandMode.HOLD, CommandMode.POSITION):
-            if not self.v_ref.any() and np.array_equal(self.p_ref, self.target):
-                self.a_ref[:] = 0.0                     # settled: nothing to plan
-            else:
+        if mode == CommandMode.HOLD or mode == CommandMode.POSITION:
+            if not self._settled:
                 self._step_position(mode, dt)
+            elif np.count_nonzero(self.a_ref):
+                self.a_ref = np.zeros(7)              # the landing step's deceleration is over
         elif mode == CommandMode.VELOCITY:
-            dv = np.clip(self._vel_cmd - self.v_ref, -self.acc_limit * dt, self.acc_limit * dt)
+            dv = _clip(self._vel_cmd - self.v_ref, -self.acc_limit * dt, self.acc_limit * dt)
             v_new = self.v_ref + dv
             p_new = self.p_ref + 0.5 * (self.v_ref + v_new) * dt
             at_limit = (p_new <= self.lower) | (p_new >= self.upper)
             v_new[at_limit] = 0.0
-            self.p_ref, self.v_ref, self.a_ref = np.clip(p_new, self.lower, self.upper), v_new, dv / dt
+            self.p_ref, self.v_ref, self.a_ref = _clip(p_new, self.lower, self.upper), v_new, dv / dt
         elif mode == CommandMode.TRAJECTORY:
             p, v, a = self._sample_traj(now)
             at_limit = (p <= self.lower) | (p >= self.upper)
-            if at_limit.any():              # extrapolated into a limit: stop there
+            if np.count_nonzero(at_limit):              # extrapolated into a limit: stop there
                 v[at_limit], a[at_limit] = 0.0, 0.0
-                self._traj = (np.clip(p, self.lower, self.upper), v, a, now)
-            self.p_ref, self.v_ref, self.a_ref = np.clip(p, self.lower, self.upper), v, a
+                self._traj = (_clip(p, self.lower, self.upper), v, a, now)
+            self.p_ref, self.v_ref, self.a_ref = _clip(p, self.lower, self.upper), v, a
         suppressed = self.gravity_suppressed(now)
         if mode == CommandMode.TORQUE:
-            self.p_ref, self.v_ref, self.a_ref = q.copy(), qd.copy(), np.zeros(7)
+            self.p_ref, self.v_ref, self.a_ref = np.array(q, float), np.array(qd, float), np.zeros(7)
             tau = self._effort_cmd if suppressed else self._effort_cmd + self.chain.gravity(q)
         else:
             u = self.a_ref + self.kp * (self.p_ref - q) + self.kd * (self.v_ref - qd)
             tau = self.chain.inverse_dynamics(q, qd, u) + self.armature * u
             if suppressed:
                 tau = tau - self.chain.gravity(q)
-        tau = np.clip(tau, -self.effort_limit, self.effort_limit)
+        tau = _clip(tau, -self.effort_limit, self.effort_limit)
         return ControllerOutput(
-            torque=tau, commanded_position=self.p_ref.copy(), commanded_velocity=self.v_ref.copy(),
-            commanded_acceleration=self.a_ref.copy(),
-            commanded_effort=(self._effort_cmd.copy() if mode == CommandMode.TORQUE else tau.copy()),
+            torque=tau, commanded_position=self.p_ref, commanded_velocity=self.v_ref,
+            commanded_acceleration=self.a_ref,
+            commanded_effort=self._effort_cmd if mode == CommandMode.TORQUE else tau,
             gravity_suppressed=suppressed)
 
 

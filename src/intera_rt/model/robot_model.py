@@ -181,6 +181,15 @@ class RobotModel:
             raise ValueError('URDF chain base→right_hand has joints %s, expected %s'
                              % (self.arm.joint_names, ARM_JOINTS))
         self._chains = {'right_hand': self.arm}
+        self._arm_dynamics = None
+
+    @property
+    def arm_dynamics(self):
+        """The arm's dynamics for the 1 kHz path (Pinocchio; same model as `arm`)."""
+        if self._arm_dynamics is None:
+            from intera_rt.model.dynamics import ArmDynamics
+            self._arm_dynamics = ArmDynamics(self.urdf_xml)
+        return self._arm_dynamics
 
     @classmethod
     def from_file(cls, path=None):

@@ -45,7 +45,7 @@ class RealtimeCore:
         self.boards = make_boards(backend, model)
         if tuple(self.boards.joint_names) != ARM_JOINTS + HEAD_JOINTS:
             raise ValueError('backend %r orders its joints %s' % (backend, self.boards.joint_names))
-        self.arm_idx = np.arange(7)
+        self.arm_idx = slice(0, 7)      # views of the boards' arrays, not copies
         self.head_idx = 7
         self.state = RobotStateMachine(enabled=enabled)
         self.control = JointController(model)

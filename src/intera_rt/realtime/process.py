@@ -151,12 +151,39 @@ def _loop(conn, core, stats, sim_time, clock_every, wall_period):
         if late > 10 * PERIOD:
             start_t, k = t1, 0            # fell far behind (debugger, suspend): resync
             continue
-        # Sleep most of the way, then spin the last few tens of µs for a precise edge.
-        remaining = deadline - time.perf_counter()
-        if remaining > 2e-4:
-            time.sleep(remaining - 1.5e-4)
-        while time.perf_counter() < deadline:
-            pass
+        wait_until(deadline)
+
+
+def wait_until(deadline):
+    """Sleep most of the way to `deadline` (perf_counter time), then spin the last 150 µs
+    for a precise edge: a timer wake-up can come that much late."""
+    remaining = deadline - time.perf_counter()
+    if remaining > 2e-4:
+        time.sleep(remaining - 1.5e-4)
+    while time.perf_counter() < deadline:
+        pass
+
+
+def bare_loop(duration, priority=50):
+    """The platform's own jitter: a 1 kHz loop that does nothing, paced, prioritised and
+    accounted exactly like the core's (SCHED_FIFO, no GC, locked memory; an overrun is a
+    tick ending more than a period past its deadline). Run it in a process of its own.
+    Returns (lateness µs per tick as float32, priority note)."""
+    priority_note = _realtime_priority(priority)
+    _quiet_runtime()
+    n = int(round(duration / PERIOD))
+    late = np.zeros(n, dtype=np.float32)
+    start_t, k = time.perf_counter(), 0
+    for i in range(n):
+        t1 = time.perf_counter()
+        k += 1
+        deadline = start_t + k * PERIOD
+        late[i] = max(0.0, 1e6 * (t1 - deadline))
+        if t1 - deadline > 10 * PERIOD:
+            start_t, k = t1, 0            # as the core does after a long stall
+            continue
+        wait_until(deadline)
+    return late, priority_note
 
 
 def _apply(core, conn, msg):

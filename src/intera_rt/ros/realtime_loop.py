@@ -21,7 +21,7 @@ import time
 import numpy as np
 import rospy
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
-from geometry_msgs.msg import Pose, Twist, Wrench
+from geometry_msgs.msg import Point, Pose, Quaternion, Twist, Vector3, Wrench
 from intera_core_msgs.msg import (CollisionDetectionState, EndpointState, EndpointStates,
                                   HeadPanCommand, HeadState, HomingCommand, HomingState,
                                   InteractionControlCommand, JointCommand, JointLimits,
@@ -45,6 +45,7 @@ JOINT_STATE_ORDER = HEAD_JOINTS + ARM_JOINTS
 _JS_INDEX = [BOARD_JOINTS.index(n) for n in JOINT_STATE_ORDER]
 TIP_NAMES = ('right_hand', 'right_hand_camera')
 SIM_NS = '/intera_rt/sim/'
+WRENCH_DAMPING = 1e-6                  # m² / 1: the endpoint wrench's least-squares damping
 LOG_EVERY = 2.0                       # s between repeats of one throttled log line
 CALL_TIMEOUT = 10.0                   # s a sim-control service waits for the core
 BOOT_TIMEOUT = 60.0                   # s the core may take to build its model
@@ -352,26 +353,25 @@ class RealtimeLoop:
 
     def _endpoint_msg(self, tip, stamp):
         q, qd, eff = self._field('q')[:7], self._field('qd')[:7], self._field('effort')[:7]
-        chain = self.model.chain(tip)
-        n = chain.n
-        p, quat = chain.fk(q[:n])
-        jac = chain.jacobian(q[:n])
+        dyn = self.model.arm_dynamics
+        n = self.model.chain(tip).n                  # the joints that move the tip
+        p, quat, jac = dyn.tip(tip, q)
+        jac = jac[:, :n]
         twist = jac @ qd[:n]
-        # The wrench the arm exerts at the tip, from what the joints transmit beyond gravity.
-        tau_ext = eff[:n] - chain.gravity(q[:n])
-        wrench = np.linalg.lstsq(jac.T, tau_ext, rcond=1e-3)[0]
-        msg = EndpointState(header=Header(stamp=stamp, frame_id='base'), valid=True)
-        msg.pose = Pose()
-        msg.pose.position.x, msg.pose.position.y, msg.pose.position.z = p
-        o = msg.pose.orientation
-        o.x, o.y, o.z, o.w = quat
-        msg.twist = Twist()
-        msg.twist.linear.x, msg.twist.linear.y, msg.twist.linear.z = twist[:3]
-        msg.twist.angular.x, msg.twist.angular.y, msg.twist.angular.z = twist[3:]
-        msg.wrench = Wrench()
-        msg.wrench.force.x, msg.wrench.force.y, msg.wrench.force.z = wrench[:3]
-        msg.wrench.torque.x, msg.wrench.torque.y, msg.wrench.torque.z = wrench[3:]
-        return msg
+        # The wrench the arm exerts at the tip, from what the joints transmit beyond the
+        # whole arm's weight (links past the tip included: their weight is not external).
+        tau_ext = (eff - dyn.gravity(q))[:n]
+        # τ = Jᵀ w, solved in the least-squares sense with a little damping (it stays
+        # bounded at a singular wrist instead of blowing up along the lost direction).
+        jjt = jac @ jac.T
+        jjt.flat[::7] += WRENCH_DAMPING
+        wrench = np.linalg.solve(jjt, jac @ tau_ext)
+        p, quat, twist, wrench = p.tolist(), quat.tolist(), twist.tolist(), wrench.tolist()
+        return EndpointState(
+            header=Header(stamp=stamp, frame_id='base'), valid=True,
+            pose=Pose(position=Point(*p), orientation=Quaternion(*quat)),
+            twist=Twist(linear=Vector3(*twist[:3]), angular=Vector3(*twist[3:])),
+            wrench=Wrench(force=Vector3(*wrench[:3]), torque=Vector3(*wrench[3:])))
 
     def _robot_state_msg(self):
         f = self._field
@@ -395,11 +395,11 @@ class RealtimeLoop:
                             commanded_acceleration=f('cmd_a').tolist(),
                             commanded_effort=f('cmd_effort').tolist())
         if f('controlled'):
-            ff, gravity = model_effort(self.model.arm, self._armature, q, qd, f('cmd_a'),
+            ff, gravity = model_effort(self.model.arm_dynamics, self._armature, q, qd, f('cmd_a'),
                                        bool(f('suppressed')))
             msg.gravity_model_effort, msg.gravity_only = ff.tolist(), gravity.tolist()
         else:                                  # brakes on: nothing commanded
-            gravity = self.model.arm.gravity(q).tolist()
+            gravity = self.model.arm_dynamics.gravity(q).tolist()
             msg.gravity_model_effort, msg.gravity_only = gravity, gravity
         return msg
 

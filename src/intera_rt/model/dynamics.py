@@ -1,0 +1,62 @@
+"""The arm's rigid-body dynamics and tip kinematics for the paths that run at the loop's
+rates: inverse dynamics and gravity of right_j0..6 (1 kHz), tip poses and Jacobians (the
+100 Hz endpoint states) with Pinocchio, a few µs per call where the KDL chains
+(RobotModel.arm, RobotModel.chain) spend their time converting arrays.
+
+The same model as the KDL chain base → right_hand, to within 1 mN m: the URDF's inertias,
+with the head (a side branch on right_l0, the only one with weight) left out — the
+controller does not know where the head is. test_model_kinematics checks they agree.
+"""
+import numpy as np
+import pinocchio as pin
+
+from intera_rt.model.robot_model import ARM_JOINTS, BASE_FRAME, GRAVITY, HEAD_JOINTS
+
+
+class ArmDynamics:
+    def __init__(self, urdf_xml):
+        if isinstance(urdf_xml, bytes):
+            urdf_xml = urdf_xml.decode()
+        self.model = pin.buildModelFromXML(urdf_xml)
+        self.model.gravity.linear = np.array(GRAVITY)
+        for name in HEAD_JOINTS:
+            if self.model.existJointName(name):
+                self.model.inertias[self.model.getJointId(name)] = pin.Inertia.Zero()
+        self.data = self.model.createData()
+        # Pinocchio orders joints depth-first (the head comes between right_j0 and right_j1).
+        self._idx = np.array([self.model.joints[self.model.getJointId(n)].idx_v for n in ARM_JOINTS])
+        self._q = pin.neutral(self.model)
+        self._v = np.zeros(self.model.nv)
+        self._a = np.zeros(self.model.nv)
+        # Poses are reported in base, which need not be the URDF's root.
+        pin.framesForwardKinematics(self.model, self.data, self._q)
+        base = self.model.getFrameId(BASE_FRAME, pin.FrameType.BODY)
+        self._base_inv = None if self.data.oMf[base].isIdentity() else self.data.oMf[base].inverse()
+
+    def inverse_dynamics(self, q, qd, qdd):
+        """Joint torques for the motion (gravity included), by recursive Newton-Euler."""
+        idx = self._idx
+        self._q[idx], self._v[idx], self._a[idx] = q, qd, qdd
+        return pin.rnea(self.model, self.data, self._q, self._v, self._a)[idx]
+
+    def tip(self, name, q):
+        """Pose and Jacobian of any link in base: (position[3], quaternion xyzw[4], 6×7
+        Jacobian of its origin, linear rows first, base-aligned; columns right_j0..6).
+        KeyError when the model has no such link."""
+        if not self.model.existFrame(name, pin.FrameType.BODY):
+            raise KeyError('no link named %r in the robot model' % name)
+        fid = self.model.getFrameId(name, pin.FrameType.BODY)
+        self._q[self._idx] = q
+        pin.computeJointJacobians(self.model, self.data, self._q)   # also the placements
+        pin.updateFramePlacement(self.model, self.data, fid)
+        pose = self.data.oMf[fid]
+        jac = pin.getFrameJacobian(self.model, self.data, fid, pin.LOCAL_WORLD_ALIGNED)[:, self._idx]
+        if self._base_inv is not None:
+            pose = self._base_inv * pose
+            rot = self._base_inv.rotation
+            jac = np.vstack([rot @ jac[:3], rot @ jac[3:]])
+        return pose.translation.copy(), pin.Quaternion(pose.rotation).coeffs(), jac
+
+    def gravity(self, q):
+        self._q[self._idx] = q
+        return pin.computeGeneralizedGravity(self.model, self.data, self._q)[self._idx]
