@@ -119,20 +119,24 @@ class RuckigPiece(Piece):
 
     @staticmethod
     def _read_phases(trajectory):
-        """Per joint (rows): phase start times, end times, and p, v, a, j at each phase
-        start; the last column is the state at the profile's end (held with zero jerk).
-        None when ruckig's vectorised form does not apply."""
+        """(ends, table): per joint (rows), the phase end times, and table[:, joint, k] =
+        (start time, p, v, a, j) of phase k; the last phase (k = 7) is the state at the
+        profile's end, held with zero jerk. None when the vectorised form does not apply."""
         sections = trajectory.profiles
         if len(sections) != 1:
             return None
         profiles = sections[0]
         if any(pr.brake.duration > 0.0 or pr.accel.duration > 0.0 for pr in profiles):
             return None
-        ends = np.cumsum([pr.t for pr in profiles], axis=1)
-        starts = np.hstack([np.zeros((len(profiles), 1)), ends])
-        jerk = np.hstack([[pr.j for pr in profiles], np.zeros((len(profiles), 1))])
-        return (starts, ends, np.array([pr.p for pr in profiles]), np.array([pr.v for pr in profiles]),
-                np.array([pr.a for pr in profiles]), jerk)
+        # one row per joint: 7 phase durations, 7 jerks, then p, v, a at the 8 phase starts
+        rows = np.array([pr.t + pr.j + [0.0] + pr.p + pr.v + pr.a for pr in profiles])
+        ends = np.cumsum(rows[:, :7], axis=1)
+        table = np.empty((5, len(rows), 8))
+        table[0, :, 0] = 0.0
+        table[0, :, 1:] = ends
+        table[4] = rows[:, 7:15]
+        table[1:4] = rows[:, 15:].reshape(len(rows), 3, 8).transpose(1, 0, 2)
+        return ends, table
 
     def sample(self, tau):
         p, v, a = self.trajectory.at_time(min(max(tau, 0.0), self.duration))
@@ -144,15 +148,14 @@ class RuckigPiece(Piece):
             at = self.trajectory.at_time
             out = np.array([at(t) for t in taus.tolist()]).reshape(len(taus), 3, -1)
             return out[:, 0], out[:, 1], out[:, 2]
-        starts, ends, p0, v0, a0, j0 = self._phases
+        ends, table = self._phases
         t = taus[:, None]
         # The phase holding t (ruckig: upper_bound over the phase end times); from the
         # trajectory's duration on, the end state (as at_time does past the end).
         k = (ends[None, :, :] <= t[:, :, None]).sum(axis=2)
         k[taus >= self.duration] = ends.shape[1]
-        rows = np.arange(len(starts))[None, :]
-        dt = t - starts[rows, k]
-        p, v, a, j = p0[rows, k], v0[rows, k], a0[rows, k], j0[rows, k]
+        start, p, v, a, j = table[:, np.arange(len(ends))[None, :], k]
+        dt = t - start
         return (p + dt * (v + dt * (a / 2 + dt * j / 6)), v + dt * (a + dt * j / 2), a + dt * j)
 
 
