@@ -587,3 +587,127 @@ def test_interpolated_path_every_step(planner):
     p, q = pts[-1][2]
     assert np.allclose(p, hand_pose(planner, BIAS)[0])
     assert {p[3] for p in pts} <= {0, 1}
+
+
+# --- the planner's vectorised / batched forms against the per-sample ones ---------------------
+def _ruckig_pieces(plan):
+    from intera_rt.motion.plan import RuckigPiece
+    return [p for p in plan.pieces if isinstance(p, RuckigPiece)]
+
+
+def test_ruckig_sample_many_equals_at_time(planner):
+    mid = [0.3, -0.5, 0.2, 1.5, 0.1, -0.4, 0.5]
+    plan = plan_goal(planner, joint_goal([BIAS, mid, NEUTRAL], ratio=0.7), check_collision=False).plan
+    pieces = _ruckig_pieces(plan)
+    assert len(pieces) == 3 and all(p._phases is not None for p in pieces)
+    for piece in pieces:
+        ends = np.cumsum([pr.t for pr in piece.trajectory.profiles[0]], axis=1).ravel()
+        ts = np.concatenate([np.linspace(-0.01, piece.duration + 0.01, 301), ends, [piece.duration]])
+        P, V, A = piece.sample_many(ts)
+        ref = np.array([piece.trajectory.at_time(min(max(t, 0.0), piece.duration)) for t in ts])
+        for got, want in zip((P, V, A), (ref[:, 0], ref[:, 1], ref[:, 2])):
+            assert np.max(np.abs(got - want)) <= 1e-9
+
+
+def test_ruckig_sample_many_falls_back_on_a_brake_profile():
+    from ruckig import InputParameter, Ruckig, Trajectory as RuckigTrajectory
+    from intera_rt.motion.plan import RuckigPiece
+    inp = InputParameter(2)
+    inp.current_position, inp.current_velocity, inp.current_acceleration = [0.0, 0.0], [3.0, -0.5], [0.0, 0.0]
+    inp.target_position, inp.target_velocity, inp.target_acceleration = [1.0, 0.5], [0.0, 0.0], [0.0, 0.0]
+    inp.max_velocity, inp.max_acceleration, inp.max_jerk = [1.0, 1.0], [5.0, 5.0], [50.0, 50.0]
+    traj = RuckigTrajectory(2)
+    Ruckig(2).calculate(inp, traj)
+    assert traj.profiles[0][0].brake.duration > 0.0     # starts above the velocity limit
+    piece = RuckigPiece(traj)
+    assert piece._phases is None
+    ts = np.linspace(0.0, piece.duration, 50)
+    P, V, A = piece.sample_many(ts)
+    ref = np.array([traj.at_time(t) for t in ts])
+    assert np.allclose(P, ref[:, 0], atol=1e-12) and np.allclose(A, ref[:, 2], atol=1e-12)
+
+
+def test_first_in_collision_equals_in_collision_per_configuration(planner):
+    coll = planner.collision
+    qs = np.linspace(NEUTRAL, COLLIDING, 80)
+    flags = [coll.in_collision(q) for q in qs]
+    first = flags.index(True)
+    assert first > 0
+    assert coll.first_in_collision(qs) == first
+    assert coll.first_in_collision(qs[:first]) is None
+    assert coll.first_in_collision(qs[first:]) == 0
+    assert coll.first_in_collision(np.empty((0, 7))) is None
+    assert coll.in_collision(NEUTRAL, -3.14) == (coll.first_in_collision([NEUTRAL], -3.14) == 0)
+    with pytest.raises(ValueError):
+        coll.first_in_collision([[0.0] * 6 + [np.nan]])
+    with pytest.raises(ValueError):
+        coll.first_in_collision(NEUTRAL)
+
+
+class _Recorder:
+    """A collision model that records the configurations checked (none collide)."""
+
+    def __init__(self):
+        self.checked = []
+
+    def first_in_collision(self, qs, q_head=0.0):
+        self.checked.extend(np.asarray(qs))
+        return None
+
+
+def test_collision_check_steps_stay_within_collision_step(planner):
+    pm = plan_goal(planner, joint_goal([BIAS, COLLIDING, NEUTRAL], ratio=1.0), check_collision=False)
+    rec = _Recorder()
+    assert analysis.first_collision(pm.plan, pm.samples, rec) is None
+    Q = np.array(rec.checked)
+    assert np.allclose(Q[0], pm.plan.start) and np.allclose(Q[-1], pm.plan.end)
+    moves = np.abs(np.diff(Q, axis=0)) @ analysis.COLLISION_REACH
+    assert moves.max() <= analysis.COLLISION_STEP + 1e-12
+    # ...and not much denser than needed: two steps always cover more than one step.
+    assert np.all(moves[:-1] + moves[1:] > analysis.COLLISION_STEP)
+    hit = analysis.first_collision(pm.plan, pm.samples, planner.collision)
+    assert hit is not None and planner.collision.in_collision(hit[1]) and hit[2]
+
+
+def test_endpoint_kinematics_match_the_kdl_chains(model):
+    import PyKDL as kdl
+    from intera_rt.motion.geometry import quat_to_matrix
+    from intera_rt.motion.kinematics import EndpointKinematics
+    rng = np.random.default_rng(3)
+    h = 5e-4
+    for tip in ('right_hand', 'right_hand_camera'):
+        ep, chain = EndpointKinematics(model, tip), model.chain(tip)
+        qs = rng.uniform(ep.lower, ep.upper, (20, ep.n))
+        dirs = rng.normal(size=qs.shape)
+        dp, ddp, dr, ddr = ep.path_rates(qs - h * dirs, qs, qs + h * dirs, h)
+        for k, q in enumerate(qs):
+            p, R = ep.fk(q)
+            p_ref, quat = chain.fk(q)
+            assert np.allclose(p, p_ref, atol=1e-12) and np.allclose(R, quat_to_matrix(quat), atol=1e-12)
+            assert np.allclose(ep.jacobian(q), chain.jacobian(q), atol=1e-12)
+            fa, fb, fc = (chain.fk_frame(x) for x in (q - h * dirs[k], q, q + h * dirs[k]))
+            t1, t2 = kdl.diff(fa, fb), kdl.diff(fb, fc)
+            v1, v2 = np.array(list(t1.vel)), np.array(list(t2.vel))
+            r1, r2 = np.array(list(t1.rot)), np.array(list(t2.rot))
+            for got, want in ((dp, (v1 + v2) / (2 * h)), (ddp, (v2 - v1) / h ** 2),
+                              (dr, (r1 + r2) / (2 * h)), (ddr, (r2 - r1) / h ** 2)):
+                assert np.allclose(got[k], want, rtol=1e-6, atol=1e-6)
+
+
+def test_rotation_error_many_equals_rotation_error():
+    from intera_rt.motion.geometry import (quat_to_matrix, rotation_error, rotation_error_many,
+                                           rotvec_to_quat)
+    rng = np.random.default_rng(4)
+    axes = rng.normal(size=(40, 3))
+    axes /= np.linalg.norm(axes, axis=1, keepdims=True)
+    angles = np.concatenate([[0.0, 1e-9, 1e-4, 1e-3], rng.uniform(0.0, math.pi, 32), [3.1, 3.14, 3.1415, math.pi]])
+    ra = np.array([quat_to_matrix(rotvec_to_quat(v)) for v in rng.normal(size=(40, 3))])
+    rb = np.array([quat_to_matrix(rotvec_to_quat(a * x)) @ r for a, x, r in zip(angles, axes, ra)])
+    got = rotation_error_many(rb, ra)
+    for k in range(40):
+        want = rotation_error(rb[k], ra[k])
+        if angles[k] > math.pi - 1e-3:      # ±π describe the same rotation
+            assert np.allclose(np.abs(got[k]), np.abs(want), atol=1e-6)
+        else:
+            assert np.allclose(got[k], want, atol=1e-9)
+        assert np.linalg.norm(got[k]) == pytest.approx(angles[k], abs=1e-6)

@@ -65,16 +65,20 @@ def first_collision(plan, samples, collision, q_head=0.0, step=COLLISION_STEP):
     else:
         all_t, all_p = ts, P
     # Greedy: from each checked configuration, the farthest sample within `step` of motion.
+    # The next sample from every sample is found at once; only the walk is sequential.
     cum = np.concatenate([[0.0], np.cumsum(gaps)])
+    last = len(cum) - 1
+    nxt = np.searchsorted(cum, cum + step, side='right') - 1
+    nxt = np.maximum(nxt, np.arange(1, len(cum) + 1)).tolist()
     picks, p = [0], 0
-    while p < len(cum) - 1:
-        i = int(np.searchsorted(cum, cum[p] + step, side='right')) - 1
-        p = i if i > p else p + 1
+    while p < last:
+        p = nxt[p]
         picks.append(p)
-    for i in picks:
-        if collision.in_collision(all_p[i], q_head):
-            return float(all_t[i]), np.array(all_p[i]), collision.colliding_pairs(all_p[i], q_head)
-    return None
+    k = collision.first_in_collision(all_p[picks], q_head)
+    if k is None:
+        return None
+    i = picks[k]
+    return float(all_t[i]), np.array(all_p[i]), collision.colliding_pairs(all_p[i], q_head)
 
 
 def cartesian_deviation(plan, endpoint, samples=None):

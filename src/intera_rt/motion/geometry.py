@@ -82,6 +82,20 @@ def rotation_error(r_target, r):
     return quat_to_rotvec(matrix_to_quat(m))       # near π: go through the quaternion
 
 
+def rotation_error_many(r_target, r):
+    """Row-wise rotation_error over stacks of 3×3 matrices (N×3×3), with θ/sin θ applied at
+    every angle (not only above 1e-3 rad) so that differences of small rotations stay exact."""
+    m = r_target @ np.swapaxes(r, 1, 2)
+    c = 0.5 * (m[:, 0, 0] + m[:, 1, 1] + m[:, 2, 2] - 1.0)
+    v = 0.5 * np.stack([m[:, 2, 1] - m[:, 1, 2], m[:, 0, 2] - m[:, 2, 0], m[:, 1, 0] - m[:, 0, 1]], axis=1)
+    s = np.sqrt((v * v).sum(axis=1))
+    with np.errstate(divide='ignore', invalid='ignore'):
+        out = v * np.where(s > 0.0, np.arctan2(s, c) / s, 1.0)[:, None]
+    for k in np.flatnonzero(c <= -0.99):           # near π: go through the quaternion
+        out[k] = quat_to_rotvec(matrix_to_quat(m[k]))
+    return out
+
+
 def slerp(q0, q1, u):
     """Spherical interpolation q0 → q1 along the shorter arc; u outside [0, 1] extrapolates
     the same rotation (constant angular rate)."""

@@ -5,19 +5,17 @@
   lower / upper limits; and follow(...) — differential IK along a densely sampled Cartesian
   path with a nullspace bias, the path-following solver of the Cartesian planner.
 
-FK and Jacobian come from model.ik.TipKinematics (preallocated KDL solvers) when available,
-else from the RobotModel chain directly.
+FK and Jacobian are pinocchio's, on a model built from the same URDF as the RobotModel's
+KDL chains (equal to ~1e-15): a pinocchio call returns numpy directly, where reading a KDL
+frame or Jacobian into numpy element by element costs ~10× the kinematics itself — and the
+planner evaluates both once per path point.
 """
 import numpy as np
+import pinocchio as pin
 from scipy.linalg import lapack
 
-from intera_rt.model.robot_model import ARM_JOINTS
-from intera_rt.motion.geometry import rotation_error
-
-try:                                   # the shared IK module (model/ik.py)
-    from intera_rt.model.ik import TipKinematics as _TipKinematics
-except ImportError:                    # pragma: no cover - older model layer
-    _TipKinematics = None
+from intera_rt.model.robot_model import ARM_JOINTS, BASE_FRAME
+from intera_rt.motion.geometry import rotation_error_many
 
 POSITION_TOLERANCE = 1e-5        # m: a path point is reached when the tip is this close
 ORIENTATION_TOLERANCE = 1e-4     # rad
@@ -26,6 +24,8 @@ DAMPING = 1e-6                   # λ² of the damped least squares
 MAX_JOINT_STEP = 0.2             # rad a joint may move between neighbouring path points
 
 _posv = lapack.get_lapack_funcs('posv', (np.zeros((6, 6)),))
+_DAMPING_EYE = DAMPING * np.eye(6)
+_log3 = pin.log3
 
 
 class PathFollowError(Exception):
@@ -46,24 +46,41 @@ class EndpointKinematics:
             raise KeyError('%r is not an endpoint of the arm' % tip)
         lim = model.limit_arrays(self.names)
         self.lower, self.upper = lim['lower'], lim['upper']
-        self._chain = chain
-        self._tk = _TipKinematics(model, tip) if _TipKinematics is not None else None
+        pm = pin.buildModelFromXML(model.urdf_xml)
+        base = pm.frames[pm.getFrameId(BASE_FRAME, pin.BODY)]
+        if base.parent != 0 or not base.placement.isIdentity():
+            raise ValueError('the URDF root must be %r (poses are in base)' % BASE_FRAME)
+        self._model, self._data = pm, pm.createData()
+        self._frame = pm.getFrameId(tip, pin.BODY)
+        joints = [pm.joints[pm.getJointId(name)] for name in self.names]
+        self._iq = np.array([j.idx_q for j in joints])
+        self._iv = np.array([j.idx_v for j in joints])
+        self._q = pin.neutral(pm)        # joints off the chain (head) stay at 0: no effect
+
+    def _load(self, q):
+        """Pose (p, R) of the tip at the chain's joint angles q[:n]; q stays loaded."""
+        self._q[self._iq] = q[:self.n]
+        pin.forwardKinematics(self._model, self._data, self._q)
+        m = pin.updateFramePlacement(self._model, self._data, self._frame)
+        return m.translation, m.rotation
+
+    def _jacobian_loaded(self):
+        return pin.computeFrameJacobian(self._model, self._data, self._q, self._frame,
+                                        pin.LOCAL_WORLD_ALIGNED)[:, self._iv]
 
     def fk(self, q):
-        if self._tk is not None:
-            f = self._tk.frame(q)
-            p, m = f.p, f.M
-            return (np.array([p[0], p[1], p[2]]),
-                    np.array([[m[0, 0], m[0, 1], m[0, 2]], [m[1, 0], m[1, 1], m[1, 2]],
-                              [m[2, 0], m[2, 1], m[2, 2]]]))
-        frame = self._chain.fk_frame(q)
-        p, m = frame.p, frame.M
-        return np.array([p[0], p[1], p[2]]), np.array([[m[i, j] for j in range(3)] for i in range(3)])
+        return self._load(q)
+
+    def fk_many(self, qs):
+        """Positions (N×3) and rotations (N×3×3) of the tip at each row of qs."""
+        ps, rs = np.empty((len(qs), 3)), np.empty((len(qs), 3, 3))
+        for k, q in enumerate(qs):
+            ps[k], rs[k] = self._load(q)
+        return ps, rs
 
     def jacobian(self, q):
-        if self._tk is not None:
-            return self._tk.jacobian(q)
-        return self._chain.jacobian(q)
+        self._load(q)
+        return self._jacobian_loaded()
 
     def nullspace_residual(self, q, goal):
         """|projection of (goal − q) on the Jacobian's nullspace| (rad): how far the
@@ -78,61 +95,35 @@ class EndpointKinematics:
         """First and second derivatives along a joint path of the tip's position and
         orientation (rotation vector, base frame) by central differences of FK at three
         configurations per point spaced h apart: (dp, ddp, dr, ddr), each (N, 3)."""
-        n = self.n
-        out = np.empty((4, len(q_at), 3))
-        if self._tk is not None:
-            import PyKDL as kdl
-            tk = self._tk
-            for i, (a, b, c) in enumerate(zip(q_before, q_at, q_after)):
-                fa = kdl.Frame(tk.frame(a[:n]))
-                fb = kdl.Frame(tk.frame(b[:n]))
-                fc = tk.frame(c[:n])
-                t1 = kdl.diff(fa, fb)
-                t2 = kdl.diff(fb, fc)
-                v1, v2, r1, r2 = t1.vel, t2.vel, t1.rot, t2.rot
-                for k in range(3):
-                    out[0, i, k] = (v1[k] + v2[k]) / (2 * h)
-                    out[1, i, k] = (v2[k] - v1[k]) / (h * h)
-                    out[2, i, k] = (r1[k] + r2[k]) / (2 * h)
-                    out[3, i, k] = (r2[k] - r1[k]) / (h * h)
-            return out[0], out[1], out[2], out[3]
-        for i, (a, b, c) in enumerate(zip(q_before, q_at, q_after)):
-            pa, ra = self.fk(a[:n])
-            pb, rb = self.fk(b[:n])
-            pc, rc = self.fk(c[:n])
-            v1, v2 = pb - pa, pc - pb
-            r1, r2 = rotation_error(rb, ra), rotation_error(rc, rb)
-            out[:, i] = [(v1 + v2) / (2 * h), (v2 - v1) / (h * h), (r1 + r2) / (2 * h), (r2 - r1) / (h * h)]
-        return out[0], out[1], out[2], out[3]
+        pa, ra = self.fk_many(q_before)
+        pb, rb = self.fk_many(q_at)
+        pc, rc = self.fk_many(q_after)
+        v1, v2 = pb - pa, pc - pb
+        r1, r2 = rotation_error_many(rb, ra), rotation_error_many(rc, rb)
+        return (v1 + v2) / (2 * h), (v2 - v1) / (h * h), (r1 + r2) / (2 * h), (r2 - r1) / (h * h)
 
     # --- differential IK along a path ---------------------------------------------------
-    def _dls(self, J, e, z):
-        A = J @ J.T
-        A[np.diag_indices(6)] += DAMPING
-        rhs = e if z is None else e - J @ z
-        _, y, info = _posv(A, rhs)
+    @staticmethod
+    def _dls(J, e, z):
+        A = np.dot(J, J.T)
+        A += _DAMPING_EYE
+        rhs = e if z is None else e - np.dot(J, z)
+        _, y, info = _posv(A, rhs, 0, 1)          # overwrite_a: A is ours
         if info != 0:
-            y = np.linalg.lstsq(A, rhs, rcond=None)[0]
-        dq = J.T @ y
+            y = np.linalg.lstsq(np.dot(J, J.T) + _DAMPING_EYE, rhs, rcond=None)[0]
+        dq = np.dot(J.T, y)
         return dq if z is None else dq + z
 
     def _errors(self, targets):
         """A function (q, i) → 6-vector twist from the tip at q to path point i, in base,
-        leaving q loaded for jacobian_loaded()."""
+        leaving q loaded for _jacobian_loaded()."""
         positions, rotations = targets
-        if self._tk is not None:
-            import PyKDL as kdl
-            frames = [kdl.Frame(kdl.Rotation(*r.reshape(9)), kdl.Vector(*p))
-                      for p, r in zip(positions, rotations)]
-            tk = self._tk
-            return (lambda q, i: tk.error(q, frames[i])), tk.jacobian_loaded
-        state = {}
+        load = self._load
 
         def error(q, i):
-            p, R = self.fk(q)
-            state['q'] = q
-            return np.concatenate([positions[i] - p, rotation_error(rotations[i], R)])
-        return error, (lambda: self.jacobian(state['q']))
+            p, R = load(q)
+            return np.concatenate([positions[i] - p, _log3(rotations[i] @ R.T)])
+        return error, self._jacobian_loaded
 
     def follow(self, q_start, positions, rotations, nullspace=None, free_joints=None, deltas=None):
         """Joint configurations (len(positions) × 7) putting the tip on each path point in
@@ -165,24 +156,26 @@ class EndpointKinematics:
             ok = False
             for it in range(MAX_ITERATIONS):
                 if it > 0:
-                    if e[0] * e[0] + e[1] * e[1] + e[2] * e[2] < tp2 and \
-                            e[3] * e[3] + e[4] * e[4] + e[5] * e[5] < tr2:
+                    ex, ey, ez, rx, ry, rz = e.tolist()
+                    if ex * ex + ey * ey + ez * ez < tp2 and rx * rx + ry * ry + rz * rz < tr2:
                         ok = True
                         break
                     J = jacobian_loaded()
                 dq = self._dls(J, e, z if it == 0 else None)
                 q_new = qn + dq
-                pinned = ((q_new < lo) & (dq < 0)) | ((q_new > hi) & (dq > 0))
-                if pinned.any():
-                    Jp = J.copy()
-                    Jp[:, pinned] = 0.0
-                    zp = None
-                    if z is not None and it == 0:
-                        zp = z.copy()
-                        zp[pinned] = 0.0
-                    dq = self._dls(Jp, e, zp)
-                    dq[pinned] = 0.0
-                    q_new = np.minimum(np.maximum(qn + dq, lo), hi)
+                # Joints pushed past a limit (the cheap test first: it rarely holds).
+                if ((q_new < lo) | (q_new > hi)).any():
+                    pinned = ((q_new < lo) & (dq < 0)) | ((q_new > hi) & (dq > 0))
+                    if pinned.any():
+                        Jp = J.copy()
+                        Jp[:, pinned] = 0.0
+                        zp = None
+                        if z is not None and it == 0:
+                            zp = z.copy()
+                            zp[pinned] = 0.0
+                        dq = self._dls(Jp, e, zp)
+                        dq[pinned] = 0.0
+                        q_new = np.minimum(np.maximum(qn + dq, lo), hi)
                 qn = q_new
                 e = error(qn, i)
             if not ok:

@@ -105,20 +105,58 @@ class Piece:
 
 
 class RuckigPiece(Piece):
-    """A ruckig.Trajectory (jerk-limited, analytic)."""
+    """A ruckig.Trajectory (jerk-limited, analytic).
+
+    sample_many evaluates the trajectory's constant-jerk phases (Trajectory.profiles) with
+    numpy, the way ruckig's at_time does (same phase lookup, same integration formula):
+    at_time called once per sample from Python costs several times more. Trajectories with
+    more than one section or with a brake/accel pre-profile fall back to at_time."""
 
     def __init__(self, trajectory):
         self.trajectory = trajectory
         self.duration = float(trajectory.duration)
+        self._phases = self._read_phases(trajectory)
+
+    @staticmethod
+    def _read_phases(trajectory):
+        """(ends, table): per joint (rows), the phase end times, and table[:, joint, k] =
+        (start time, p, v, a, j) of phase k; the last phase (k = 7) is the state at the
+        profile's end, held with zero jerk. None when the vectorised form does not apply."""
+        sections = trajectory.profiles
+        if len(sections) != 1:
+            return None
+        profiles = sections[0]
+        if any(pr.brake.duration > 0.0 or pr.accel.duration > 0.0 for pr in profiles):
+            return None
+        # one row per joint: 7 phase durations, 7 jerks, then p, v, a at the 8 phase starts
+        rows = np.array([pr.t + pr.j + [0.0] + pr.p + pr.v + pr.a for pr in profiles])
+        ends = np.cumsum(rows[:, :7], axis=1)
+        table = np.empty((5, len(rows), 8))
+        table[0, :, 0] = 0.0
+        table[0, :, 1:] = ends
+        table[4] = rows[:, 7:15]
+        table[1:4] = rows[:, 15:].reshape(len(rows), 3, 8).transpose(1, 0, 2)
+        return ends, table
 
     def sample(self, tau):
         p, v, a = self.trajectory.at_time(min(max(tau, 0.0), self.duration))
         return np.array(p), np.array(v), np.array(a)
 
     def sample_many(self, taus):
-        at, d = self.trajectory.at_time, self.duration
-        out = np.array([at(min(max(t, 0.0), d)) for t in taus]).reshape(-1, 3, len(self.trajectory.at_time(0.0)[0]))
-        return out[:, 0], out[:, 1], out[:, 2]
+        taus = np.clip(np.asarray(taus, dtype=float), 0.0, self.duration)
+        if self._phases is None:
+            at = self.trajectory.at_time
+            out = np.array([at(t) for t in taus.tolist()]).reshape(len(taus), 3, -1)
+            return out[:, 0], out[:, 1], out[:, 2]
+        ends, table = self._phases
+        t = taus[:, None]
+        # The phase holding t (ruckig: upper_bound over the phase end times); from the
+        # trajectory's duration on, the end state (as at_time does past the end).
+        k = (ends[None, :, :] <= t[:, :, None]).sum(axis=2)
+        k[taus >= self.duration] = ends.shape[1]
+        start, p, v, a, j = table[:, np.arange(len(ends))[None, :], k]
+        dt = t - start
+        return (p + dt * (v + dt * (a / 2 + dt * j / 6)), v + dt * (a + dt * j / 2), a + dt * j)
 
 
 class PathPiece(Piece):
