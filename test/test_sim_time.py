@@ -35,7 +35,6 @@ def test_state_topics_are_stamped_in_lockstep(robot):
 
 
 def test_arm_holds_in_sim_time(robot):
-    import rospy
     from sensor_msgs.msg import JointState
     with latest('/robot/joint_states', JointState) as rec:
         first = rec.wait(10)
@@ -44,3 +43,26 @@ def test_arm_holds_in_sim_time(robot):
         last = wait_for(lambda: rec.get().header.stamp.to_sec() > t0 + 10.0 and rec.get(), 60.0,
                         '10 s of sim time')
     assert np.abs(np.array(last.position) - start).max() <= 1e-3
+
+
+def test_a_command_takes_effect_within_a_few_ticks_of_sim_time(robot):
+    """At --speed max the loop waits for what it has published: a command sent at sim time
+    t shows in joint_states within 0.25 s of sim time (the loop may run 20 ticks ahead, the
+    arm takes a few tens of ms to move 0.1 mrad from rest), not seconds later."""
+    import rospy
+    from intera_core_msgs.msg import JointCommand
+    from sensor_msgs.msg import JointState
+    pub = rospy.Publisher('/robot/limb/right/joint_command', JointCommand, queue_size=1)
+    with latest('/robot/joint_states', JointState) as rec:
+        rec.wait(10)
+        wait_for(lambda: pub.get_num_connections() > 0, 10.0, 'joint_command connection')
+        q0 = rec.get().position[rec.get().name.index('right_j0')]
+        sent = rospy.get_time()
+        target = q0 + (0.3 if q0 < 0 else -0.3)
+
+        def moved():
+            pub.publish(JointCommand(mode=JointCommand.POSITION_MODE, names=['right_j0'], position=[target]))
+            m = rec.get()
+            return abs(m.position[m.name.index('right_j0')] - q0) > 1e-4 and m
+        m = wait_for(moved, 30.0, 'right_j0 moving')
+    assert m.header.stamp.to_sec() - sent < 0.25

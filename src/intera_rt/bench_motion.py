@@ -29,6 +29,7 @@ import argparse
 import json
 import math
 import os
+import threading
 import time
 
 import numpy as np
@@ -258,10 +259,12 @@ def ros_latency(bench, runs, cases=('joint_10', 'cartesian_5')):
                    120.0) as robot:
         rospy.init_node('bench_motion', anonymous=True, disable_signals=True)
         first = {}
+        seen = threading.Event()
 
         def on_command(msg):
             if msg._connection_header.get('callerid') == '/motion_controller' and 't' not in first:
                 first['t'] = time.perf_counter()
+                seen.set()
         rospy.Subscriber('/robot/limb/right/joint_command', JointCommand, on_command,
                          queue_size=10, tcp_nodelay=True)
         client = actionlib.SimpleActionClient('/motion/motion_command', MotionCommandAction)
@@ -272,12 +275,13 @@ def ros_latency(bench, runs, cases=('joint_10', 'cartesian_5')):
             latencies, failures = [], 0
             while len(latencies) < runs:
                 first.clear()
+                seen.clear()
                 goal = MotionCommandGoal(command='start', trajectory=bench.goal(case))
                 t0 = time.perf_counter()
-                client.send_goal(goal)
-                deadline = t0 + 10.0
-                while 't' not in first and client.get_state() in (0, 1) and time.perf_counter() < deadline:
-                    time.sleep(0.0005)
+                # Waits without polling (a polling client would take CPU from the robot),
+                # until the first setpoint or the goal's end (a refused goal).
+                client.send_goal(goal, done_cb=lambda *_: seen.set())
+                seen.wait(10.0)
                 if 't' in first:
                     latencies.append(first['t'] - t0)
                     stopper.send_goal_and_wait(MotionCommandGoal(command='stop'), rospy.Duration(10))

@@ -24,7 +24,9 @@ roundtrip  wall clock: a client publishes TRAJECTORY_MODE commands, each a new p
 platform   no robot: a bare 1 kHz loop paced, prioritised and accounted like the core's
            (intera_rt.realtime.process.bare_loop), as long as the tick measurement: the
            overruns and lateness the machine itself causes (timer wake-ups, a virtual CPU
-           descheduled by its host), against which the loop's own overruns are read.
+           descheduled by its host), against which the loop's own overruns are read; and
+           a pipe round trip between two idle processes (what each process-to-process hop
+           of the ROS round trip costs here).
 lockstep   --sim-time --speed max: sim seconds per wall second (from the tick counter in
            /diagnostics, and from /clock), over 10 s.
 
@@ -314,13 +316,47 @@ def measure_lockstep(duration):
             'tick_mean_us': float(last['mean_us']), 'tick_p99_us': float(last['p99_us'])}
 
 
+def _echo(conn):
+    while True:
+        try:
+            conn.send(conn.recv())
+        except EOFError:
+            return
+
+
+def _wake_latency(samples=200, idle=0.01):
+    """Round trips of a small message between two idle processes over a pipe (each side
+    asleep in recv, as the robot's processes wait for each other), 10 ms apart: what one
+    hop from process to process costs on this machine (the ROS round trip makes ~4)."""
+    import multiprocessing
+    ctx = multiprocessing.get_context('spawn')
+    ours, theirs = ctx.Pipe()
+    echo = ctx.Process(target=_echo, args=(theirs,), daemon=True)
+    echo.start()
+    ours.send(0.0)
+    ours.recv()
+    trips = []
+    for _ in range(samples):
+        time.sleep(idle)
+        t0 = time.perf_counter()
+        ours.send(t0)
+        ours.recv()
+        trips.append(time.perf_counter() - t0)
+    ours.close()
+    echo.join(5.0)
+    trips_us = 1e6 * np.array(trips)
+    return {'p50': float(np.percentile(trips_us, 50)), 'p99': float(np.percentile(trips_us, 99)),
+            'max': float(trips_us.max()), 'samples': samples}
+
+
 def measure_platform(duration):
     from intera_rt.realtime.process import bare_loop
     late, priority = bare_loop(duration)
     return {'duration_s': duration, 'ticks': len(late), 'priority': priority,
             'overruns': int(np.count_nonzero(late > 1000.0)),
             'late_over_200us': int(np.count_nonzero(late > 200.0)),
-            'late_p99_us': float(np.percentile(late, 99)), 'late_max_us': float(late.max())}
+            'late_p99_us': float(np.percentile(late, 99)), 'late_max_us': float(late.max()),
+            'pipe_round_trip_us': _wake_latency()}
 
 
 MEASURES = {'tick': (measure_tick, []),
@@ -435,6 +471,9 @@ def _summary(out):
                      'lateness p99 %.0f us, max %.0f us'
                      % (p['duration_s'], p['priority'], p['overruns'], p['late_over_200us'],
                         p['late_p99_us'], p['late_max_us']))
+        w = p['pipe_round_trip_us']
+        lines.append('  process -> process -> back over a pipe, both idle: p50 %.0f us, p99 %.0f us'
+                     % (w['p50'], w['p99']))
     if 'roundtrip' in out:
         r = out['roundtrip']
         lines.append('command -> state round trip (%d samples): p50 %.2f ms, p99 %.2f ms, max %.2f ms'

@@ -432,16 +432,15 @@ class CartesianPlanner:
             frac = 1.0 if before <= 1e-12 else 1.0 - remaining_share(seg, ss[i]) / before
             return (goal - q) * frac
 
-        free = None
-        if tip.n < 7:
-            start_extra = q_start[tip.n:].copy()
+        start_extra = q_start[tip.n:].copy()
 
-            def free(i):
-                goal = biases.get(int(segs[i]))
-                if goal is None:
-                    return None
-                frac = ss[i] / ss[-1] if ss[-1] > 0 else 1.0
-                return start_extra + (goal[tip.n:] - start_extra) * frac
+        def free_joints(i):
+            goal = biases.get(int(segs[i]))
+            if goal is None:
+                return None
+            frac = ss[i] / ss[-1] if ss[-1] > 0 else 1.0
+            return start_extra + (goal[tip.n:] - start_extra) * frac
+        free = free_joints if tip.n < 7 else None
         try:
             conj = qs[:-1] * np.array([-1.0, -1.0, -1.0, 1.0])
             deltas = np.hstack([np.diff(ps, axis=0), quat_to_rotvec_many(quat_mul_many(qs[1:], conj))])

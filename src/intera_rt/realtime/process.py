@@ -5,6 +5,8 @@ equivalent is a process of its own (one thread, no GIL to wait for), under SCHED
 pacing by the wall clock. The ROS adapter starts it with `start()` and talks over a pipe:
 
   adapter → core   ('call', reply_id or None, method, args)   applied before the next tick
+                   ('published', tick)                           under sim time: the state
+                                                                 of that tick is out
                    ('quit',)
   core → adapter   ('ready', state, priority note, simulated)    once, after boot
                    ('failed', reason)                            instead, when it cannot boot
@@ -15,12 +17,19 @@ pacing by the wall clock. The ROS adapter starts it with `start()` and talks ove
                    ('reply', reply_id, result)
 
 A closed pipe (the adapter gone) ends the process.
+
+Under sim time the core is the clock, and the nodes must see time pass as it passes for
+the arm: the core runs at most RUN_AHEAD ticks past the last state the adapter has
+published, then waits for it (commands keep being applied while it waits). Without this
+the pipe's buffer let it run seconds ahead at --speed max, and a command took effect that
+much sim time after it was sent. Under the wall clock the core never waits for anyone.
 """
 import ctypes
 import gc
 import math
 import multiprocessing
 import os
+import select
 import signal
 import socket
 import time
@@ -33,6 +42,7 @@ from intera_rt.realtime.core import PERIOD, RealtimeCore
 PUBLISH_EVERY = 10                    # ticks: state topics at 100 Hz
 STATS_EVERY = 1000                    # ticks per /diagnostics window
 PIPE_BUFFER = 4 << 20                 # bytes the core may run ahead of a slow adapter
+RUN_AHEAD = 2 * PUBLISH_EVERY         # ticks (sim time) past the last published state
 MCL_CURRENT, MCL_FUTURE = 1, 2        # mlockall flags (Linux)
 
 
@@ -121,13 +131,19 @@ def main(conn, config):
 def _loop(conn, core, stats, sim_time, clock_every, wall_period):
     start_t = time.perf_counter()
     k = 0
+    published = [core.tick_count]          # the last tick whose state the adapter has out
+    poller = select.poll()
+    poller.register(conn.fileno(), select.POLLIN)
     while True:
-        t0 = time.perf_counter()
-        while conn.poll():
-            msg = conn.recv()
-            if msg[0] == 'quit':
+        if sim_time and core.tick_count - published[0] >= RUN_AHEAD:
+            # Lockstep: wait for the adapter (applying what it sends meanwhile).
+            if not _receive(conn, poller, core, published, timeout=1.0):
                 return
-            _apply(core, conn, msg)
+            start_t, k = time.perf_counter(), 0    # (paced sim time restarts its clock)
+            continue
+        t0 = time.perf_counter()
+        if not _receive(conn, poller, core, published):
+            return
         core.tick()
         n = core.tick_count
         if sim_time and n % clock_every == 0:
@@ -184,6 +200,24 @@ def bare_loop(duration, priority=50):
             continue
         wait_until(deadline)
     return late, priority_note
+
+
+def _receive(conn, poller, core, published, timeout=0.0):
+    """Apply what the adapter has sent (waiting up to `timeout` s for the first message);
+    False when it asks the core to quit. `poller` watches conn: a select.poll() call costs
+    a sixth of Connection.poll(), which builds a selector every time."""
+    if not poller.poll(1e3 * timeout):
+        return True
+    while conn.poll():
+        msg = conn.recv()
+        kind = msg[0]
+        if kind == 'quit':
+            return False
+        if kind == 'published':
+            published[0] = msg[1]
+        else:
+            _apply(core, conn, msg)
+    return True
 
 
 def _apply(core, conn, msg):

@@ -283,12 +283,10 @@ class MotionController:
         except MotionError as exc:
             self._fail(gh, exc, label, rid)
             return
-        rospy.loginfo('motion_controller: %s "%s": %s, %d waypoint(s), %.3f s planned in %.1f ms',
-                      command, label, request.interpolation, len(request.waypoints),
-                      planned.plan.duration, 1e3 * planned.planning_time)
         if request.path_interpolation_step > 0:
             self._publish_path(model, planned, label)
         if command == 'generate':
+            self._log_planned(command, label, request, planned)
             self._finish(gh, 'succeeded', self._result(True, '', planned=planned,
                                                        last=len(request.waypoints) - 1))
             return
@@ -300,6 +298,13 @@ class MotionController:
             return
         self.idle.clear()
         self.control.put(('run', (gh, planned, rid, model, epoch)))
+        self._log_planned(command, label, request, planned)    # once the motion is on its way
+
+    @staticmethod
+    def _log_planned(command, label, request, planned):
+        rospy.loginfo('motion_controller: %s "%s": %s, %d waypoint(s), %.3f s planned in %.1f ms',
+                      command, label, request.interpolation, len(request.waypoints),
+                      planned.plan.duration, 1e3 * planned.planning_time)
 
     def _epoch(self):
         with self._epoch_lock:
