@@ -14,6 +14,7 @@ publishes /clock.
 import itertools
 import math
 import os
+import select
 import sys
 import threading
 import time
@@ -80,22 +81,35 @@ def parse_pose(text, named):
     return values
 
 
-class _LoopThreadDoesNotYield:
-    """Stands in for the `time` module inside rospy.impl.tcpros_pubsub. rospy's queued
-    publisher ends every publish() with time.sleep(0) per subscriber connection, handing
-    the GIL to that connection's writer thread at once. From the thread that publishes the
-    state topics that yield is skipped: the writers send when it waits for the next state."""
+class _DirectConnection:
+    """A subscriber connection of a state topic, written from the publishing thread itself.
 
-    def __init__(self, thread_ident):
-        self._thread = thread_ident
+    rospy's queued connections hand each message to a writer thread per subscriber: a
+    thread wake-up per message and subscriber, which on this kind of machine costs more
+    than the message (and adds its latency to every state). Written directly instead, a
+    message that the subscriber's socket cannot take at once is dropped for that subscriber,
+    as a full queue drops its oldest: a client that stops reading never holds the robot."""
 
-    def sleep(self, seconds):
-        if seconds == 0 and threading.get_ident() == self._thread:
-            return
-        time.sleep(seconds)
+    def __init__(self, connection, topic, log):
+        self._connection = connection
+        self._topic, self._log = topic, log
+        self._writable = select.poll()
+        self._writable.register(connection.fileno(), select.POLLOUT)
+        self.dropped = 0
 
-    def __getattr__(self, name):
-        return getattr(time, name)
+    def __getattr__(self, name):           # everything else is the wrapped transport's
+        if name.startswith('__'):
+            raise AttributeError(name)
+        return getattr(self._connection, name)
+
+    def write_data(self, data):
+        if not self._writable.poll(0):
+            self.dropped += 1
+            self._log(rospy.logwarn, 'dropped:' + self._topic,
+                      '%s: subscriber %s is not reading; %d message(s) dropped for it'
+                      % (self._topic, self._connection.endpoint_id, self.dropped))
+            return True
+        return self._connection.write_data(data)
 
 
 class RealtimeLoop:
@@ -178,16 +192,14 @@ class RealtimeLoop:
         pub = rospy.Publisher
 
         def periodic(topic, msg_type, **kwargs):
-            """A state topic's publisher. Under the wall clock it queues (a writer thread per
-            subscriber: a stalled client never holds the robot). Under sim time the clock
-            waits for its subscribers, as lockstep means, and publishing in this thread
-            saves a thread wake-up per message and subscriber (most of this node's time
-            faster than real time)."""
-            if not self.sim_time:
-                return pub(topic, msg_type, queue_size=10, **kwargs)
+            """A state topic's publisher: written from the thread that publishes it, one
+            _DirectConnection per subscriber."""
             with warnings.catch_warnings():          # rospy warns about queue_size=None
                 warnings.simplefilter('ignore', SyntaxWarning)
-                return pub(topic, msg_type, queue_size=None, **kwargs)
+                publisher = pub(topic, msg_type, queue_size=None, **kwargs)
+            add = publisher.impl.add_connection
+            publisher.impl.add_connection = lambda c: add(_DirectConnection(c, topic, self.log_throttled))
+            return publisher
         self.pub_state = periodic('/robot/state', RobotAssemblyState)
         self.pub_joints = periodic('/robot/joint_states', JointState, tcp_nodelay=True)
         ns = '/robot/limb/right/'
@@ -269,8 +281,6 @@ class RealtimeLoop:
     # --- outputs ------------------------------------------------------------------------
     def run(self):
         """Receive what the core sends and publish it, until shutdown."""
-        import rospy.impl.tcpros_pubsub as tcpros_pubsub
-        tcpros_pubsub.time = _LoopThreadDoesNotYield(threading.get_ident())
         if not self.sim_time:
             self._adapter_priority()
         rospy.on_shutdown(self._quit)
@@ -345,7 +355,6 @@ class RealtimeLoop:
             self.pub_joints.publish(self._joint_state_msg(header))
         if wanted(self.pub_sea):
             self.pub_sea.publish(self._sea_msg(header))
-        time.sleep(0)           # let the writers send these two before the costlier topics
         if wanted(self.pub_endpoint) or wanted(self.pub_tips):
             tips = [self._endpoint_msg(tip, header.stamp)
                     for tip in (TIP_NAMES if wanted(self.pub_tips) else TIP_NAMES[:1])]
@@ -443,8 +452,8 @@ class RealtimeLoop:
 
 
 def main(argv=None):
-    # A thread waiting for the GIL gets it after 0.5 ms instead of 5: the writer and
-    # subscriber threads must not wait behind the state-building thread.
+    # A thread waiting for the GIL gets it after 0.5 ms instead of 5: the subscriber
+    # threads (commands) must not wait behind the state-building thread.
     sys.setswitchinterval(5e-4)
     rospy.init_node('realtime_loop', argv=argv)
     try:
