@@ -267,3 +267,52 @@ def test_set_joint_positions_resets_the_arm(ros):
     with latest('/robot/joint_states', JointState) as js:
         wait_for(lambda: np.allclose(arm_positions(js.wait_new(2)), target, atol=2e-3), 5.0, 'new pose')
     assert setq(names=[], positions=NEUTRAL).success
+
+
+# --- a client that stops reading ----------------------------------------------------------
+def _stalled_subscriber(topic, msg_type):
+    """A TCPROS subscriber to `topic` that completes the handshake and then never reads (a
+    hung or suspended client), with a small receive buffer so that the publisher's side
+    fills within a second or two. Returns its socket."""
+    import socket
+    import struct
+    from xmlrpc.client import ServerProxy
+
+    import rosgraph
+    master = rosgraph.Master('/stalled_client')
+    publishers = dict((t, nodes) for t, nodes in master.getSystemState()[0])
+    node_uri = master.lookupNode(publishers[topic][0])
+    code, _, (_, host, port) = ServerProxy(node_uri).requestTopic('/stalled_client', topic, [['TCPROS']])
+    assert code == 1
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 2048)
+    sock.connect((host, port))
+    fields = [b'callerid=/stalled_client', b'topic=' + topic.encode(), b'md5sum=' + msg_type._md5sum.encode(),
+              b'type=' + msg_type._type.encode(), b'tcp_nodelay=1']
+    body = b''.join(struct.pack('<I', len(f)) + f for f in fields)
+    sock.sendall(struct.pack('<I', len(body)) + body)
+    return sock
+
+
+def test_a_client_that_stops_reading_does_not_hold_the_state_topics(robot):
+    """States are written by the thread that builds them; a subscriber whose socket is full
+    misses messages (logged) instead of blocking that thread: everyone else keeps getting
+    /robot/joint_states at 100 Hz."""
+    import time
+
+    from rosgraph_msgs.msg import Log
+    from sensor_msgs.msg import JointState
+    with latest('/rosout_agg', Log, queue_size=100) as log:
+        sock = _stalled_subscriber('/robot/joint_states', JointState)
+        try:
+            wait_for(lambda: log.get() is not None and 'is not reading' in log.get().msg, 20.0,
+                     'the node logging that /stalled_client is not reading')
+            assert '/robot/joint_states' in log.get().msg
+            with latest('/robot/joint_states', JointState) as rec:
+                rec.wait(5)
+                n0, t0 = rec.count, time.monotonic()
+                time.sleep(2.0)          # measuring a rate over a fixed window
+                rate = (rec.count - n0) / (time.monotonic() - t0)
+            assert rate > 80.0, rate
+        finally:
+            sock.close()

@@ -15,6 +15,7 @@ import itertools
 import math
 import os
 import select
+import socket
 import sys
 import threading
 import time
@@ -47,6 +48,7 @@ JOINT_STATE_ORDER = HEAD_JOINTS + ARM_JOINTS
 _JS_INDEX = [BOARD_JOINTS.index(n) for n in JOINT_STATE_ORDER]
 TIP_NAMES = ('right_hand', 'right_hand_camera')
 SIM_NS = '/intera_rt/sim/'
+SEND_BUFFER = 64 << 10                # bytes queued per state-topic subscriber at most
 WRENCH_DAMPING = 1e-6                  # m² / 1: the endpoint wrench's least-squares damping
 LOG_EVERY = 2.0                       # s between repeats of one throttled log line
 CALL_TIMEOUT = 10.0                   # s a sim-control service waits for the core
@@ -88,9 +90,12 @@ class _DirectConnection:
     thread wake-up per message and subscriber, which on this kind of machine costs more
     than the message (and adds its latency to every state). Written directly instead, a
     message that the subscriber's socket cannot take at once is dropped for that subscriber,
-    as a full queue drops its oldest: a client that stops reading never holds the robot."""
+    as a full queue drops its oldest: a client that stops reading never holds the robot.
+    The socket's send buffer is capped (SEND_BUFFER, a second or two of the topic): left to
+    autotune it would grow to megabytes — minutes of states a stalled client never reads."""
 
     def __init__(self, connection, topic, log):
+        connection.socket.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, SEND_BUFFER)
         self._connection = connection
         self._topic, self._log = topic, log
         self._writable = select.poll()
