@@ -1,7 +1,6 @@
 """A booted robot, seen the way the Intera SDK sees it: the start-up gates (contract §1),
 /robot/state and its transitions (§4), the arm holding its pose, the sim-control API and
 the realtime loop's diagnostics."""
-import math
 
 import numpy as np
 import pytest
