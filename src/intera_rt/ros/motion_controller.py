@@ -395,10 +395,10 @@ class MotionController:
                     elif item.get_goal().command == 'stop':
                         pass                  # a stop goal finishes by itself
                 elif kind == 'preempt':
+                    # Nothing running: idle is already set, and must not be set here — the
+                    # planner may have cleared it since, for a plan now queued behind this.
                     if active is not None:
                         active.tracker.request_stop(now)
-                    else:
-                        self.idle.set()
                 elif kind == 'run':
                     gh, planned, rid, model, epoch = item
                     if active is not None or self._epoch() != epoch or \
