@@ -1,6 +1,6 @@
 """The realtime core: joint boards, robot state machine, joint and head controllers, ticked
 1 ms at a time. A pure object: no ROS, no clock reads; inputs are method calls applied
-between ticks, outputs are a state vector (`state()`) and log entries (`take_logs()`).
+between ticks, outputs are a state vector (`state_vector()`) and log entries (`take_logs()`).
 
 It runs in a process of its own (intera_rt.realtime.process) so that nothing else holds
 the interpreter while a tick is due; the ROS adapter (intera_rt.ros.realtime_loop) talks

@@ -129,8 +129,7 @@ def main(conn, config):
 
 
 def _loop(conn, core, stats, sim_time, clock_every, wall_period):
-    start_t = time.perf_counter()
-    k = 0
+    pacer = Pacer(wall_period)
     published = [core.tick_count]          # the last tick whose state the adapter has out
     poller = select.poll()
     poller.register(conn.fileno(), select.POLLIN)
@@ -139,7 +138,7 @@ def _loop(conn, core, stats, sim_time, clock_every, wall_period):
             # Lockstep: wait for the adapter (applying what it sends meanwhile).
             if not _receive(conn, poller, core, published, timeout=1.0):
                 return
-            start_t, k = time.perf_counter(), 0    # (paced sim time restarts its clock)
+            pacer.restart()                         # (paced sim time restarts its clock)
             continue
         t0 = time.perf_counter()
         if not _receive(conn, poller, core, published):
@@ -154,20 +153,43 @@ def _loop(conn, core, stats, sim_time, clock_every, wall_period):
         if logs:
             conn.send(('logs', logs))
         t1 = time.perf_counter()
-        k += 1
-        deadline = start_t + k * wall_period
-        late = t1 - deadline
+        late = pacer.end(t1)
         stats.add(t1 - t0, wall_period > 0 and ((t1 - t0) > PERIOD or late > PERIOD), max(0.0, late))
         if n % STATS_EVERY == 0:
             summary = stats.summary()
             summary['command_timeouts'] = core.control.timeouts
             conn.send(('stats', summary))
-        if wall_period == 0.0:
-            continue
-        if late > 10 * PERIOD:
-            start_t, k = t1, 0            # fell far behind (debugger, suspend): resync
-            continue
-        wait_until(deadline)
+        if wall_period > 0.0:
+            pacer.wait()
+
+
+class Pacer:
+    """Paces a loop to a fixed period: tick k ends by start + k·period. A tick that ends
+    more than RESYNC_AFTER late (debugger, suspend) restarts the count from there instead
+    of running the missed ticks back to back. Shared by the core and bare_loop, so that
+    both account lateness the same way."""
+
+    RESYNC_AFTER = 10 * PERIOD              # s of wall time
+
+    def __init__(self, period):
+        self.period = period
+        self.restart()
+
+    def restart(self):
+        self._start, self._k = time.perf_counter(), 0
+
+    def end(self, t1):
+        """The tick that ended at t1 (perf_counter time): how late it ended (s)."""
+        self._k += 1
+        self._end, self._deadline = t1, self._start + self._k * self.period
+        return t1 - self._deadline
+
+    def wait(self):
+        """Until the next tick's slot (or resync after a long stall)."""
+        if self._end - self._deadline > self.RESYNC_AFTER:
+            self._start, self._k = self._end, 0
+        else:
+            wait_until(self._deadline)
 
 
 def wait_until(deadline):
@@ -182,23 +204,16 @@ def wait_until(deadline):
 
 def bare_loop(duration, priority=50):
     """The platform's own jitter: a 1 kHz loop that does nothing, paced, prioritised and
-    accounted exactly like the core's (SCHED_FIFO, no GC, locked memory; an overrun is a
-    tick ending more than a period past its deadline). Run it in a process of its own.
-    Returns (lateness µs per tick as float32, priority note)."""
+    accounted exactly like the core's (SCHED_FIFO, no GC, locked memory, the same Pacer).
+    Run it in a process of its own. Returns (lateness µs per tick as float32, priority
+    note); an overrun is a tick ending more than a period late."""
     priority_note = _realtime_priority(priority)
     _quiet_runtime()
-    n = int(round(duration / PERIOD))
-    late = np.zeros(n, dtype=np.float32)
-    start_t, k = time.perf_counter(), 0
-    for i in range(n):
-        t1 = time.perf_counter()
-        k += 1
-        deadline = start_t + k * PERIOD
-        late[i] = max(0.0, 1e6 * (t1 - deadline))
-        if t1 - deadline > 10 * PERIOD:
-            start_t, k = t1, 0            # as the core does after a long stall
-            continue
-        wait_until(deadline)
+    late = np.zeros(int(round(duration / PERIOD)), dtype=np.float32)
+    pacer = Pacer(PERIOD)
+    for i in range(len(late)):
+        late[i] = max(0.0, 1e6 * pacer.end(time.perf_counter()))
+        pacer.wait()
     return late, priority_note
 
 
