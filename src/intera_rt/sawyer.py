@@ -134,9 +134,11 @@ def parse_args(argv=None):
         parser.error('--speed is only meaningful with --sim-time')
     if args.speed is None:
         args.speed = '1.0'
-    from intera_rt.boards import BACKENDS
-    if args.backend not in BACKENDS:
-        parser.error('unknown backend %r; available: %s' % (args.backend, ', '.join(sorted(BACKENDS))))
+    from intera_rt.boards import check_backend
+    try:
+        check_backend(args.backend)
+    except ValueError as exc:
+        parser.error(str(exc))
     if args.pose not in NAMED_POSES:
         # Check limits here: a required node that exits makes roslaunch stop with code 0.
         from intera_rt.model import ARM_JOINTS, RobotModel

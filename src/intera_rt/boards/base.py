@@ -53,7 +53,12 @@ def _embedded(model, **kw):
 BACKENDS = {'embedded': _embedded}
 
 
-def make_boards(name, model, **kw):
+def check_backend(name):
+    """ValueError naming the choices when there is no backend `name`."""
     if name not in BACKENDS:
         raise ValueError('unknown backend %r; available: %s' % (name, ', '.join(sorted(BACKENDS))))
+
+
+def make_boards(name, model, **kw):
+    check_backend(name)
     return BACKENDS[name](model, **kw)

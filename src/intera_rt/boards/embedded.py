@@ -117,9 +117,8 @@ class EmbeddedBoards(JointBoards):
         friction = removed * m_eff / h                          # signed friction torque applied
         q_new = self.q + h * qd_new
         # Hard stops: inelastic contact at the joint limits.
-        past = (q_new < self.lower) | (q_new > self.upper)
-        if np.count_nonzero(past):
-            below, above = q_new < self.lower, q_new > self.upper
+        below, above = q_new < self.lower, q_new > self.upper
+        if np.count_nonzero(below | above):
             q_new = _clip(q_new, self.lower, self.upper)
             qd_new[(below & (qd_new < 0)) | (above & (qd_new > 0))] = 0.0
         self.q, self.qd = q_new, qd_new

@@ -5,10 +5,11 @@
   lower / upper limits; and follow(...) — differential IK along a densely sampled Cartesian
   path with a nullspace bias, the path-following solver of the Cartesian planner.
 
-FK and Jacobian are pinocchio's, on a model built from the same URDF as the RobotModel's
-KDL chains (equal to ~1e-15): a pinocchio call returns numpy directly, where reading a KDL
-frame or Jacobian into numpy element by element costs ~10× the kinematics itself — and the
-planner evaluates both once per path point.
+FK and Jacobian are pinocchio's, on the RobotModel's Pinocchio model (model.arm_dynamics:
+the same URDF as its KDL chains, equal to ~1e-15), with a data of its own: a pinocchio
+call returns numpy directly, where reading a KDL frame or Jacobian into numpy element by
+element costs ~10× the kinematics itself — and the planner evaluates both once per path
+point.
 """
 import numpy as np
 import pinocchio as pin
@@ -46,7 +47,7 @@ class EndpointKinematics:
             raise KeyError('%r is not an endpoint of the arm' % tip)
         lim = model.limit_arrays(self.names)
         self.lower, self.upper = lim['lower'], lim['upper']
-        pm = pin.buildModelFromXML(model.urdf_xml)
+        pm = model.arm_dynamics.model    # the robot's Pinocchio model, built once per RobotModel
         base = pm.frames[pm.getFrameId(BASE_FRAME, pin.BODY)]
         if base.parent != 0 or not base.placement.isIdentity():
             raise ValueError('the URDF root must be %r (poses are in base)' % BASE_FRAME)

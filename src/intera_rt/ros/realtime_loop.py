@@ -36,7 +36,7 @@ from sensor_msgs.msg import Image, JointState
 from std_msgs.msg import Bool, Empty, Float64, Header
 from std_srvs.srv import SetBool, SetBoolResponse
 
-from intera_rt.boards import BACKENDS
+from intera_rt.boards import check_backend
 from intera_rt.control import model_effort
 from intera_rt.model import ARM_JOINTS, HEAD_JOINTS, RobotModel
 from intera_rt.realtime import process as rt_process
@@ -126,8 +126,7 @@ class RealtimeLoop:
         if not self.speed > 0:
             raise ValueError('~speed must be > 0 or "max", got %r' % speed)
         backend = rospy.get_param('~backend', 'embedded')
-        if backend not in BACKENDS:
-            raise ValueError('unknown backend %r; available: %s' % (backend, ', '.join(sorted(BACKENDS))))
+        check_backend(backend)            # before spawning the core: a clear error at once
         urdf = rospy.get_param('/robot_description', None)
         self.model = RobotModel(urdf) if urdf else RobotModel.from_file()
         named = rospy.get_param('/named_poses/right/poses', {})
@@ -360,11 +359,11 @@ class RealtimeLoop:
             self.pub_joints.publish(self._joint_state_msg(header))
         if wanted(self.pub_sea):
             self.pub_sea.publish(self._sea_msg(header))
-        if wanted(self.pub_endpoint) or wanted(self.pub_tips):
-            tips = [self._endpoint_msg(tip, header.stamp)
-                    for tip in (TIP_NAMES if wanted(self.pub_tips) else TIP_NAMES[:1])]
+        all_tips = wanted(self.pub_tips)
+        if all_tips or wanted(self.pub_endpoint):
+            tips = [self._endpoint_msg(tip, header.stamp) for tip in (TIP_NAMES if all_tips else TIP_NAMES[:1])]
             self.pub_endpoint.publish(tips[0])
-            if wanted(self.pub_tips):
+            if all_tips:
                 self.pub_tips.publish(EndpointStates(header=Header(stamp=header.stamp, frame_id='base'),
                                                      names=list(TIP_NAMES), states=tips))
         self.pub_state.publish(self._robot_state_msg())
