@@ -29,7 +29,7 @@ IR_APT_PACKAGES=(
     python3-trajectory-msgs python3-actionlib-msgs python3-diagnostic-msgs
     python3-rosgraph-msgs python3-tf2-ros python3-tf2-msgs python3-std-srvs ros-std-srvs
     python3-dynamic-reconfigure libdynamic-reconfigure-config-init-mutex-dev
-    catkin cmake make g++ ros-robot-state-publisher
+    catkin cmake make g++
     python3-venv python3-yaml python3-pytest python3-catkin-pkg
 )
 

@@ -39,6 +39,7 @@ SERVICE_NS = '/ExternalTools/right/PositionKinematicsNode/'
 DEFAULT_TIP = 'right_hand'
 BASE_FRAMES = ('', 'base')
 TF_WAIT = 0.3                 # s (wall clock) to wait for a transform before failing the entry
+TF_CONNECT = 3.0              # s (wall clock) /tf may take to connect after its first use
 RELOAD_EVERY = 1.0            # s between re-reads of /robot_description for unknown tips
 NEUTRAL = [0.0, -1.18, 0.0, 2.18, 0.0, 0.57, 3.3161]
 
@@ -77,8 +78,10 @@ class PositionKinematicsNode:
         self._current = dict(zip(ARM_JOINTS, [float(v) for v in neutral]))
         self._current[HEAD_JOINTS[0]] = 0.0
         self._have_joint_states = False
-        self.tf_buffer = tf2_ros.Buffer()
-        self.tf_listener = tf2_ros.TransformListener(self.tf_buffer)
+        # /tf is heard only once a request names a frame other than base: until then the
+        # node does not pay for every transform the robot publishes at 100 Hz.
+        self.tf_buffer = self.tf_listener = None
+        self._tf_listening_since = None
         rospy.Subscriber('/robot/joint_states', JointState, self._on_joint_states,
                          queue_size=1, tcp_nodelay=True)
         self.ik_service = rospy.Service(SERVICE_NS + 'IKService', SolvePositionIK, self._serve_ik)
@@ -141,6 +144,12 @@ class PositionKinematicsNode:
         if frame_id in BASE_FRAMES:
             return p, o
         deadline = time.monotonic() + TF_WAIT
+        if self.tf_buffer is None:
+            self.tf_buffer = tf2_ros.Buffer()
+            self.tf_listener = tf2_ros.TransformListener(self.tf_buffer)
+            self._tf_listening_since = time.monotonic()
+        # The first lookups also wait for the new subscription to connect.
+        deadline = max(deadline, self._tf_listening_since + TF_CONNECT)
         while True:
             try:
                 tf = self.tf_buffer.lookup_transform('base', frame_id, rospy.Time(0))

@@ -14,12 +14,9 @@ publishes /clock.
 import itertools
 import math
 import os
-import select
-import socket
 import sys
 import threading
 import time
-import warnings
 
 import numpy as np
 import rospy
@@ -41,6 +38,7 @@ from intera_rt.control import model_effort
 from intera_rt.model import ARM_JOINTS, HEAD_JOINTS, RobotModel
 from intera_rt.realtime import process as rt_process
 from intera_rt.realtime.core import PERIOD, state_field
+from intera_rt.ros.direct import Throttle, periodic_publisher
 
 BOARD_JOINTS = ARM_JOINTS + HEAD_JOINTS             # the core's joint order
 # Joint order of /robot/joint_states (documented in README): head first, as the robot does.
@@ -48,24 +46,9 @@ JOINT_STATE_ORDER = HEAD_JOINTS + ARM_JOINTS
 _JS_INDEX = [BOARD_JOINTS.index(n) for n in JOINT_STATE_ORDER]
 TIP_NAMES = ('right_hand', 'right_hand_camera')
 SIM_NS = '/intera_rt/sim/'
-SEND_BUFFER = 64 << 10                # bytes queued per state-topic subscriber at most
 WRENCH_DAMPING = 1e-6                 # λ² of the endpoint wrench's damped least squares
-LOG_EVERY = 2.0                       # s between repeats of one throttled log line
 CALL_TIMEOUT = 10.0                   # s a sim-control service waits for the core
 BOOT_TIMEOUT = 60.0                   # s the core may take to build its model
-
-
-class Throttle:
-    """Logs a given kind of complaint at most once per LOG_EVERY wall seconds."""
-
-    def __init__(self):
-        self._last = {}
-
-    def __call__(self, log, key, text):
-        now = time.monotonic()
-        if now - self._last.get(key, -math.inf) >= LOG_EVERY:
-            self._last[key] = now
-            log(text)
 
 
 def parse_pose(text, named):
@@ -81,40 +64,6 @@ def parse_pose(text, named):
     if len(values) != 7 or not all(math.isfinite(v) for v in values):
         raise ValueError('pose %r: expected neutral, shipping or 7 finite joint angles' % text)
     return values
-
-
-class _DirectConnection:
-    """A subscriber connection of a state topic, written from the publishing thread itself.
-
-    rospy's queued connections hand each message to a writer thread per subscriber: a
-    thread wake-up per message and subscriber, which on this kind of machine costs more
-    than the message (and adds its latency to every state). Written directly instead, a
-    message that the subscriber's socket cannot take at once is dropped for that subscriber,
-    as a full queue drops its oldest: a client that stops reading never holds the robot.
-    The socket's send buffer is capped (SEND_BUFFER, a second or two of the topic): left to
-    autotune it would grow to megabytes — minutes of states a stalled client never reads."""
-
-    def __init__(self, connection, topic, log):
-        connection.socket.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, SEND_BUFFER)
-        self._connection = connection
-        self._topic, self._log = topic, log
-        self._writable = select.poll()
-        self._writable.register(connection.fileno(), select.POLLOUT)
-        self.dropped = 0
-
-    def __getattr__(self, name):           # everything else is the wrapped transport's
-        if name.startswith('__'):
-            raise AttributeError(name)
-        return getattr(self._connection, name)
-
-    def write_data(self, data):
-        if not self._writable.poll(0):
-            self.dropped += 1
-            self._log(rospy.logwarn, 'dropped:' + self._topic,
-                      '%s: subscriber %s is not reading; %d message(s) dropped for it'
-                      % (self._topic, self._connection.endpoint_id, self.dropped))
-            return True
-        return self._connection.write_data(data)
 
 
 class RealtimeLoop:
@@ -196,14 +145,7 @@ class RealtimeLoop:
         pub = rospy.Publisher
 
         def periodic(topic, msg_type, **kwargs):
-            """A state topic's publisher: written from the thread that publishes it, one
-            _DirectConnection per subscriber."""
-            with warnings.catch_warnings():          # rospy warns about queue_size=None
-                warnings.simplefilter('ignore', SyntaxWarning)
-                publisher = pub(topic, msg_type, queue_size=None, **kwargs)
-            add = publisher.impl.add_connection
-            publisher.impl.add_connection = lambda c: add(_DirectConnection(c, topic, self.log_throttled))
-            return publisher
+            return periodic_publisher(topic, msg_type, self.log_throttled, **kwargs)
         self.pub_state = periodic('/robot/state', RobotAssemblyState)
         self.pub_joints = periodic('/robot/joint_states', JointState, tcp_nodelay=True)
         ns = '/robot/limb/right/'
