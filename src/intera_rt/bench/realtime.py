@@ -11,10 +11,13 @@ roundtrip  wall clock: a client publishes TRAJECTORY_MODE commands, each a new p
            (2 mrad apart) with a small velocity, and waits for SEAJointState (100 Hz) whose
            commanded_position reflects it. Because the reference then moves at that
            velocity from the tick that applied the command, commanded_position also says
-           which tick that was (1 ms resolution):
+           which tick that was (1 ms resolution). The effect is seen in the
+           /robot/joint_states message of that state (same stamp; its efforts are that
+           tick's torques), which the robot publishes first:
              publish_to_apply  publish -> the tick whose torques include the command
                                (its end: the state's stamp)
-             state_transport   SEAJointState stamp -> received by the client
+             state_transport   joint_states stamp -> received by the client
+                               (sea_transport: the same for SEAJointState, sent after it)
              roundtrip         publish_to_apply + state_transport: command -> state,
                                without the wait for the next 100 Hz publication slot
            Commands go unstamped (header.stamp 0): a stamped TRAJECTORY_MODE sample is
@@ -218,9 +221,17 @@ def _tick_log(first, last):
 def measure_roundtrip(samples, velocity=0.01, jump=0.002):
     import rospy
     from intera_core_msgs.msg import JointCommand, SEAJointState
+    from sensor_msgs.msg import JointState
     _init_node()
     cond = threading.Condition()
     received = []                                  # (wall time received, msg)
+    joints_received = {}                           # joint_states stamp → wall time received
+
+    def on_joints(msg):
+        t = time.time()
+        with cond:
+            joints_received[msg.header.stamp] = t
+            cond.notify_all()
 
     def on_sea(msg):
         t = time.time()
@@ -228,6 +239,8 @@ def measure_roundtrip(samples, velocity=0.01, jump=0.002):
             received.append((t, msg))
             cond.notify_all()
     rospy.Subscriber(NS + 'gravity_compensation_torques', SEAJointState, on_sea, queue_size=100,
+                     tcp_nodelay=True)
+    rospy.Subscriber('/robot/joint_states', JointState, on_joints, queue_size=100,
                      tcp_nodelay=True)
     pub = _sync_publisher(NS + 'joint_command', JointCommand, tcp_nodelay=True)
     wait_for(lambda: received and pub.get_num_connections() > 0, 30,
@@ -264,19 +277,27 @@ def measure_roundtrip(samples, velocity=0.01, jump=0.002):
         if found is None:
             misses += 1
             continue
-        t_recv, msg, since_apply = found
+        t_sea, msg, since_apply = found
+        with cond:                # the same state's joint_states comes on its own connection
+            cond.wait_for(lambda: msg.header.stamp in joints_received, 1.0)
+            t_recv = joints_received.get(msg.header.stamp)
+        if t_recv is None:
+            misses += 1
+            continue
         stamp = msg.header.stamp.to_sec()
         if k >= 5:
             # The state is stamped when its tick ended: a tick that applied the command
             # began up to one compute time (~0.2 ms) earlier, so this reads a little late.
-            rows.append((stamp - since_apply - t_pub, t_recv - stamp, t_recv - t_pub))
+            rows.append((stamp - since_apply - t_pub, t_recv - stamp, t_recv - t_pub,
+                         t_sea - stamp))
         time.sleep(rng.uniform(0.0, 0.012))      # random phase against the 1 kHz / 100 Hz clocks
     a = np.array(rows) * 1e3
-    apply_ms, transport_ms, state_ms = a[:, 0], a[:, 1], a[:, 2]
+    apply_ms, transport_ms, state_ms, sea_ms = a[:, 0], a[:, 1], a[:, 2], a[:, 3]
     roundtrip = apply_ms + transport_ms
     out = {'clock': 'wall', 'samples': len(rows), 'misses': misses}
     for name, values in (('roundtrip_ms', roundtrip), ('publish_to_apply_ms', apply_ms),
-                         ('state_transport_ms', transport_ms), ('publish_to_state_ms', state_ms)):
+                         ('state_transport_ms', transport_ms), ('publish_to_state_ms', state_ms),
+                         ('sea_transport_ms', sea_ms)):
         stats = _percentiles(values)
         stats['max'] = float(values.max())
         out[name] = stats

@@ -1,10 +1,12 @@
-"""Periodic topics written by the thread that publishes them, and throttled log lines.
+"""Periodic topics written by the thread that publishes them, messages built in their wire
+form, and throttled log lines.
 
 Shared by the nodes that publish at the robot's state rate (realtime_loop's state topics,
 robot_state_publisher's /tf)."""
 import math
 import select
 import socket
+import struct
 import time
 import warnings
 
@@ -25,6 +27,26 @@ class Throttle:
         if now - self._last.get(key, -math.inf) >= LOG_EVERY:
             self._last[key] = now
             log(text)
+
+
+class SerializedMessage:
+    """A message of type `msg_class` already in its wire form; rospy publishes it as it is.
+    For the messages sent 100 times a second, where building the message objects and
+    serializing them costs more than packing the bytes directly."""
+    __slots__ = ('_type', '_md5sum', 'data')
+    _has_header = False                # rospy must not touch a header: it is in `data`
+
+    def __init__(self, msg_class, data):
+        self._type, self._md5sum, self.data = msg_class._type, msg_class._md5sum, data
+
+    def serialize(self, buff):
+        buff.write(self.data)
+
+
+def wire_string(text):
+    """A ROS string field: little-endian length, then UTF-8 bytes."""
+    data = text.encode()
+    return struct.pack('<I', len(data)) + data
 
 
 class _DirectConnection:

@@ -23,27 +23,9 @@ from tf2_msgs.msg import TFMessage
 from geometry_msgs.msg import TransformStamped
 
 from intera_rt.model.joint_frames import JointFrames
-from intera_rt.ros.direct import Throttle, periodic_publisher
+from intera_rt.ros.direct import SerializedMessage, Throttle, periodic_publisher, wire_string
 
 OLD_WARNING = 30.0                    # s: a joint state this much older than now is reported
-
-
-class _SerializedTF:
-    """A TFMessage already in its wire form (rospy publishes it as it is)."""
-    _type, _md5sum, _full_text = TFMessage._type, TFMessage._md5sum, TFMessage._full_text
-    _has_header = False
-    __slots__ = ('data',)
-
-    def __init__(self, data):
-        self.data = data
-
-    def serialize(self, buff):
-        buff.write(self.data)
-
-
-def _string(text):
-    data = text.encode()
-    return struct.pack('<I', len(data)) + data
 
 
 class _Layout:
@@ -53,7 +35,7 @@ class _Layout:
     def __init__(self, frames, indices):
         self.indices = np.array(indices, dtype=np.intp)
         self.joints = frames.subset(self.indices)
-        self.names = [_string(frames.parent[i]) + _string(frames.child[i]) for i in indices]
+        self.names = [wire_string(frames.parent[i]) + wire_string(frames.child[i]) for i in indices]
         self.format = struct.Struct('<I' + ''.join('III%ds7d' % len(n) for n in self.names))
 
     def message(self, stamp, xyz, quat):
@@ -62,7 +44,7 @@ class _Layout:
             args += (0, stamp.secs, stamp.nsecs, names)
             args += t
             args += r
-        return _SerializedTF(self.format.pack(*args))
+        return SerializedMessage(TFMessage, self.format.pack(*args))
 
 
 class StatePublisher:
