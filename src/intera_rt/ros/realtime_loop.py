@@ -14,7 +14,6 @@ publishes /clock.
 import itertools
 import math
 import os
-import select
 import struct
 import sys
 import threading
@@ -52,9 +51,6 @@ TIP_NAMES = ('right_hand', 'right_hand_camera')
 SIM_NS = '/intera_rt/sim/'
 WRENCH_DAMPING = 1e-6                 # λ² of the endpoint wrench's damped least squares
 CALL_TIMEOUT = 10.0                   # s a sim-control service waits for the core
-PUBLISH_PERIOD = rt_process.PUBLISH_EVERY * PERIOD   # s between two states
-AWAKE_AHEAD = 0.5e-3                  # s before a state is due that the adapter stops sleeping
-AWAKE_MAX = 0.5e-3                    # s past due that it stays awake for a late one
 BOOT_TIMEOUT = 60.0                   # s the core may take to build its model
 
 
@@ -239,13 +235,8 @@ class RealtimeLoop:
             self._adapter_priority()
         rospy.on_shutdown(self._quit)
         log = {'warn': rospy.logwarn, 'error': rospy.logerr, 'info': rospy.loginfo}
-        readable = select.poll()
-        readable.register(self.conn.fileno(), select.POLLIN)
-        next_state = None            # wall time the next state is due (wall clock only)
         while not rospy.is_shutdown():
             try:
-                if next_state is not None:
-                    self._wait_awake(readable, next_state)
                 if not self.conn.poll(0.5):
                     if not self.proc.is_alive():
                         rospy.logfatal('realtime_loop: the realtime core exited (code %s)',
@@ -267,8 +258,6 @@ class RealtimeLoop:
                 if self.sim_time:        # lockstep: the core may go on (process.RUN_AHEAD)
                     with self._send_lock:
                         self.conn.send(('published', int(self._field('tick'))))
-                else:
-                    next_state = msg[2] + PUBLISH_PERIOD
             elif kind == 'logs':
                 for level, key, text in msg[1]:
                     self.log_throttled(log[level], key, text)
@@ -279,21 +268,6 @@ class RealtimeLoop:
                 with self._reply_cond:
                     self._replies[msg[1]] = msg[2]
                     self._reply_cond.notify_all()
-
-    @staticmethod
-    def _wait_awake(readable, due):
-        """Sleep until shortly before the state that is `due` (wall time), then poll for it
-        awake: woken by its arrival, an idle virtual CPU takes 0.1-0.3 ms to run this thread
-        again, and every state topic would carry that delay. Gives up AWAKE_MAX past due (a
-        late tick) and leaves it to the blocking wait. Anything else the core sends meanwhile
-        ends the wait early."""
-        ahead = due - AWAKE_AHEAD - time.time()
-        if ahead > 0 and readable.poll(ahead * 1e3):
-            return
-        end = due + AWAKE_MAX
-        while time.time() < end:
-            if readable.poll(0):
-                return
 
     def _adapter_priority(self):
         """Under the wall clock this node's threads run SCHED_FIFO just below the core: a
