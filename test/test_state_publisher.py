@@ -149,3 +149,15 @@ def test_a_bad_joint_state_is_logged_and_has_no_effect(robot, case):
         assert len(msg.transforms) == len(MOVABLE)
         assert all(np.isfinite([t.transform.rotation.w, t.transform.rotation.z]).all()
                    for t in msg.transforms)
+
+
+def test_a_urdf_it_cannot_read_stops_it_with_a_clear_error(robot):
+    """A second robot_state_publisher, in a namespace whose robot_description is broken."""
+    import subprocess
+    import rospy
+    from intera_rt.robot_process import REPO
+    rospy.set_param('/broken_test/robot_description', '<robot name="x"><link name=')
+    proc = subprocess.run([str(REPO / 'nodes' / 'robot_state_publisher'), '__ns:=/broken_test'],
+                          env=robot.environ(), capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 1
+    assert 'cannot read the URDF in /broken_test/robot_description' in proc.stdout + proc.stderr

@@ -9,9 +9,10 @@ joint is republished at most this often in its stamps' time); ~use_tf_static and
 not supported.
 
 Why not ROS's own: Debian's build (1.15.2) asks the master two questions for every
-joint_states message it gets; under sim time at full speed that took a quarter of a core
-in rosmaster and more in the node, and halved how fast the simulation could run. Here
-each message costs a parse, eight quaternion products and one write."""
+joint_states message it gets. Under sim time at full speed that took a quarter of a core
+in rosmaster and a sixth in the node: the simulation ran at 8.8x real time with it and
+13.8x with no robot_state_publisher at all. Here each message costs a parse, eight
+quaternion products and one write."""
 import math
 import struct
 import sys
@@ -54,7 +55,11 @@ class StatePublisher:
         if not urdf:
             raise RuntimeError('robot_state_publisher: no URDF in the parameter %s'
                                % rospy.resolve_name('robot_description'))
-        self.frames = JointFrames.from_xml(urdf)
+        try:
+            self.frames = JointFrames.from_xml(urdf)
+        except Exception as exc:        # noqa: BLE001 - whatever the URDF parser raises
+            raise RuntimeError('robot_state_publisher: cannot read the URDF in %s: %s'
+                               % (rospy.resolve_name('robot_description'), exc)) from exc
         frequency = float(rospy.get_param('~publish_frequency', 50.0))
         # As ROS's node: at least 1 Hz; the interval in whole nanoseconds of stamp time.
         self.interval_ns = int(round(1e9 / max(frequency, 1.0)))
@@ -145,7 +150,7 @@ def main():
     rospy.init_node('robot_state_publisher')
     try:
         StatePublisher()
-    except (RuntimeError, ValueError) as exc:
+    except RuntimeError as exc:
         rospy.logfatal(str(exc))
         sys.exit(1)
     rospy.spin()
