@@ -366,8 +366,7 @@ def _wake_latency(samples=200, idle=0.01):
     ours.close()
     echo.join(5.0)
     trips_us = 1e6 * np.array(trips)
-    return {'p50': float(np.percentile(trips_us, 50)), 'p99': float(np.percentile(trips_us, 99)),
-            'max': float(trips_us.max()), 'samples': samples}
+    return dict(_percentiles(trips_us, (50, 99)), max=float(trips_us.max()), samples=samples)
 
 
 def measure_platform(duration):

@@ -223,7 +223,7 @@ def _receive(conn, poller, core, published, timeout=0.0):
     a sixth of Connection.poll(), which builds a selector every time."""
     if not poller.poll(1e3 * timeout):
         return True
-    while conn.poll():
+    while True:
         msg = conn.recv()
         kind = msg[0]
         if kind == 'quit':
@@ -232,7 +232,8 @@ def _receive(conn, poller, core, published, timeout=0.0):
             published[0] = msg[1]
         else:
             _apply(core, conn, msg)
-    return True
+        if not poller.poll(0):
+            return True
 
 
 def _apply(core, conn, msg):
