@@ -1,0 +1,182 @@
+"""The realtime core's pipeline: what one tick hands its stages, and the stages' interfaces.
+
+One tick (intera_rt.realtime.core.RealtimeCore.tick):
+
+    boards read  → ArmState (measured q, q̇, transmitted torque; time passed in)
+    monitors     → Monitor.update: collision detection, ...; a Halt stops the arm
+    controller   → Controller.update of the one active controller: an Output (its
+                   reference and its torque, gravity left out)
+    additive     → Additive.update: gravity compensation, collision avoidance, ... each
+                   adds joint torques
+    boards write ← the sum, saturated at the effort limits
+
+Stages are pure objects: time comes in ArmState.now, nothing reads a clock. A stage is one
+module under control/ plus one line in control.registry; the core never names a stage.
+Models: ros2_control's controller `update(time, period)`, dm_control's task hooks.
+"""
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from intera_rt.robot import SUPPRESS_WINDOW
+
+
+class CommandRejected(ValueError):
+    """A command a stage refused; the message names the field and value at fault, and `kind`
+    the sort of problem (a stream of differing bad values is logged as one throttled line
+    per kind). The stage's behaviour is left as it was."""
+
+    def __init__(self, text, kind='invalid'):
+        super().__init__(text)
+        self.kind = kind
+
+
+class Suppressions:
+    """The suppress_* topics: each message suppresses its behaviour for SUPPRESS_WINDOW s,
+    so it stays suppressed while they arrive at ≥ 5 Hz (robot.SUPPRESS_TOPICS names them)."""
+
+    def __init__(self):
+        self._until = {}
+
+    def suppress(self, what, now):
+        self._until[what] = now + SUPPRESS_WINDOW
+
+    def active(self, what, now):
+        return now < self._until.get(what, -math.inf)
+
+
+class ArmState:
+    """right_j0..6 as measured at the start of one tick, with the model terms several stages
+    need computed once, on first use. Arrays are the tick's own: stages must not write them."""
+
+    __slots__ = ('now', 'period', 'q', 'qd', 'effort', 'q_head', 'qd_head', 'dynamics',
+                 'suppressions', '_gravity')
+
+    def __init__(self, now, period, q, qd, effort, q_head, qd_head, dynamics, suppressions):
+        self.now = now                  # s of loop time (sim time under lockstep)
+        self.period = period            # s until the next tick
+        self.q, self.qd, self.effort = q, qd, effort
+        self.q_head, self.qd_head = q_head, qd_head
+        self.dynamics = dynamics        # model.dynamics.ArmDynamics
+        self.suppressions = suppressions
+        self._gravity = None
+
+    def gravity(self):
+        """The model's gravity torque at q (N·m, 7)."""
+        if self._gravity is None:
+            self._gravity = self.dynamics.gravity(self.q)
+        return self._gravity
+
+    def suppressed(self, what):
+        return self.suppressions.active(what, self.now)
+
+
+class Output:
+    """What the active controller commands in one tick. Its arrays belong to it: a
+    controller never writes into an Output's arrays after returning it (so the core keeps
+    the last one without copying)."""
+
+    __slots__ = ('torque', 'position', 'velocity', 'acceleration', 'effort')
+
+    def __init__(self, torque, position, velocity, acceleration, effort=None):
+        self.torque = torque                # N·m to the boards, gravity compensation left out
+        # The reference it tracks (SEAJointState commanded_*); the measured state when it
+        # tracks none (torque mode, zero-G).
+        self.position = position
+        self.velocity = velocity
+        self.acceleration = acceleration
+        # SEAJointState commanded_effort: the user's torques in torque mode, else `torque`.
+        self.effort = torque if effort is None else effort
+
+
+@dataclass
+class Halt:
+    """A monitor's verdict: stop the arm now and hold it for `hold` s, refusing motion
+    commands meanwhile. `compliant`: while the monitor keeps reporting it, the hold yields
+    to what pushes the arm (its reference follows the measured pose) instead of pressing
+    back. `message` is logged (warn) once per halt."""
+    kind: str
+    message: str
+    hold: float
+    compliant: bool = False
+
+
+class PluginContext:
+    """What a stage is built from: the robot model, the arm's shared controller settings
+    (control.arm.Arm) and its options (ROS parameters of realtime_loop, by stage name)."""
+
+    def __init__(self, model, arm, options=None):
+        self.model = model
+        self.arm = arm
+        self.options = dict(options or {})
+
+    def option(self, stage, key, default):
+        """options[stage][key], or `default`."""
+        return self.options.get(stage, {}).get(key, default)
+
+
+class Stage:
+    """What every stage has: a name (its registry key), the fields it adds to the core's
+    state vector (name, size), and a report of them each state period."""
+    name = ''
+    state_fields = ()
+
+    def __init__(self, context):
+        self.context = context
+
+    def report(self, put):
+        """put(field, value) for each of `state_fields`."""
+
+    def reset(self, state):
+        """The arm was put somewhere without moving there (boot, brakes released, pose
+        reset): drop whatever history the stage keeps."""
+
+
+class Controller(Stage):
+    """One of the arm's joint controllers; exactly one is active at a time."""
+    # The JointCommand mode that selects this controller (None: joint_command never does).
+    joint_command_mode = None
+    # The command timeout applies: with no command for joint_command_timeout s the core
+    # exits to hold.
+    command_timeout = True
+    # Collision avoidance adds its torques while this controller is active (seed 000: not
+    # in trajectory mode).
+    collision_avoidance = True
+
+    def start(self, state, previous):
+        """Become the active controller, continuing without a jump from `previous` (the
+        last Output of the controller before; None: from rest at the measured pose)."""
+
+    def command(self, cmd, state):
+        """Apply a typed command meant for this controller. Returns warnings (list of str,
+        e.g. saturations); raises CommandRejected, leaving its behaviour as it was."""
+        raise CommandRejected('the %s controller takes no commands' % self.name, 'mode')
+
+    def update(self, state):
+        """One tick: the Output for this period."""
+        raise NotImplementedError
+
+
+class Monitor(Stage):
+    """Watches the arm each tick before the controller runs (collision detection, ...)."""
+
+    def update(self, state, controller):
+        """A Halt to stop the arm, or None. `controller` is the active one."""
+        return None
+
+
+class Additive(Stage):
+    """Adds joint torques to the active controller's (gravity compensation, collision
+    avoidance, ...)."""
+    # Its torques go into SEAJointState.interaction_torque (gravity's do not: they have
+    # fields of their own).
+    interaction = True
+
+    def update(self, state, controller, out):
+        """Joint torques (7) to add this tick, or None for none."""
+        return None
+
+
+def zeros7():
+    return np.zeros(7)
