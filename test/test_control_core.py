@@ -1,17 +1,21 @@
-"""The realtime core without ROS: state machine, joint command modes and the embedded
-plant, stepped with an explicit time step."""
+"""The realtime core without ROS: the state machine, the controller pipeline (joint command
+modes, timeout, gravity compensation) and the embedded plant, ticked by hand with typed
+commands, as the realtime process does."""
 import math
 
 import numpy as np
 import pytest
 
-from intera_rt.boards import make_boards
-from intera_rt.control import (CommandMode, CommandRejected, EstopButton, JointCommandData,
-                               JointController, RobotStateMachine)
+from intera_rt.control import CommandRejected, EstopButton, RobotStateMachine
+from intera_rt.control import commands as cmds
+from intera_rt.control.arm import Arm
+from intera_rt.control.trajectory import extrapolate
 from intera_rt.model import RobotModel
+from intera_rt.realtime.core import CONTROLLER_NAMES, RealtimeCore, state_field
+from intera_rt.robot import ARM_JOINTS, NEUTRAL
 
-NEUTRAL = np.array([0.0, -1.18, 0.0, 2.18, 0.0, 0.57, 3.3161])
-JOINTS = ['right_j%d' % i for i in range(7)]
+NEUTRAL = np.array(NEUTRAL)
+JOINTS = list(ARM_JOINTS)
 DT = 0.001
 
 
@@ -21,33 +25,37 @@ def model():
 
 
 class Sim:
-    """Controller + embedded plant, ticked like the realtime loop does."""
+    """A realtime core ticked by hand."""
 
     def __init__(self, model, q=NEUTRAL):
-        self.boards = make_boards('embedded', model)
-        self.boards.reset_pose(np.r_[q, 0.0])
-        self.boards.set_brakes(False)
-        self.control = JointController(model)
-        self.control.reset(q)
-        self.t = 0.0
+        self.core = RealtimeCore(model, q_arm=list(q))
+        self.core.tick()                            # brakes released, hold at the boot pose
+
+    @property
+    def t(self):
+        return self.core.now
 
     @property
     def q(self):
-        return self.boards.read().position[:7]
+        return state_field(self.core.state_vector(), 'q')[:7]
 
-    def command(self, mode, names, **arrays):
-        return self.control.command(JointCommandData(mode, names, **arrays), self.t, self.q)
+    def field(self, name):
+        return state_field(self.core.state_vector(), name)
+
+    @property
+    def controller(self):
+        return CONTROLLER_NAMES[int(self.field('controller'))]
+
+    def command(self, mode, names, stamp=None, **arrays):
+        arrays = {k: tuple(v) for k, v in arrays.items()}
+        self.core.apply(cmds.JointCommand(mode, tuple(names), stamp=stamp, **arrays))
+        return self.core.take_logs()
 
     def run(self, seconds, each_tick=None):
         for _ in range(int(round(seconds / DT))):
             if each_tick:
                 each_tick(self)
-            r = self.boards.read()
-            out = self.control.tick(self.t, DT, r.position[:7], r.velocity[:7])
-            self.boards.write(np.r_[out.torque, 0.0])
-            self.boards.advance(DT)
-            self.t += DT
-        return out
+            self.core.tick()
 
 
 # --- robot state machine --------------------------------------------------------------
@@ -85,6 +93,7 @@ def test_hold_under_gravity_drifts_less_than_a_milliradian(model):
     sim = Sim(model)
     sim.run(10.0)
     assert np.abs(sim.q - NEUTRAL).max() < 1e-3
+    assert sim.controller == 'hold'
 
 
 def test_position_mode_reaches_target_at_speed_ratio(model):
@@ -94,7 +103,7 @@ def test_position_mode_reaches_target_at_speed_ratio(model):
 
     def cmd(s):
         if round(s.t / DT) % 10 == 0:
-            s.command(1, JOINTS, position=list(target))
+            s.command(1, JOINTS, position=target)
         if not reached and np.abs(s.q - target).max() < 0.008726646:
             reached.append(s.t)
     sim.run(8.0, cmd)
@@ -105,126 +114,154 @@ def test_position_mode_reaches_target_at_speed_ratio(model):
 
 def test_partial_position_command_keeps_other_targets(model):
     sim = Sim(model)
-    sim.command(1, ['right_j0'], position=[0.2])
-    sim.run(0.1)
-    sim.command(1, ['right_j3'], position=[2.0])
-    sim.run(0.1)
-    assert sim.control.target[0] == pytest.approx(0.2)
-    assert sim.control.target[3] == pytest.approx(2.0)
-    assert sim.control.target[1] == pytest.approx(NEUTRAL[1])
+
+    def both(s):
+        if round(s.t / DT) % 10 == 0:
+            s.command(1, ['right_j0'], position=[0.2])
+            s.command(1, ['right_j3'], position=[2.0])
+    sim.run(3.0, both)
+    q = sim.q
+    assert q[0] == pytest.approx(0.2, abs=1e-3) and q[3] == pytest.approx(2.0, abs=1e-3)
+    assert q[1] == pytest.approx(NEUTRAL[1], abs=1e-3)
 
 
-def test_timeout_exits_every_mode_to_hold(model):
-    for mode, arrays in [(1, {'position': list(NEUTRAL + 0.3)}),
-                         (2, {'velocity': [0.2] * 7}),
-                         (3, {'effort': [0.5] * 7}),
-                         (4, {'position': list(NEUTRAL), 'velocity': [0.1] * 7})]:
+def test_timeout_exits_every_mode_to_hold_and_the_arm_comes_to_rest(model):
+    arm = Arm(model)
+    for mode, name, arrays in [(1, 'position', {'position': NEUTRAL + 0.3}),
+                               (2, 'velocity', {'velocity': [0.2] * 7}),
+                               (3, 'torque', {'effort': [0.5] * 7}),
+                               (4, 'trajectory', {'position': NEUTRAL, 'velocity': [0.1] * 7,
+                                                  'acceleration': [2.0] * 7})]:
         sim = Sim(model)
         sim.command(mode, JOINTS, **arrays)
         sim.run(0.1)
-        assert sim.control.mode == mode
-        sim.run(0.2)
-        assert sim.control.mode == CommandMode.HOLD, mode
-        q_hold = sim.q.copy()
-        sim.run(1.0)
-        assert np.abs(sim.q - q_hold).max() < 0.05, mode
+        assert sim.controller == name
+        sim.run(0.11)
+        assert sim.controller == 'hold', name
+        # From its state at the timeout, the reference brakes at the acceleration limits.
+        p, v = sim.field('cmd_p'), sim.field('cmd_v')
+        stop = arm.stop_point(p, v)
+        sim.run(1.5)
+        assert np.abs(sim.field('cmd_v')).max() == 0.0, name
+        assert np.abs(sim.q - stop).max() < 0.02, name
+        assert sim.field('timeouts') == 1.0
 
 
 @pytest.mark.parametrize('cmd,fragment', [
-    (JointCommandData(7, JOINTS, position=list(NEUTRAL)), 'unknown mode'),
-    (JointCommandData(1, ['right_j9'], position=[0.0]), 'unknown joint'),
-    (JointCommandData(1, ['right_j0', 'right_j0'], position=[0.0, 0.0]), 'named twice'),
-    (JointCommandData(1, JOINTS, position=[0.0] * 3), 'position has 3 values'),
-    (JointCommandData(2, ['right_j0'], velocity=[math.nan]), 'nan'),
-    (JointCommandData(1, ['right_j0'], position=[math.inf]), 'inf'),
-    (JointCommandData(1, ['right_j0'], position=[3.2]), 'outside its limits'),
-    (JointCommandData(4, ['right_j0'], position=[0.0], velocity=[0.1, 0.2][:0] + [math.nan]), 'nan'),
+    (cmds.JointCommand(7, tuple(JOINTS), position=tuple(NEUTRAL)), 'unknown mode'),
+    (cmds.JointCommand(1, ('right_j9',), position=(0.0,)), 'unknown joint'),
+    (cmds.JointCommand(1, ('right_j0', 'right_j0'), position=(0.0, 0.0)), 'named twice'),
+    (cmds.JointCommand(1, tuple(JOINTS), position=(0.0,) * 3), 'position has 3 values'),
+    (cmds.JointCommand(2, ('right_j0',), velocity=(math.nan,)), 'nan'),
+    (cmds.JointCommand(1, ('right_j0',), position=(math.inf,)), 'inf'),
+    (cmds.JointCommand(1, ('right_j0',), position=(3.2,)), 'outside its limits'),
+    (cmds.JointCommand(4, ('right_j0',), position=(0.0,), velocity=(math.nan,)), 'nan'),
+    (cmds.JointCommand(1, (), position=()), 'names is empty'),
 ])
-def test_bad_commands_are_rejected_with_reason(model, cmd, fragment):
+def test_bad_commands_are_rejected_with_reason_and_no_motion(model, cmd, fragment):
     sim = Sim(model)
-    with pytest.raises(CommandRejected) as err:
-        sim.control.command(cmd, 0.0, sim.q)
-    assert fragment in str(err.value).lower()
-    assert sim.control.mode == CommandMode.HOLD
+    sim.core.apply(cmd)
+    (level, key, text), = sim.core.take_logs()
+    assert level == 'error' and key.startswith('cmd-rejected:') and fragment in text.lower()
+    sim.run(0.3)
+    assert sim.controller == 'hold'
+    assert np.abs(sim.q - NEUTRAL).max() < 1e-4
 
 
 def test_unused_arrays_may_have_any_length(model):
     sim = Sim(model)
     # the SDK reuses one message: stale velocity of another length rides along
-    sim.command(1, ['right_j0'], position=[0.1], velocity=[1.0, 2.0, 3.0])
-    sim.command(2, ['right_j0'], velocity=[0.1], position=[])
-    assert sim.control.mode == CommandMode.VELOCITY
+    assert sim.command(1, ['right_j0'], position=[0.1], velocity=[1.0, 2.0, 3.0]) == []
+    assert sim.command(2, ['right_j0'], velocity=[0.1], position=[]) == []
+    assert sim.controller == 'velocity'
 
 
 def test_velocity_toward_limit_is_rejected_and_arm_holds(model):
     q = NEUTRAL.copy()
     q[0] = 3.0                                          # 0.05 rad from the j0 limit
     sim = Sim(model, q)
-    with pytest.raises(CommandRejected) as err:
-        sim.command(2, ['right_j0', 'right_j1'], velocity=[1.0, 0.0])
-    assert 'right_j0' in str(err.value)
+    (level, key, text), = sim.command(2, ['right_j0', 'right_j1'], velocity=[1.0, 0.0])
+    assert key == 'cmd-rejected:velocity-limit' and 'right_j0' in text
     sim.run(0.5)
     assert sim.q[0] == pytest.approx(3.0, abs=1e-3)
 
 
 def test_torque_beyond_effort_limit_saturates_and_reports(model):
     sim = Sim(model)
-    warnings = sim.command(3, ['right_j6'], effort=[50.0])
-    assert warnings and 'right_j6' in warnings[0] and 'saturated' in warnings[0]
-    out = sim.run(0.001)
-    assert abs(out.commanded_effort[6]) <= 9.0
+    (level, key, text), = sim.command(3, ['right_j6'], effort=[50.0])
+    assert key == 'cmd-saturated' and 'right_j6' in text and 'saturated' in text
+    sim.run(0.001)
+    assert abs(sim.field('cmd_effort')[6]) == pytest.approx(9.0)
+
+
+def test_trajectory_velocities_and_accelerations_are_bounded(model):
+    sim = Sim(model)
+    arm = Arm(model)
+    logs = sim.command(4, ['right_j0'], position=[0.0], velocity=[5.0], acceleration=[50.0])
+    assert [k for _, k, _ in logs] == ['cmd-saturated'] * 2        # velocity and acceleration
+    sim.run(0.15)
+    v = sim.field('cmd_v')
+    assert abs(v[0]) <= arm.vel_limit[0] + 1e-9
+
+
+def test_extrapolation_holds_velocity_at_its_cap():
+    p, v, a = extrapolate(np.zeros(2), np.array([0.0, 0.5]), np.array([1.0, 0.0]), 2.0,
+                          np.array([1.0, 1.0]))
+    # joint 0 accelerates for 1 s to its cap (0.5 rad), then 1 s at 1 rad/s
+    assert p == pytest.approx([1.5, 1.0]) and v == pytest.approx([1.0, 0.5]) and a[0] == 0.0
 
 
 def test_gravity_suppression_makes_the_arm_sag(model):
     sim = Sim(model)
-    sim.command(3, JOINTS, effort=[0.0] * 7)
 
     def keep(s):
         s.command(3, JOINTS, effort=[0.0] * 7)
-        s.control.suppress_gravity(s.t)
+        s.core.apply(cmds.Suppress('gravity'))
     sim.run(0.5, keep)
     assert abs(sim.q[1] - NEUTRAL[1]) > 0.05              # shoulder falls without gravity torques
+    assert sim.field('gravity_compensation.suppressed') == 1.0
+    assert sim.field('suppress.gravity') == 1.0
+    sim.run(0.25)
+    assert sim.field('suppress.gravity') == 0.0           # expires 0.2 s after the last message
 
 
 def test_speed_ratio_is_clipped(model):
-    c = JointController(model)
-    assert c.set_speed_ratio(3.0) == 1.0
-    assert c.set_speed_ratio(-1.0) == 0.0
+    arm = Arm(model)
+    assert arm.set_speed_ratio(3.0) == 1.0
+    assert arm.set_speed_ratio(-1.0) == 0.0
     with pytest.raises(CommandRejected):
-        c.set_speed_ratio(math.nan)
+        arm.set_speed_ratio(math.nan)
 
 
 def test_timeout_is_clamped_to_one_second(model):
-    c = JointController(model)
-    assert c.set_timeout(5.0) == 1.0
-    assert c.set_timeout(0.02) == 0.02
+    arm = Arm(model)
+    assert arm.set_timeout(5.0) == 1.0
+    assert arm.set_timeout(0.02) == 0.02
     for bad in (0.0, -1.0, math.inf):
         with pytest.raises(CommandRejected) as err:
-            c.set_timeout(bad)
+            arm.set_timeout(bad)
         assert err.value.kind == 'timeout'
 
 
 def test_rejections_carry_a_kind_independent_of_the_values(model):
     sim = Sim(model)
-    kinds = set()
+    keys = set()
     for v in (3.2, 3.3, 3.4):
-        with pytest.raises(CommandRejected) as err:
-            sim.command(1, ['right_j0'], position=[v])
-        kinds.add(err.value.kind)
-    assert kinds == {'position-limit'}
+        keys |= {k for _, k, _ in sim.command(1, ['right_j0'], position=[v])}
+    assert keys == {'cmd-rejected:position-limit'}
 
 
 def test_joints_left_out_of_a_trajectory_command_stop(model):
     sim = Sim(model)
     v = np.zeros(7)
     v[1] = 0.2
-    sim.command(4, JOINTS, position=list(NEUTRAL), velocity=list(v), acceleration=[0.0] * 7)
+    sim.command(4, JOINTS, position=NEUTRAL, velocity=v, acceleration=[0.0] * 7)
     sim.run(0.2)
     q1 = sim.q[1]
     sim.command(4, ['right_j0'], position=[NEUTRAL[0]])
     sim.run(0.15, lambda s: s.command(4, ['right_j0'], position=[NEUTRAL[0]]))
     # right_j1's reference stopped at once; the arm settles within a few mrad of it
-    assert abs(sim.control.v_ref[1]) == 0.0
+    assert sim.field('cmd_v')[1] == 0.0
     assert abs(sim.q[1] - q1) < 0.01
 
 
@@ -232,10 +269,10 @@ def test_joints_left_out_of_a_velocity_command_stop(model):
     sim = Sim(model)
     sim.command(2, JOINTS, velocity=[0.1] * 7)
     sim.run(0.1)
-    sim.command(2, ['right_j0'], velocity=[0.1])
-    sim.run(0.1)
-    assert sim.control._vel_cmd[1:].tolist() == [0.0] * 6
-    assert sim.control.v_ref[0] == pytest.approx(0.1)
+    sim.run(0.2, lambda s: s.command(2, ['right_j0'], velocity=[0.1]))
+    v = sim.field('cmd_v')
+    assert v[1:].tolist() == [0.0] * 6
+    assert v[0] == pytest.approx(0.1)
 
 
 def test_trajectory_stamp_sets_the_sample_time(model):
@@ -243,14 +280,12 @@ def test_trajectory_stamp_sets_the_sample_time(model):
     further than 0.1 s away is ignored."""
     sim = Sim(model)
     v = np.full(7, 0.1)
-    sim.control.command(JointCommandData(4, JOINTS, list(NEUTRAL), list(v), [0.0] * 7, stamp=0.05),
-                        0.0, sim.q)
-    p, _, _ = sim.control._sample_traj(0.0)
-    assert p == pytest.approx(NEUTRAL - 0.005)
-    sim.control.command(JointCommandData(4, JOINTS, list(NEUTRAL), list(v), [0.0] * 7, stamp=5.0),
-                        0.0, sim.q)
-    p, _, _ = sim.control._sample_traj(0.0)
-    assert p == pytest.approx(NEUTRAL)
+    sim.command(4, JOINTS, position=NEUTRAL, velocity=v, acceleration=[0.0] * 7, stamp=sim.t + 0.05)
+    sim.run(0.001)
+    assert sim.field('cmd_p') == pytest.approx(NEUTRAL - 0.005)
+    sim.command(4, JOINTS, position=NEUTRAL, velocity=v, acceleration=[0.0] * 7, stamp=sim.t + 5.0)
+    sim.run(0.001)
+    assert sim.field('cmd_p') == pytest.approx(NEUTRAL)
 
 
 def test_trajectory_extrapolated_into_a_limit_stops_there(model):
@@ -259,6 +294,29 @@ def test_trajectory_extrapolated_into_a_limit_stops_there(model):
     sim = Sim(model, q)
     sim.command(4, ['right_j0'], position=[3.0], velocity=[0.5])
     sim.run(0.15)
-    out = sim.run(0.001)
-    assert out.commanded_position[0] == pytest.approx(model.limit_arrays(['right_j0'])['upper'][0])
-    assert out.commanded_velocity[0] == 0.0
+    assert sim.field('cmd_p')[0] == pytest.approx(model.limit_arrays(['right_j0'])['upper'][0])
+    assert sim.field('cmd_v')[0] == 0.0
+
+
+def test_an_unknown_command_type_is_refused(model):
+    sim = Sim(model)
+    with pytest.raises(TypeError):
+        sim.core.apply(('call', 'joint_command'))
+
+
+def test_controllers_hand_over_without_a_jump(model):
+    """Position → velocity → trajectory → position: the reference never jumps (it moves at
+    most a velocity limit's worth per tick) while the modes change mid-motion."""
+    sim = Sim(model)
+    arm = Arm(model)
+    steps = [(1, {'position': NEUTRAL + 0.4}), (2, {'velocity': [0.3] * 7}),
+             (4, {'position': NEUTRAL + 0.05}), (1, {'position': NEUTRAL})]
+    prev = sim.field('cmd_p')
+    for mode, arrays in steps:
+        for _ in range(150):
+            sim.command(mode, JOINTS, **arrays)
+            sim.run(0.001)
+            p = sim.field('cmd_p')
+            if mode != 4:              # a trajectory sample is where the client puts it
+                assert np.all(np.abs(p - prev) <= arm.vel_limit * DT * 1.01)
+            prev = p

@@ -7,9 +7,10 @@ import pytest
 
 from intera_rt.motion import joint_trajectory as jt
 from intera_rt.motion.joint_trajectory import GoalError, JointTol, Point, State
+from intera_rt import robot  # noqa: E402
 
 ARM = ['right_j%d' % i for i in range(7)]
-NEUTRAL = np.array([0.0, -1.18, 0.0, 2.18, 0.0, 0.57, 3.3161])
+NEUTRAL = np.array(robot.NEUTRAL)
 # Sawyer limits (robot_contract §9.2)
 LIMITS = jt.Limits(ARM, [-3.0503, -3.8095, -3.0426, -3.0439, -2.9761, -2.9761, -4.7124],
                    [3.0503, 2.2736, 3.0426, 3.0439, 2.9761, 2.9761, 4.7124],

@@ -18,12 +18,13 @@ import numpy as np
 import pytest
 
 from rosharness import latest, wait_for
+from intera_rt import robot  # noqa: E402
 
 pytestmark = pytest.mark.sawyer_args(['--sim-time', '--speed', '0.5'])
 
 REPO = Path(__file__).resolve().parents[1]
 ARM = ['right_j%d' % i for i in range(7)]
-NEUTRAL = np.array([0.0, -1.18, 0.0, 2.18, 0.0, 0.57, 3.3161])
+NEUTRAL = np.array(robot.NEUTRAL)
 ACTION = '/robot/limb/right/follow_joint_trajectory'
 TERMINAL = {2: 'PREEMPTED', 3: 'SUCCEEDED', 4: 'ABORTED', 5: 'REJECTED', 8: 'RECALLED'}
 SUCCEEDED, PREEMPTED, ABORTED, REJECTED = 3, 2, 4, 5

@@ -6,10 +6,11 @@ import numpy as np
 import pytest
 
 from rosharness import wait_for
+from intera_rt import robot  # noqa: E402
 
 ARM = ['right_j%d' % i for i in range(7)]
 NS = '/ExternalTools/right/PositionKinematicsNode/'
-NEUTRAL = [0.0, -1.18, 0.0, 2.18, 0.0, 0.57, 3.3161]
+NEUTRAL = list(robot.NEUTRAL)
 FK_CLIENT_ANGLES = [0.763331, 0.415979, -1.728629, 1.482985, -1.135621, -1.674347, -0.496337]
 TARGET_POS = (0.450628752997, 0.161615832271, 0.217447307078)
 TARGET_QUAT = (0.704020578925, 0.710172716916, 0.00244101361829, 0.00194372088834)

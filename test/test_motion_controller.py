@@ -10,9 +10,10 @@ import numpy as np
 import pytest
 
 from rosharness import latest, wait_for
+from intera_rt import robot  # noqa: E402
 
 ARM = ['right_j%d' % i for i in range(7)]
-NEUTRAL = [0.0, -1.18, 0.0, 2.18, 0.0, 0.57, 3.3161]
+NEUTRAL = list(robot.NEUTRAL)
 BIAS = [0.0, -0.9, 0.0, 1.8, 0.0, -0.9, 0.0]
 FAST = [7.0, 5.0, 8.0, 8.0, 8.0, 8.0, 8.0]
 COLLIDING = [0.0, 0.9, 0.0, 2.5, 0.0, 0.0, 0.0]     # the hand folded into the pedestal

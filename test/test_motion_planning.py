@@ -20,9 +20,10 @@ from intera_rt.motion.geometry import matrix_to_quat, rotation_angle
 from intera_rt.motion.joint_planner import JERK_TIME
 from intera_rt.motion.planner import MotionPlanner
 # The independent time-optimal references the bench uses too.
-from intera_rt.bench_motion import scurve_time, trapezoid_time  # noqa: E402
+from intera_rt.bench.motion import scurve_time, trapezoid_time  # noqa: E402
+from intera_rt import robot  # noqa: E402
 
-NEUTRAL = np.array([0.0, -1.18, 0.0, 2.18, 0.0, 0.57, 3.3161])
+NEUTRAL = np.array(robot.NEUTRAL)
 BIAS = [0.0, -0.9, 0.0, 1.8, 0.0, -0.9, 0.0]
 FAST = [7.0, 5.0, 8.0, 8.0, 8.0, 8.0, 8.0]
 DOWN = (0.0, 1.0, 0.0, 0.0)          # go_to_cartesian_pose -o 0 1 0 0

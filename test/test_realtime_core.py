@@ -3,11 +3,11 @@
 import numpy as np
 import pytest
 
+from intera_rt.control import commands as cmds
 from intera_rt.model import RobotModel
 from intera_rt.realtime import process
 from intera_rt.realtime.core import RealtimeCore, state_field
-
-NEUTRAL = [0.0, -1.18, 0.0, 2.18, 0.0, 0.57, 3.3161]
+from intera_rt.robot import NEUTRAL
 
 
 @pytest.fixture(scope='module')
@@ -21,13 +21,13 @@ def test_boots_holding_its_pose(model):
         core.tick()
     v = core.state_vector()
     assert state_field(v, 't') == pytest.approx(2.0)
-    assert np.abs(state_field(v, 'q')[:7] - NEUTRAL).max() < 1e-3
+    assert np.abs(state_field(v, 'q')[:7] - np.array(NEUTRAL)).max() < 1e-3
     assert state_field(v, 'enabled') == 1.0 and state_field(v, 'controlled') == 1.0
 
 
 def test_commands_while_disabled_are_ignored_and_said_why(model):
     core = RealtimeCore(model, q_arm=NEUTRAL, enabled=False)
-    core.joint_command(1, ['right_j0'], [0.5], [], [], [], None)
+    core.apply(cmds.JointCommand(1, ('right_j0',), (0.5,)))
     for _ in range(300):
         core.tick()
     assert abs(state_field(core.state_vector(), 'q')[0]) < 1e-6
@@ -38,7 +38,7 @@ def test_commands_while_disabled_are_ignored_and_said_why(model):
 
 def test_bad_command_is_logged_by_kind_and_has_no_effect(model):
     core = RealtimeCore(model, q_arm=NEUTRAL)
-    core.joint_command(1, ['right_j0', 'right_j9'], [0.3, 0.0], [], [], [], None)
+    core.apply(cmds.JointCommand(1, ('right_j0', 'right_j9'), (0.3, 0.0)))
     for _ in range(300):
         core.tick()
     (level, key, text), = core.take_logs()
@@ -48,20 +48,20 @@ def test_bad_command_is_logged_by_kind_and_has_no_effect(model):
 
 def test_sim_positions_checks_names_and_limits(model):
     core = RealtimeCore(model, q_arm=NEUTRAL)
-    assert core.sim_positions(['right_j9'], [0.0])[0] is False
-    ok, why = core.sim_positions(['right_j0'], [9.0])
+    assert core.apply(cmds.SimJointPositions(('right_j9',), (0.0,)))[0] is False
+    ok, why = core.apply(cmds.SimJointPositions(('right_j0',), (9.0,)))
     assert not ok and 'outside its limits' in why
-    assert core.sim_positions([], [0.1] * 7)[0] is True
+    assert core.apply(cmds.SimJointPositions((), (0.1,) * 7))[0] is True
     assert state_field(core.state_vector(), 'q')[:7] == pytest.approx([0.1] * 7)
 
 
 def test_estop_stops_and_reset_is_refused_while_pressed(model):
     core = RealtimeCore(model, q_arm=NEUTRAL)
-    core.sim_estop(True)
+    core.apply(cmds.SimEstop(True))
     core.tick()
     v = core.state_vector()
     assert state_field(v, 'stopped') == 1.0 and state_field(v, 'estop_button') == 1.0
-    core.reset()
+    core.apply(cmds.Reset())
     assert 'E-stop button is pressed' in core.take_logs()[0][2]
 
 
@@ -72,7 +72,7 @@ def test_the_process_answers_over_its_pipe_and_ends_with_it(model):
         assert conn.poll(60.0), 'the core did not boot'
         ready = conn.recv()
         assert ready[0] == 'ready' and ready[3] is True
-        conn.send(('call', 7, 'sim_positions', (['right_j9'], [0.0])))
+        conn.send(('cmd', 7, cmds.SimJointPositions(('right_j9',), (0.0,))))
         reply = None
         while reply is None:
             assert conn.poll(10.0), 'no reply'

@@ -6,9 +6,10 @@ import numpy as np
 import pytest
 
 from rosharness import latest, wait_for, wait_for_message
+from intera_rt import robot  # noqa: E402
 
 ARM = ['right_j%d' % i for i in range(7)]
-NEUTRAL = [0.0, -1.18, 0.0, 2.18, 0.0, 0.57, 3.3161]
+NEUTRAL = list(robot.NEUTRAL)
 
 
 @pytest.fixture(scope='module')

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from intera_rt import robot  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 URDF = REPO / "urdf" / "sawyer.urdf"
@@ -138,7 +139,7 @@ def armnav():
 # Reference figures
 # --------------------------------------------------------------------------
 
-NEUTRAL = [0.0, -1.18, 0.0, 2.18, 0.0, 0.57, 3.3161]
+NEUTRAL = list(robot.NEUTRAL)
 FK_CLIENT = [0.763331, 0.415979, -1.728629, 1.482985, -1.135621, -1.674347, -0.496337]
 DEFAULT_WAYPOINT = [0.0, -0.9, 0.0, 1.8, 0.0, -0.9, 0.0]
 

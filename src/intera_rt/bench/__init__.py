@@ -4,41 +4,35 @@ Sections are pluggable. A section is a name and a ``run(**options) -> dict``; th
 (``__main__``) runs every section it knows (or those named by ``--only``) and writes each
 one's dict into ``bench.json`` under the section's name.
 
-Built in:
-  realtime   intera_rt.bench.realtime: tick compute time at 1 kHz, command -> state
-             round trip, fastest lockstep (sim-time) speed; each against its own robot.
-
-Optional, picked up when importable: every module ``intera_rt.bench_<name>`` with a
-``run()`` function becomes section ``<name>`` (e.g. ``intera_rt.bench_ik`` -> ``ik``).
+The sections, in the order they run (one module each under intera_rt.bench):
+  realtime   tick compute time at 1 kHz, command -> state round trip, fastest lockstep
+             (sim-time) speed, plugin costs; each against its own robot
+  ik         the IK solver's success rate and latency (no robot)
+  jtas       trajectory tracking through the joint trajectory action server
+  motion     the motion controller's planning latency and motion quality
 
 Each section runs in a process of its own (rospy can initialise one node per process, and
 a section may boot a robot of its own). ``run`` receives, of the driver's options, only
-those its signature accepts: ``out_dir`` (where bench.json and plots go) and ``quick``
-(a short smoke run) for every section, and ``duration`` (the realtime tick measurement's
-seconds) for the built-in ones only, since an optional module may use that name for
-something else.
+those its signature accepts and the section lists in OPTIONS: ``out_dir`` (where bench.json
+and plots go), ``quick`` (a short smoke run) and ``duration`` (the realtime tick
+measurement's seconds).
 """
 import contextlib
 import importlib
 import inspect
 import os
-import pkgutil
 import time
 
-BUILTIN = {'realtime': 'intera_rt.bench.realtime'}
-OPTIONAL_PREFIX = 'bench_'
+SECTIONS = {'realtime': 'intera_rt.bench.realtime', 'ik': 'intera_rt.bench.ik',
+            'jtas': 'intera_rt.bench.jtas', 'motion': 'intera_rt.bench.motion'}
+# The driver options each section takes (a section's own `duration` means something else).
+OPTIONS = {'realtime': ('out_dir', 'quick', 'duration')}
+COMMON_OPTIONS = ('out_dir', 'quick')
 
 
 def discover():
-    """{section name: module name}: the built-in sections, then the optional
-    intera_rt.bench_<name> modules present in the package (sorted by name)."""
-    import intera_rt
-    sections = dict(BUILTIN)
-    for info in sorted(pkgutil.iter_modules(intera_rt.__path__), key=lambda i: i.name):
-        if info.name.startswith(OPTIONAL_PREFIX) and not info.ispkg:
-            name = info.name[len(OPTIONAL_PREFIX):]
-            sections.setdefault(name, 'intera_rt.' + info.name)
-    return sections
+    """{section name: module name}, in the order they run."""
+    return dict(SECTIONS)
 
 
 def load(module_name):
@@ -50,14 +44,10 @@ def load(module_name):
     return run
 
 
-COMMON_OPTIONS = ('out_dir', 'quick')
-
-
 def options_for(section, options):
     """The driver options a section may receive (see the module docstring)."""
-    if section in BUILTIN:
-        return dict(options)
-    return {k: v for k, v in options.items() if k in COMMON_OPTIONS}
+    keys = OPTIONS.get(section, COMMON_OPTIONS)
+    return {k: v for k, v in options.items() if k in keys}
 
 
 def call(run, **options):

@@ -55,9 +55,6 @@ def main(argv=None):
         return 0
     if args.only:
         wanted = [n.strip() for n in args.only.split(',') if n.strip()]
-        # the module spelling is accepted too (bench_ik for ik)
-        wanted = [n[len('bench_'):] if n.startswith('bench_') and n not in sections else n
-                  for n in wanted]
         unknown = [n for n in wanted if n not in sections]
         if unknown:
             print('scripts/bench: unknown section(s) %s; known: %s'

@@ -1,8 +1,10 @@
-"""control: the realtime core — robot state, joint command modes, timeout, gravity
-compensation. Pure objects ticked with an explicit time; no ROS, no clock reads."""
+"""control: the realtime core's stages — the robot state machine, the joint controllers
+(hold, position, velocity, torque, trajectory, zero-G), monitors and additive torques, and
+the head's controller. Pure objects ticked with an explicit time; no ROS, no clock reads.
+control.base describes the pipeline, control.registry lists its stages."""
 from intera_rt.control.state_machine import RobotStateMachine, EstopButton, EstopSource
-from intera_rt.control.joint_control import (JointController, JointCommandData, CommandMode,
-                                             CommandRejected, ControllerOutput, model_effort)
+from intera_rt.control.base import CommandRejected
+from intera_rt.control.arm import Arm, model_effort
 
-__all__ = ['RobotStateMachine', 'EstopButton', 'EstopSource', 'JointController',
-           'JointCommandData', 'CommandMode', 'CommandRejected', 'ControllerOutput', 'model_effort']
+__all__ = ['RobotStateMachine', 'EstopButton', 'EstopSource', 'CommandRejected', 'Arm',
+           'model_effort']

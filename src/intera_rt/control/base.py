@@ -143,15 +143,22 @@ class Controller(Stage):
     # Collision avoidance adds its torques while this controller is active (seed 000: not
     # in trajectory mode).
     collision_avoidance = True
+    # Collision detection watches the arm while this is active (not while a person guides
+    # it: their push is the external torque detection would see).
+    collision_detection = True
 
     def start(self, state, previous):
         """Become the active controller, continuing without a jump from `previous` (the
         last Output of the controller before; None: from rest at the measured pose)."""
 
-    def command(self, cmd, state):
-        """Apply a typed command meant for this controller. Returns warnings (list of str,
-        e.g. saturations); raises CommandRejected, leaving its behaviour as it was."""
+    def validate(self, cmd, state):
+        """Check a typed command meant for this controller without acting on it (the core
+        switches controllers only for a valid command). Returns (parsed, warnings: list of
+        str, e.g. saturations); raises CommandRejected."""
         raise CommandRejected('the %s controller takes no commands' % self.name, 'mode')
+
+    def command(self, parsed, state):
+        """Act on a command validate() accepted (this controller is active)."""
 
     def update(self, state):
         """One tick: the Output for this period."""

@@ -32,13 +32,11 @@ at shipping: the head's sphere, r 0.18 m around the pan axis, is far larger than
 import numpy as np
 import pinocchio as pin
 
-from intera_rt.model.robot_model import ARM_JOINTS, HEAD_JOINTS
+from intera_rt.robot import ARM_JOINTS, HEAD_JOINTS, HEAD_NAMED_POSES, NAMED_POSES
 
-# The named poses the robot rests in (config/robot_params.yaml /named_poses), with the head
-# at its named angle: the reference poses for the "default" exclusions.
-NEUTRAL_ARM = (0.0, -1.18, 0.0, 2.18, 0.0, 0.57, 3.3161)
-SHIPPING_ARM = (0.0, -1.57, 0.0, 2.79, 0.0, -2.79, 3.3161)
-REFERENCE_POSES = ((NEUTRAL_ARM, 0.0), (SHIPPING_ARM, -3.14))
+# The named poses the robot rests in, with the head at its named angle: the reference poses
+# for the "default" exclusions.
+REFERENCE_POSES = tuple((NAMED_POSES[name], HEAD_NAMED_POSES[name]) for name in ('neutral', 'shipping'))
 DEFAULT_SAMPLES = 1000
 DEFAULT_SEED = 0
 

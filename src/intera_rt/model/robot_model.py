@@ -8,14 +8,7 @@ import numpy as np
 import PyKDL as kdl
 from urdf_parser_py.urdf import URDF
 
-ARM_JOINTS = ('right_j0', 'right_j1', 'right_j2', 'right_j3', 'right_j4', 'right_j5', 'right_j6')
-HEAD_JOINTS = ('head_pan',)
-BASE_FRAME = 'base'
-
-# Acceleration limits are not in the URDF; the robot keeps them in its joint config
-# (robot_config/joint_config/joint_acceleration_limit).
-ACCEL_LIMITS = {'right_j0': 10.0, 'right_j1': 8.0, 'right_j2': 10.0, 'right_j3': 10.0,
-                'right_j4': 12.0, 'right_j5': 12.0, 'right_j6': 12.0, 'head_pan': 10.0}
+from intera_rt.robot import ACCEL_LIMITS, ARM_JOINTS, BASE_FRAME, HEAD_JOINTS  # noqa: F401 (re-exported)
 
 # Reflected motor inertia of each joint's drive (kg m^2). Sawyer's links are light; behind
 # the gearboxes the rotors dominate the effective inertia of the wrist.

@@ -1,6 +1,12 @@
-"""The realtime core: joint boards, robot state machine, joint and head controllers, ticked
-1 ms at a time. A pure object: no ROS, no clock reads; inputs are method calls applied
-between ticks, outputs are a state vector (`state_vector()`) and log entries (`take_logs()`).
+"""The realtime core: joint boards, robot state machine and the controller pipeline, ticked
+1 ms at a time. A pure object: no ROS, no clock reads; typed commands (control.commands) are
+applied between ticks through an explicit table (`apply`), outputs are a state vector
+(`state_vector()`) and log entries (`take_logs()`).
+
+One tick:  boards read → monitors → the active controller → additive torques → boards write
+(control.base describes the stages; control.registry lists them). The core picks the active
+controller — the one a joint command's mode names, hold after a timeout or a collision,
+zero-G while the cuff is grasped — and never names a stage otherwise.
 
 It runs in a process of its own (intera_rt.realtime.process) so that nothing else holds
 the interpreter while a tick is due; the ROS adapter (intera_rt.ros.realtime_loop) talks
@@ -11,20 +17,31 @@ import math
 import numpy as np
 
 from intera_rt.boards import make_boards
-from intera_rt.control import CommandRejected, JointCommandData, JointController, RobotStateMachine
-from intera_rt.control.joint_control import HeadController
-from intera_rt.model import ARM_JOINTS, HEAD_JOINTS
+from intera_rt.control import commands as cmds
+from intera_rt.control.arm import Arm
+from intera_rt.control.base import ArmState, CommandRejected, PluginContext, Suppressions
+from intera_rt.control.head import HeadController
+from intera_rt.control.joint_command import MODE_NAMES
+from intera_rt.control.registry import ADDITIVES, CONTROLLERS, MONITORS
+from intera_rt.control.state_machine import RobotStateMachine
+from intera_rt.numeric import clip
+from intera_rt.robot import ARM_JOINTS, BOARD_JOINTS, LOOP_PERIOD, SUPPRESS_TOPICS
 
-PERIOD = 0.001                        # s, one tick
-CUFF_SUPPRESS_WINDOW = 0.2            # s: suppress_cuff_interaction must arrive at ≥ 5 Hz
+PERIOD = LOOP_PERIOD                  # s, one tick
+CONTROLLER_NAMES = tuple(c.name for c in CONTROLLERS)
 
-# Layout of the state vector sent to the ROS adapter (float64; indices below).
-N_BOARD = len(ARM_JOINTS + HEAD_JOINTS)          # joints in boards order: right_j0..6, head_pan
+# Layout of the state vector sent to the ROS adapter (float64): the core's fields, then each
+# stage's own as '<stage>.<field>'.
+N_BOARD = len(BOARD_JOINTS)           # joints in boards order: right_j0..6, head_pan
 _FIELDS = [('t', 1), ('tick', 1), ('q', N_BOARD), ('qd', N_BOARD), ('effort', N_BOARD),
-           ('cmd_p', 7), ('cmd_v', 7), ('cmd_a', 7), ('cmd_effort', 7),
-           ('controlled', 1), ('suppressed', 1), ('enabled', 1), ('stopped', 1), ('error', 1),
+           ('cmd_p', 7), ('cmd_v', 7), ('cmd_a', 7), ('cmd_effort', 7), ('interaction', 7),
+           ('controlled', 1), ('enabled', 1), ('stopped', 1), ('error', 1),
            ('homed', 1), ('estop_button', 1), ('estop_source', 1), ('low_voltage', 1),
-           ('head_turning', 1), ('pan_mode', 1), ('collision', 1), ('timeouts', 1)]
+           ('head_turning', 1), ('pan_mode', 1), ('controller', 1), ('cuff', 1),
+           ('collision', 1), ('halt_left', 1), ('timeouts', 1), ('contacts', 1)]
+_FIELDS += [('suppress.' + what, 1) for what in SUPPRESS_TOPICS.values()]
+for _stage in MONITORS + ADDITIVES + CONTROLLERS:
+    _FIELDS += [('%s.%s' % (_stage.name, f), n) for f, n in _stage.state_fields]
 STATE_SLICES = {}
 _k = 0
 for _name, _n in _FIELDS:
@@ -40,22 +57,49 @@ def state_field(vector, name):
 
 
 class RealtimeCore:
-    def __init__(self, model, backend='embedded', q_arm=None, q_head=0.0, enabled=True):
+    def __init__(self, model, backend='embedded', q_arm=None, q_head=0.0, enabled=True,
+                 options=None):
+        """options: stage name → {key: value} (realtime_loop's ROS parameters)."""
         self.model = model
         self.boards = make_boards(backend, model)
-        if tuple(self.boards.joint_names) != ARM_JOINTS + HEAD_JOINTS:
+        if tuple(self.boards.joint_names) != BOARD_JOINTS:
             raise ValueError('backend %r orders its joints %s' % (backend, self.boards.joint_names))
-        self.arm_idx = slice(0, 7)      # views of the boards' arrays, not copies
-        self.head_idx = 7
         self.state = RobotStateMachine(enabled=enabled)
-        self.control = JointController(model)
+        self.arm = Arm(model)
+        self.dynamics = self.arm.dynamics
+        self.suppressions = Suppressions()
+        context = PluginContext(model, self.arm, options)
+        self.controllers = {c.name: c(context) for c in CONTROLLERS}
+        self.monitors = [m(context) for m in MONITORS]
+        self.additives = [a(context) for a in ADDITIVES]
+        self._stages = self.monitors + self.additives + list(self.controllers.values())
+        self._by_mode = {c.joint_command_mode: c for c in self.controllers.values()
+                         if c.joint_command_mode is not None}
+        self.hold = self.controllers[CONTROLLERS[0].name]
+        self.zero_g = self.controllers.get('zero_g')
+        self.active = self.hold
         self.head = HeadController(model)
         self.now = 0.0                  # s of loop time since boot (sim time under lockstep)
         self.tick_count = 0
-        self.collision = False          # collision detection does not exist yet
-        self.cuff_suppressed_until = -math.inf
+        self.timeouts = 0
+        self._last_command = -math.inf
+        self._out = None                # the active controller's latest Output (None: brakes on)
+        self._interaction = None        # the interaction torques added in the latest tick
+        self._halt_until = -math.inf    # a collision stop holds the arm until then
+        self._halt_kind = ''
+        self._cuff = {}                 # input source → pressed (CuffInput)
+        self._resume = None             # the controller zero-G hands back to
         self._logs = []
-        self._out = None
+        self._apply = {
+            cmds.JointCommand: self._joint_command, cmds.SetEnable: self._set_enable,
+            cmds.Stop: self._stop, cmds.Reset: self._reset, cmds.SetTimeout: self._set_timeout,
+            cmds.SetSpeedRatio: self._set_speed_ratio, cmds.Suppress: self._suppress,
+            cmds.HeadCommand: self._head_command, cmds.CuffInput: self._cuff_input,
+            cmds.SimEstop: self._sim_estop, cmds.SimError: self._sim_error,
+            cmds.SimWrench: self._sim_wrench, cmds.SimJointPositions: self._sim_positions,
+            cmds.SimAddObstacle: self._sim_add_obstacle,
+            cmds.SimRemoveObstacle: self._sim_remove_obstacle,
+        }
         q = self.boards.read().position
         q[:7] = q_arm if q_arm is not None else q[:7]
         q[7] = q_head
@@ -70,128 +114,246 @@ class RealtimeCore:
         return logs
 
     # --- inputs (applied between ticks) ---------------------------------------------------
-    def set_enable(self, on):
-        why = self.state.set_enable(on)
+    def apply(self, command):
+        """Apply one typed command (control.commands). Sim-control commands return
+        (success, message); the others None. An unknown type is refused."""
+        handler = self._apply.get(type(command))
+        if handler is None:
+            raise TypeError('the realtime core takes no %s' % type(command).__name__)
+        return handler(command)
+
+    def _set_enable(self, c):
+        why = self.state.set_enable(c.on)
         if why:
             self._log('warn', 'enable', 'set_super_enable: ' + why)
 
-    def stop(self):
+    def _stop(self, _c):
         self.state.stop()
 
-    def reset(self):
+    def _reset(self, _c):
         why = self.state.reset()
         if why:
             self._log('warn', 'reset', 'set_super_reset: ' + why)
 
-    def joint_command(self, mode, names, position, velocity, acceleration, effort, stamp):
-        """stamp: loop time the command's sample refers to (None = now)."""
+    def _why_not_commandable(self):
         why = self.state.why_not_moving()
+        if why:
+            return why
+        if self.active is self.zero_g:
+            return 'zero-G is active (%s held)' % ' and '.join(sorted(k for k, v in self._cuff.items() if v))
+        if self.now < self._halt_until:
+            return 'a collision was detected (%s): the arm holds for %.2f s more' % (
+                self._halt_kind, self._halt_until - self.now)
+        return None
+
+    def _joint_command(self, c):
+        why = self._why_not_commandable()
         if why:
             self._log('warn', 'cmd-ignored', 'joint_command ignored: %s' % why)
             return
-        cmd = JointCommandData(mode, names, position, velocity, acceleration, effort, stamp)
         try:
-            warnings = self.control.command(cmd, self.now, self.boards.read().position[self.arm_idx])
+            controller = self._by_mode.get(c.mode)
+            if controller is None:
+                raise CommandRejected('unknown mode %r (%s)' % (c.mode, MODE_NAMES), 'mode')
+            state = self._arm_state()
+            parsed, warnings = controller.validate(c, state)
         except CommandRejected as exc:
             # One throttled line per kind of problem: a stream of differing bad values
             # must not flood the log.
             self._log('error', 'cmd-rejected:' + exc.kind, 'joint_command rejected: %s' % exc)
             return
+        if controller is not self.active:
+            self._switch(controller, state, self._out)
+        controller.command(parsed, state)
+        self._last_command = self.now
         for w in warnings:
             self._log('warn', 'cmd-saturated', 'joint_command: %s' % w)
 
-    def set_timeout(self, seconds):
+    def _set_timeout(self, c):
         try:
-            value = self.control.set_timeout(seconds)
+            value = self.arm.set_timeout(c.seconds)
         except CommandRejected as exc:
             self._log('error', 'timeout', str(exc))
             return
-        if value != seconds:
+        if value != c.seconds:
             self._log('warn', 'timeout-clamped', 'joint_command_timeout %r clamped to %.1f s'
-                      % (seconds, value))
+                      % (c.seconds, value))
 
-    def set_speed_ratio(self, ratio):
+    def _set_speed_ratio(self, c):
         try:
-            self.control.set_speed_ratio(ratio)
+            self.arm.set_speed_ratio(c.ratio)
         except CommandRejected as exc:
             self._log('error', 'speed', str(exc))
 
-    def suppress_gravity(self):
-        self.control.suppress_gravity(self.now)
+    def _suppress(self, c):
+        if c.what not in SUPPRESS_TOPICS.values():
+            self._log('error', 'suppress', 'nothing called %r can be suppressed' % (c.what,))
+            return
+        self.suppressions.suppress(c.what, self.now)
 
-    def suppress_cuff(self):
-        self.cuff_suppressed_until = self.now + CUFF_SUPPRESS_WINDOW
-
-    def head_command(self, target, speed_ratio, pan_mode):
+    def _head_command(self, c):
         why = self.state.why_not_moving()
         if why:
             self._log('warn', 'head-ignored', 'command_head_pan ignored: %s' % why)
             return
         try:
-            self.head.command(target, speed_ratio, pan_mode)
+            self.head.command(c.target, c.speed_ratio, c.pan_mode)
         except CommandRejected as exc:
             self._log('error', 'head', 'command_head_pan rejected: %s' % exc)
 
+    def _cuff_input(self, c):
+        if c.source not in ('cuff', 'navigator'):
+            self._log('error', 'cuff', 'unknown zero-G input %r' % (c.source,))
+            return
+        self._cuff[c.source] = bool(c.pressed)
+
     # --- sim control: each returns (success, message) --------------------------------------
-    def sim_estop(self, pressed):
-        if pressed:
+    def _sim_estop(self, c):
+        if c.pressed:
             self.state.press_estop()
             return True, 'E-stop button pressed'
         self.state.release_estop()
         return True, 'E-stop button released (the robot stays stopped until reset)'
 
-    def sim_error(self, on):
-        self.state.set_error(on)
-        return True, 'error %s' % ('set' if on else 'cleared')
+    def _sim_error(self, c):
+        self.state.set_error(c.on)
+        return True, 'error %s' % ('set' if c.on else 'cleared')
 
-    def sim_wrench(self, link, values, duration):
-        if not all(math.isfinite(v) for v in values) or not (math.isfinite(duration) and duration > 0):
-            return False, 'wrench and duration must be finite, duration > 0 (got duration %r)' % duration
+    def _sim_wrench(self, c):
+        values, duration = c.wrench, c.duration
+        if len(values) != 6 or not all(math.isfinite(v) for v in values) \
+                or not (math.isfinite(duration) and duration > 0):
+            return False, ('wrench must be 6 finite values and duration finite and > 0 (got %r, '
+                           'duration %r)' % (list(values), duration))
         if not self.boards.simulated:
             return False, '%s cannot apply external wrenches' % type(self.boards).__name__
-        if not self.model.has_frame(link):
-            return False, 'no link named %r in the robot model' % link
-        self.boards.apply_wrench(link, values, duration)
-        return True, 'applying %s on %s for %.3f s' % (list(values), link, duration)
+        if not self.model.has_frame(c.link):
+            return False, 'no link named %r in the robot model' % c.link
+        self.boards.apply_wrench(c.link, values, duration)
+        return True, 'applying %s on %s for %.3f s' % (list(values), c.link, duration)
 
-    def sim_positions(self, names, positions):
-        names = list(names) or list(ARM_JOINTS)
-        if len(names) != len(positions):
-            return False, '%d names but %d positions' % (len(names), len(positions))
-        for name, value in zip(names, positions):
+    def _sim_positions(self, c):
+        names = list(c.names) or list(ARM_JOINTS)
+        if len(names) != len(c.positions):
+            return False, '%d names but %d positions' % (len(names), len(c.positions))
+        for name, value in zip(names, c.positions):
             if name not in self.model.limits or name not in self.boards.joint_names:
                 return False, 'unknown joint %r' % name
             lim = self.model.limits[name]
             if not (math.isfinite(value) and lim.lower <= value <= lim.upper):
                 return False, '%s = %r is outside its limits [%.4f, %.4f]' % (name, value, lim.lower, lim.upper)
         q = self.boards.read().position
-        for name, value in zip(names, positions):
+        for name, value in zip(names, c.positions):
             q[self.boards.joint_names.index(name)] = value
         self._reset_pose(q)
         return True, 'joints set'
 
+    def _sim_add_obstacle(self, c):
+        try:
+            self.boards.add_obstacle(c.name, c.shape, c.position, c.quaternion, c.size)
+        except (ValueError, NotImplementedError) as exc:
+            return False, str(exc)
+        return True, 'obstacle %r: %s of size %s at %s' % (c.name, c.shape, list(c.size), list(c.position))
+
+    def _sim_remove_obstacle(self, c):
+        try:
+            self.boards.remove_obstacle(c.name)
+        except KeyError:
+            return False, 'no obstacle named %r' % (c.name,)
+        except NotImplementedError as exc:
+            return False, str(exc)
+        return True, 'obstacle %r removed' % (c.name,)
+
+    # --- the pipeline's bookkeeping --------------------------------------------------------
+    def _arm_state(self, reading=None):
+        r = self.boards.read() if reading is None else reading
+        q, qd, eff = r.position, r.velocity, r.effort
+        return ArmState(self.now, PERIOD, q[:7], qd[:7], eff[:7], q[7], qd[7], self.dynamics,
+                        self.suppressions)
+
+    def _switch(self, controller, state, previous):
+        """Make `controller` the active one, continuing from `previous` (an Output; None: at
+        rest at the measured pose)."""
+        controller.start(state, previous)
+        self.active = controller
+
     def _reset_pose(self, q):
+        """The arm is somewhere it did not move to (boot, teleport): every stage starts over
+        from there, at rest."""
         self.boards.reset_pose(q)
-        self.control.reset(q[self.arm_idx])
-        self.head.reset(q[self.head_idx])
+        self._restart(self._arm_state())
+
+    def _restart(self, state):
+        for stage in self._stages:
+            stage.reset(state)
+        self._resume = None
+        self._halt_until = -math.inf
+        self._switch(self.hold, state, None)
+        self.head.reset(state.q_head)
+
+    def _supervise_zero_g(self, state):
+        """Zero-G while the cuff is grasped (or the navigator's circle held), unless
+        suppress_cuff_interaction keeps arriving; when let go, back to the controller in use
+        before, at rest where the arm was let go."""
+        zero_g = self.zero_g
+        wanted = any(self._cuff.values()) and not state.suppressed('cuff_interaction')
+        if wanted and self.active is not zero_g:
+            self._resume = self.active
+            self._halt_until = -math.inf
+            self._switch(zero_g, state, None)
+            self._log('info', 'zero-g', 'zero-G: %s held, the arm moves freely'
+                      % ' and '.join(sorted(k for k, v in self._cuff.items() if v)))
+        elif not wanted and self.active is zero_g:
+            resume, self._resume = self._resume or self.hold, None
+            self._switch(resume, state, None)
+            self._last_command = self.now        # its command timeout starts over
+            self._log('info', 'zero-g', 'zero-G ended: back to %s, holding where the arm was let go'
+                      % resume.name)
+
+    def _on_halt(self, halt, state):
+        """A monitor stops the arm: hold it at rest where it is, refusing motion commands for
+        halt.hold s; a compliant halt keeps re-seating the hold where the arm is pushed."""
+        fresh = state.now >= self._halt_until
+        self._halt_until = max(self._halt_until, state.now + halt.hold)
+        if fresh:
+            self._halt_kind = halt.kind
+            self._log('warn', 'halt:' + halt.kind, halt.message)
+        if fresh or halt.compliant or self.active is not self.hold:
+            self._switch(self.hold, state, None)
 
     # --- the tick ----------------------------------------------------------------------
     def tick(self):
-        reading = self.boards.read()
-        q, qd = reading.position, reading.velocity
+        state = self._arm_state()
         torque = np.zeros(N_BOARD)
         if self.state.motion_allowed:
             if self.boards.brakes:
-                self.control.reset(q[self.arm_idx])
-                self.head.reset(q[self.head_idx])
                 self.boards.set_brakes(False)
-            out = self.control.tick(self.now, PERIOD, q[self.arm_idx], qd[self.arm_idx])
-            torque[self.arm_idx] = out.torque
-            torque[self.head_idx] = self.head.tick(PERIOD, q[self.head_idx], qd[self.head_idx])
-            self._out = out
+                self._restart(state)
+            self._supervise_zero_g(state)
+            for monitor in self.monitors:
+                halt = monitor.update(state, self.active)
+                if halt is not None:
+                    self._on_halt(halt, state)
+            active = self.active
+            if active.command_timeout and self.now - self._last_command > self.arm.timeout:
+                self.timeouts += 1
+                self._switch(self.hold, state, self._out)
+                active = self.hold
+            out = active.update(state)
+            tau, interaction = out.torque, None
+            for additive in self.additives:
+                extra = additive.update(state, active, out)
+                if extra is not None:
+                    tau = tau + extra
+                    if additive.interaction:
+                        interaction = extra if interaction is None else interaction + extra
+            torque[:7] = clip(tau, -self.arm.effort_limit, self.arm.effort_limit)
+            torque[7] = self.head.tick(PERIOD, state.q_head, state.qd_head)
+            self._out, self._interaction = out, interaction
         elif not self.boards.brakes:
             self.boards.set_brakes(True)
-            self._out = None
+            self._out = self._interaction = None
+            self._resume = None
         self.boards.write(torque)
         self.boards.advance(PERIOD)
         self.tick_count += 1
@@ -212,20 +374,34 @@ class RealtimeCore:
         put('effort', r.effort)
         out = self._out
         if out is not None:
-            put('cmd_p', out.commanded_position)
-            put('cmd_v', out.commanded_velocity)
-            put('cmd_a', out.commanded_acceleration)
-            put('cmd_effort', out.commanded_effort)
+            put('cmd_p', out.position)
+            put('cmd_v', out.velocity)
+            put('cmd_a', out.acceleration)
+            put('cmd_effort', out.effort)
             put('controlled', 1.0)
-            put('suppressed', float(out.gravity_suppressed))
+            if self._interaction is not None:
+                put('interaction', self._interaction)
         else:                               # brakes on: nothing commanded
-            put('cmd_p', r.position[self.arm_idx])
+            put('cmd_p', r.position[:7])
         for name in ('enabled', 'stopped', 'error', 'homed', 'low_voltage'):
             put(name, float(getattr(st, name)))
         put('estop_button', st.estop_button)
         put('estop_source', st.estop_source)
-        put('head_turning', float(self.head.turning(r.position[self.head_idx])))
+        put('head_turning', float(self.head.turning(r.position[7])))
         put('pan_mode', self.head.pan_mode)
-        put('collision', float(self.collision))
-        put('timeouts', self.control.timeouts)
+        put('controller', CONTROLLER_NAMES.index(self.active.name))
+        put('cuff', float(any(self._cuff.values())))
+        halted = out is not None and self.now < self._halt_until
+        put('collision', float(halted))
+        put('halt_left', max(0.0, self._halt_until - self.now) if halted else 0.0)
+        put('timeouts', self.timeouts)
+        for what in SUPPRESS_TOPICS.values():
+            put('suppress.' + what, float(self.suppressions.active(what, self.now)))
+        contacts = getattr(self.boards, 'contact_count', None)
+        if contacts is not None:
+            put('contacts', contacts())
+        for stage in self._stages:
+            if stage.state_fields:
+                prefix = stage.name + '.'
+                stage.report(lambda name, value, prefix=prefix: put(prefix + name, value))
         return v

@@ -4,7 +4,9 @@ Rethink's loop is a realtime thread that no other work can hold off; in Python t
 equivalent is a process of its own (one thread, no GIL to wait for), under SCHED_FIFO when
 pacing by the wall clock. The ROS adapter starts it with `start()` and talks over a pipe:
 
-  adapter → core   ('call', reply_id or None, method, args)   applied before the next tick
+  adapter → core   ('cmd', reply_id or None, command)        a typed command
+                                                                 (control.commands), applied
+                                                                 before the next tick
                    ('published', tick)                           under sim time: the state
                                                                  of that tick is out
                    ('quit',)
@@ -102,12 +104,12 @@ def _grow_send_buffer(conn):
 
 def main(conn, config):
     """config: urdf, backend, q_arm, q_head, enabled, sim_time, speed (inf = max),
-    priority, tick_log."""
+    priority, tick_log, options (stage name → {key: value})."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)      # the adapter decides when to stop
     try:
         model = RobotModel(config['urdf']) if config.get('urdf') else RobotModel.from_file()
         core = RealtimeCore(model, config.get('backend', 'embedded'), config['q_arm'],
-                            config['q_head'], config.get('enabled', True))
+                            config['q_head'], config.get('enabled', True), config.get('options'))
     except Exception as exc:  # noqa: BLE001 - the adapter reports it and exits
         conn.send(('failed', '%s: %s' % (type(exc).__name__, exc)))
         return
@@ -157,7 +159,7 @@ def _loop(conn, core, stats, sim_time, clock_every, wall_period):
         stats.add(t1 - t0, wall_period > 0 and ((t1 - t0) > PERIOD or late > PERIOD), max(0.0, late))
         if n % STATS_EVERY == 0:
             summary = stats.summary()
-            summary['command_timeouts'] = core.control.timeouts
+            summary['command_timeouts'] = core.timeouts
             conn.send(('stats', summary))
         if wall_period > 0.0:
             pacer.wait()
@@ -237,12 +239,14 @@ def _receive(conn, poller, core, published, timeout=0.0):
 
 
 def _apply(core, conn, msg):
-    _, reply_id, method, args = msg
+    """('cmd', reply_id, command): core.apply(command), its result sent back when asked."""
+    reply_id, command = msg[1], msg[2]
     try:
-        result = getattr(core, method)(*args)
+        result = core.apply(command)
     except Exception as exc:  # noqa: BLE001 - a bad request must never stop the loop
+        kind = type(command).__name__
         result = (False, '%s: %s' % (type(exc).__name__, exc))
-        core._log('error', 'call-' + method, '%s failed: %s' % (method, result[1]))
+        core._log('error', 'cmd-' + kind, '%s failed: %s' % (kind, result[1]))
     if reply_id is not None:
         conn.send(('reply', reply_id, result))
 

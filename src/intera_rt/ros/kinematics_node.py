@@ -29,11 +29,12 @@ from intera_core_msgs.srv import (SolvePositionFK, SolvePositionFKResponse, Solv
                                   SolvePositionIKResponse)
 from sensor_msgs.msg import JointState
 
-from intera_rt.model import ARM_JOINTS, HEAD_JOINTS, RobotModel
+from intera_rt.model import RobotModel
 from intera_rt.model.collision import CollisionModel, CollisionModelError
 from intera_rt.model.ik import (DEFAULT_NULLSPACE_GAIN, IK_ENDPOINT_DOES_NOT_EXIST, IK_FAILED,
                                 IKInputError, IKSolver, UnknownTipError, joint_values,
                                 validate_pose)
+from intera_rt.robot import ARM_JOINTS, HEAD_JOINTS, NEUTRAL
 
 SERVICE_NS = '/ExternalTools/right/PositionKinematicsNode/'
 DEFAULT_TIP = 'right_hand'
@@ -41,7 +42,6 @@ BASE_FRAMES = ('', 'base')
 TF_WAIT = 0.3                 # s (wall clock) to wait for a transform before failing the entry
 TF_CONNECT = 3.0              # s (wall clock) /tf may take to connect after its first use
 RELOAD_EVERY = 1.0            # s between re-reads of /robot_description for unknown tips
-NEUTRAL = [0.0, -1.18, 0.0, 2.18, 0.0, 0.57, 3.3161]
 
 
 class FrameError(ValueError):
@@ -74,8 +74,7 @@ class PositionKinematicsNode:
             self.kin = Kinematics(RobotModel.from_file().urdf_xml)
         else:
             self.kin = Kinematics(xml)
-        neutral = rospy.get_param('/named_poses/right/poses/neutral', NEUTRAL)
-        self._current = dict(zip(ARM_JOINTS, [float(v) for v in neutral]))
+        self._current = dict(zip(ARM_JOINTS, NEUTRAL))
         self._current[HEAD_JOINTS[0]] = 0.0
         self._have_joint_states = False
         # /tf is heard only once a request names a frame other than base: until then the

@@ -47,7 +47,7 @@ from intera_motion_msgs.msg import (InterpolatedPath, MotionCommandAction, Motio
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Empty
 
-from intera_rt.model import ARM_JOINTS, RobotModel
+from intera_rt.model import RobotModel
 from intera_rt.motion import analysis as motion_analysis
 from intera_rt.motion.errors import (CONTROLLER_NOT_FOLLOWING, ENDPOINT_DOES_NOT_EXIST,
                                      HAVE_NOT_REACHED_FIRST_WAYPOINT, INVALID_TRAJECTORY_MESSAGE,
@@ -55,12 +55,12 @@ from intera_rt.motion.errors import (CONTROLLER_NOT_FOLLOWING, ENDPOINT_DOES_NOT
 from intera_rt.motion.execution import Measurement, Tracker
 from intera_rt.motion.geometry import matrix_to_quat
 from intera_rt.motion.planner import MotionPlanner
+from intera_rt.robot import ARM_JOINTS, NEUTRAL, SUPPRESS_WINDOW
 
 ACTION = '/motion/motion_command'
 NS = '/robot/limb/right/'
 RATE = 200.0                    # Hz, setpoints while moving
 FEEDBACK_EVERY = 10             # ticks (20 Hz)
-SUPPRESS_WINDOW = 0.2           # s: suppress_collision_avoidance must arrive at ≥ 5 Hz
 RELOAD_EVERY = 1.0              # s between re-reads of /robot_description
 STATE_TIMEOUT = 2.0             # s to wait for /robot/joint_states before refusing a start
 IDLE_TIMEOUT = 10.0             # s to wait for a running motion to stop before a new start
@@ -93,7 +93,7 @@ class Model:
         """Plan a small JOINT and CARTESIAN move once, so the first goal does not pay for
         first-call costs (imports, solver set-up, caches)."""
         from intera_motion_msgs.msg import Trajectory, Waypoint
-        q0 = np.array([0.0, -1.18, 0.0, 2.18, 0.0, 0.57, 3.3161])
+        q0 = np.array(NEUTRAL)
         try:
             for interp in ('JOINT', 'CARTESIAN'):
                 t = Trajectory(joint_names=list(ARM_JOINTS))

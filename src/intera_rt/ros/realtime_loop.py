@@ -1,17 +1,21 @@
 """realtime_loop: the node that owns the arm.
 
-The 1 kHz loop itself (joint boards → robot state machine → joint controller → torques)
-runs in a process of its own, intera_rt.realtime.process, so that rospy's threads never
-hold it off a tick. This node is its ROS adapter: subscriptions and the sim-control
-services become calls the core applies between two ticks (every input takes effect at a
-tick boundary: deterministic under sim time); the state the core sends every 10 ticks
-becomes the robot's state topics.
+The 1 kHz loop itself (joint boards → monitors → the active controller → additive torques
+→ joint boards) runs in a process of its own, intera_rt.realtime.process, so that rospy's
+threads never hold it off a tick. This node is its ROS adapter: subscriptions and the
+sim-control services become typed commands (control.commands) the core applies between two
+ticks (every input takes effect at a tick boundary: deterministic under sim time); the state
+the core sends every 10 ticks becomes the robot's state topics.
+
+Zero-G input: the cuff's grasp (right_cuff in /io/robot/cuff/state) and the navigator's
+circle buttons (/io/robot/navigator/state), as the IO devices report them.
 
 Pacing: wall clock by default; with /use_sim_time the loop is the clock — the core
 advances 1 ms of sim time per tick at `~speed` × real time (`max`: flat out) and this node
 publishes /clock.
 """
 import itertools
+import json
 import math
 import os
 import struct
@@ -23,25 +27,30 @@ import numpy as np
 import rospy
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 from geometry_msgs.msg import Point, Pose, Quaternion, Twist, Vector3, Wrench
-from intera_core_msgs.msg import (CollisionDetectionState, EndpointState, EndpointStates,
-                                  HeadPanCommand, HeadState, HomingCommand, HomingState,
-                                  InteractionControlCommand, JointCommand, JointLimits,
+from intera_core_msgs.msg import (CollisionAvoidanceState, CollisionDetectionState,
+                                  EndpointState, EndpointStates, HeadPanCommand, HeadState,
+                                  HomingCommand, HomingState, InteractionControlCommand,
+                                  IODeviceStatus, JointCommand, JointLimits,
                                   RobotAssemblyState, SEAJointState)
-from intera_rt_msgs.srv import (ApplyWrench, ApplyWrenchResponse, SetJointPositions,
-                                SetJointPositionsResponse)
+from intera_rt_msgs.msg import RealtimeState
+from intera_rt_msgs.srv import (AddObstacle, AddObstacleResponse, ApplyWrench,
+                                ApplyWrenchResponse, RemoveObstacle, RemoveObstacleResponse,
+                                SetJointPositions, SetJointPositionsResponse)
 from rosgraph_msgs.msg import Clock
 from sensor_msgs.msg import Image, JointState
 from std_msgs.msg import Bool, Empty, Float64, Header
 from std_srvs.srv import SetBool, SetBoolResponse
 
 from intera_rt.boards import check_backend
+from intera_rt.control import commands as cmds
 from intera_rt.control import model_effort
-from intera_rt.model import ARM_JOINTS, HEAD_JOINTS, RobotModel
+from intera_rt.control.registry import ADDITIVES, CONTROLLERS, MONITORS
+from intera_rt.model import RobotModel
 from intera_rt.realtime import process as rt_process
-from intera_rt.realtime.core import PERIOD, state_field
+from intera_rt.realtime.core import CONTROLLER_NAMES, PERIOD, STATE_SLICES, state_field
+from intera_rt.robot import (ARM_JOINTS, BOARD_JOINTS, HEAD_JOINTS, HEAD_NAMED_POSES,
+                             NAMED_POSES, SUPPRESS_TOPICS)
 from intera_rt.ros.direct import SerializedMessage, Throttle, periodic_publisher, wire_string
-
-BOARD_JOINTS = ARM_JOINTS + HEAD_JOINTS             # the core's joint order
 # Joint order of /robot/joint_states (documented in README): head first, as the robot does.
 JOINT_STATE_ORDER = HEAD_JOINTS + ARM_JOINTS
 _JS_INDEX = [BOARD_JOINTS.index(n) for n in JOINT_STATE_ORDER]
@@ -50,11 +59,14 @@ _JS_NAMES = _JS_COUNT + b''.join(wire_string(n) for n in JOINT_STATE_ORDER)
 TIP_NAMES = ('right_hand', 'right_hand_camera')
 SIM_NS = '/intera_rt/sim/'
 WRENCH_DAMPING = 1e-6                 # λ² of the endpoint wrench's damped least squares
+# Zero-G inputs: the cuff's grasp, and the navigators' circle buttons (seed 000).
+CUFF_SIGNALS = ('right_cuff',)
+NAVIGATOR_SIGNALS = ('right_button_circle', 'head_button_circle')
 CALL_TIMEOUT = 10.0                   # s a sim-control service waits for the core
 BOOT_TIMEOUT = 60.0                   # s the core may take to build its model
 
 
-def parse_pose(text, named):
+def parse_pose(text, named=NAMED_POSES):
     """'neutral' / 'shipping' / 7 comma- or space-separated angles → 7 floats."""
     text = str(text).strip()
     if text in named:
@@ -69,6 +81,16 @@ def parse_pose(text, named):
     return values
 
 
+def _signal_value(signal):
+    """An IO signal's value: the first element of its JSON `data` array (None if empty or
+    unreadable)."""
+    try:
+        data = json.loads(signal.data)
+    except (TypeError, ValueError):
+        return None
+    return data[0] if isinstance(data, list) and data else None
+
+
 class RealtimeLoop:
     def __init__(self):
         self.log_throttled = Throttle()
@@ -81,16 +103,16 @@ class RealtimeLoop:
         check_backend(backend)            # before spawning the core: a clear error at once
         urdf = rospy.get_param('/robot_description', None)
         self.model = RobotModel(urdf) if urdf else RobotModel.from_file()
-        named = rospy.get_param('/named_poses/right/poses', {})
-        q_arm = parse_pose(rospy.get_param('~pose', 'neutral'), named)
+        q_arm = parse_pose(rospy.get_param('~pose', 'neutral'))
         lim = self.model.limit_arrays(ARM_JOINTS)
         for name, v, lo, hi in zip(ARM_JOINTS, q_arm, lim['lower'], lim['upper']):
             if not lo <= v <= hi:
                 raise ValueError('pose: %s = %.4f is outside its limits [%.4f, %.4f]' % (name, v, lo, hi))
-        q_head = float(rospy.get_param('/named_poses/head/poses/neutral', [0.0])[0])
+        q_head = HEAD_NAMED_POSES['neutral']
         # The model terms SEAJointState reports are computed here, off the realtime path.
         self._armature = self.model.limit_arrays(ARM_JOINTS)['armature']
         self.head_display = None        # last image sent to the head screen
+        self._zero_g_inputs = {}         # device → pressed, as last sent to the core
         self._state = None               # the core's latest state vector
         self._state_wall = 0.0           # wall time of that state's tick
         self._joint_state_seq = 0        # header.seq of /robot/joint_states
@@ -100,7 +122,7 @@ class RealtimeLoop:
         self._send_lock = threading.Lock()
         self._reply_cond = threading.Condition()
         self.proc, self.conn = rt_process.start(dict(
-            urdf=urdf, backend=backend, q_arm=q_arm, q_head=q_head,
+            urdf=urdf, backend=backend, q_arm=q_arm, q_head=q_head, options=self._stage_options(),
             enabled=not rospy.get_param('~disabled', False), sim_time=self.sim_time,
             speed=self.speed, priority=int(rospy.get_param('~realtime_priority', 50)),
             tick_log=rospy.get_param('~tick_log', os.environ.get('INTERA_RT_TICK_LOG', ''))))
@@ -118,16 +140,32 @@ class RealtimeLoop:
                       self.proc.pid, ready[2])
         self._setup_ros()
 
+    @staticmethod
+    def _stage_options():
+        """Each stage's options: the private parameter named after it (a dict, e.g.
+        ~collision_detection/squish_threshold), plus the avoidance shapes the robot serves."""
+        options = {}
+        for stage in MONITORS + ADDITIVES + CONTROLLERS:
+            value = rospy.get_param('~' + stage.name, {})
+            if not isinstance(value, dict):
+                raise ValueError('~%s must be a dictionary of options, got %r' % (stage.name, value))
+            options[stage.name] = dict(value)
+        armnav = rospy.get_param('/robot/armnav_robot_description', None)
+        if armnav:
+            options.setdefault('collision_avoidance', {}).setdefault('armnav_urdf', armnav)
+        return options
+
     # --- talking to the core ---------------------------------------------------------
-    def _send(self, method, *args, reply=False):
+    def _send(self, command, reply=False):
+        """Send a typed command (control.commands) to the core."""
         reply_id = next(self._reply_ids) if reply else None
         with self._send_lock:
-            self.conn.send(('call', reply_id, method, args))
+            self.conn.send(('cmd', reply_id, command))
         return reply_id
 
-    def _call(self, method, *args):
-        """Apply `method(*args)` in the core and return its (success, message)."""
-        reply_id = self._send(method, *args, reply=True)
+    def _call(self, command):
+        """Apply a sim-control command in the core and return its (success, message)."""
+        reply_id = self._send(command, reply=True)
         deadline = time.monotonic() + CALL_TIMEOUT
         with self._reply_cond:
             while reply_id not in self._replies:
@@ -157,6 +195,8 @@ class RealtimeLoop:
         self.pub_tips = periodic(ns + 'tip_states', EndpointStates, tcp_nodelay=True)
         self.pub_sea = periodic(ns + 'gravity_compensation_torques', SEAJointState, tcp_nodelay=True)
         self.pub_collision = periodic(ns + 'collision_detection_state', CollisionDetectionState)
+        self.pub_avoidance = periodic(ns + 'collision_avoidance_state', CollisionAvoidanceState)
+        self.pub_realtime = periodic('/intera_rt/realtime_state', RealtimeState)
         self.pub_head = periodic('/robot/head/head_state', HeadState)
         self.pub_homing = pub('/robot/homing_states', HomingState, queue_size=10, latch=True)
         self.pub_diag = pub('/diagnostics', DiagnosticArray, queue_size=10)
@@ -166,35 +206,43 @@ class RealtimeLoop:
         self.pub_homing.publish(HomingState(name=list(ARM_JOINTS), state=[HomingState.HOMED] * 7))
 
         sub = rospy.Subscriber
-        sub('/robot/set_super_enable', Bool, lambda m: self._send('set_enable', m.data), queue_size=10)
-        sub('/robot/set_super_stop', Empty, lambda _: self._send('stop'), queue_size=10)
-        sub('/robot/set_super_reset', Empty, lambda _: self._send('reset'), queue_size=10)
+        send = self._send
+        sub('/robot/set_super_enable', Bool, lambda m: send(cmds.SetEnable(m.data)), queue_size=10)
+        sub('/robot/set_super_stop', Empty, lambda _: send(cmds.Stop()), queue_size=10)
+        sub('/robot/set_super_reset', Empty, lambda _: send(cmds.Reset()), queue_size=10)
         sub('/robot/set_homing_mode', HomingCommand, self._on_homing, queue_size=10)
         sub(ns + 'joint_command', JointCommand, self._on_joint_command, queue_size=20,
             tcp_nodelay=True)
-        sub(ns + 'joint_command_timeout', Float64, lambda m: self._send('set_timeout', m.data),
+        sub(ns + 'joint_command_timeout', Float64, lambda m: send(cmds.SetTimeout(m.data)),
             queue_size=10)
-        sub(ns + 'set_speed_ratio', Float64, lambda m: self._send('set_speed_ratio', m.data),
+        sub(ns + 'set_speed_ratio', Float64, lambda m: send(cmds.SetSpeedRatio(m.data)),
             queue_size=10)
-        sub(ns + 'suppress_gravity_compensation', Empty, lambda _: self._send('suppress_gravity'),
-            queue_size=10)
+        for topic, what in SUPPRESS_TOPICS.items():
+            sub(ns + topic, Empty, lambda _, what=what: send(cmds.Suppress(what)), queue_size=10)
         sub('/robot/head/command_head_pan', HeadPanCommand, self._on_head, queue_size=10)
         sub('/robot/head_display', Image, self._on_head_display, queue_size=2)
-        # Accepted now so clients work; cuff zero-G and interaction control come later.
-        sub(ns + 'suppress_cuff_interaction', Empty, lambda _: self._send('suppress_cuff'),
-            queue_size=10)
         sub(ns + 'interaction_control_command', InteractionControlCommand, self._on_interaction,
             queue_size=10)
-        # Sim control (one namespace): E-stop button, error, external wrench, pose reset.
+        # Zero-G inputs, as the IO devices report them.
+        sub('/io/robot/cuff/state', IODeviceStatus,
+            lambda m: self._on_zero_g_input('cuff', m, CUFF_SIGNALS), queue_size=10)
+        sub('/io/robot/navigator/state', IODeviceStatus,
+            lambda m: self._on_zero_g_input('navigator', m, NAVIGATOR_SIGNALS), queue_size=10)
+        # Sim control (one namespace): E-stop button, error, external wrench, pose reset,
+        # obstacles.
         if self.simulated:
+            call = self._call
             rospy.Service(SIM_NS + 'estop_button', SetBool,
-                          lambda r: SetBoolResponse(*self._call('sim_estop', r.data)))
+                          lambda r: SetBoolResponse(*call(cmds.SimEstop(r.data))))
             rospy.Service(SIM_NS + 'error', SetBool,
-                          lambda r: SetBoolResponse(*self._call('sim_error', r.data)))
+                          lambda r: SetBoolResponse(*call(cmds.SimError(r.data))))
             rospy.Service(SIM_NS + 'apply_wrench', ApplyWrench, self._sim_wrench)
             rospy.Service(SIM_NS + 'set_joint_positions', SetJointPositions,
                           lambda r: SetJointPositionsResponse(
-                              *self._call('sim_positions', list(r.names), list(r.positions))))
+                              *call(cmds.SimJointPositions(tuple(r.names), tuple(r.positions)))))
+            rospy.Service(SIM_NS + 'add_obstacle', AddObstacle, self._sim_add_obstacle)
+            rospy.Service(SIM_NS + 'remove_obstacle', RemoveObstacle,
+                          lambda r: RemoveObstacleResponse(*call(cmds.SimRemoveObstacle(r.name))))
 
     # --- inputs -----------------------------------------------------------------------
     def _on_homing(self, msg):
@@ -205,12 +253,13 @@ class RealtimeLoop:
         stamp = msg.header.stamp
         # header.stamp in loop time (loop time = ROS time under sim time; offset otherwise).
         t_cmd = None if stamp.is_zero() else stamp.to_sec() - self.loop_time_offset()
-        self._send('joint_command', msg.mode, list(msg.names), list(msg.position), list(msg.velocity),
-                   list(msg.acceleration), list(msg.effort), t_cmd)
+        self._send(cmds.JointCommand(msg.mode, tuple(msg.names), tuple(msg.position),
+                                     tuple(msg.velocity), tuple(msg.acceleration),
+                                     tuple(msg.effort), t_cmd))
 
     def _on_head(self, msg):
-        self._send('head_command', msg.target, msg.speed_ratio,
-                   None if msg.pan_mode == HeadPanCommand.NO_MODE_CHANGE else msg.pan_mode)
+        self._send(cmds.HeadCommand(msg.target, msg.speed_ratio,
+                                    None if msg.pan_mode == HeadPanCommand.NO_MODE_CHANGE else msg.pan_mode))
 
     def _on_head_display(self, msg):
         self.head_display = msg
@@ -223,10 +272,25 @@ class RealtimeLoop:
                                'interaction_control_command accepted, but interaction control is not '
                                'implemented yet: the arm stays position-controlled')
 
+    def _on_zero_g_input(self, source, msg, signals):
+        """A device state: any of `signals` nonzero asks for zero-G (the core decides)."""
+        pressed = False
+        for sig in msg.signals:
+            if sig.name in signals:
+                pressed = pressed or _signal_value(sig) not in (None, 0, False)
+        if pressed != self._zero_g_inputs.get(source):
+            self._zero_g_inputs[source] = pressed
+            self._send(cmds.CuffInput(source, pressed))
+
     def _sim_wrench(self, req):
         w = req.wrench
-        values = [w.force.x, w.force.y, w.force.z, w.torque.x, w.torque.y, w.torque.z]
-        return ApplyWrenchResponse(*self._call('sim_wrench', req.link, values, req.duration))
+        values = (w.force.x, w.force.y, w.force.z, w.torque.x, w.torque.y, w.torque.z)
+        return ApplyWrenchResponse(*self._call(cmds.SimWrench(req.link, values, req.duration)))
+
+    def _sim_add_obstacle(self, req):
+        p, o = req.pose.position, req.pose.orientation
+        return AddObstacleResponse(*self._call(cmds.SimAddObstacle(
+            req.name, req.shape, (p.x, p.y, p.z), (o.x, o.y, o.z, o.w), tuple(req.size))))
 
     # --- outputs ------------------------------------------------------------------------
     def run(self):
@@ -318,6 +382,11 @@ class RealtimeLoop:
         if wanted(self.pub_collision):
             self.pub_collision.publish(CollisionDetectionState(
                 header=header, collision_state=bool(self._field('collision'))))
+        if wanted(self.pub_avoidance):
+            self.pub_avoidance.publish(CollisionAvoidanceState(
+                header=header, other_arm=False, collision_object=self._avoidance_objects()))
+        if wanted(self.pub_realtime):
+            self.pub_realtime.publish(self._realtime_state_msg(header))
 
     def _joint_state_msg(self, header):
         """/robot/joint_states in its wire form (the most listened-to state: its latency is
@@ -362,25 +431,56 @@ class RealtimeLoop:
                                   estop_source=int(f('estop_source')))
 
     def _sea_msg(self, header):
+        """SEAJointState as seed 000 defines its fields: gravity_only is the model's gravity
+        torque (even while suppressed), gravity_model_effort what was applied of the model
+        terms, interaction_torque what the plugins added (collision avoidance, ...)."""
         f = self._field
         q, qd, eff = f('q')[:7], f('qd')[:7], f('effort')[:7]
         zeros = [0.0] * 7
         msg = SEAJointState(header=header, name=list(ARM_JOINTS),
                             actual_position=q.tolist(), actual_velocity=qd.tolist(),
-                            actual_effort=eff.tolist(), interaction_torque=zeros,
+                            actual_effort=eff.tolist(), interaction_torque=f('interaction').tolist(),
                             hysteresis_model_effort=zeros, crosstalk_model_effort=zeros,
                             commanded_position=f('cmd_p').tolist(),
                             commanded_velocity=f('cmd_v').tolist(),
                             commanded_acceleration=f('cmd_a').tolist(),
                             commanded_effort=f('cmd_effort').tolist())
         if f('controlled'):
-            ff, gravity = model_effort(self.model.arm_dynamics, self._armature, q, qd, f('cmd_a'),
-                                       bool(f('suppressed')))
-            msg.gravity_model_effort, msg.gravity_only = ff.tolist(), gravity.tolist()
+            applied, gravity = model_effort(self.model.arm_dynamics, self._armature, q, f('cmd_a'),
+                                            bool(f('gravity_compensation.suppressed')))
+            msg.gravity_model_effort, msg.gravity_only = applied.tolist(), gravity.tolist()
         else:                                  # brakes on: nothing commanded
             gravity = self.model.arm_dynamics.gravity(q).tolist()
-            msg.gravity_model_effort, msg.gravity_only = gravity, gravity
+            msg.gravity_model_effort, msg.gravity_only = zeros, gravity
         return msg
+
+    def _optional(self, name, default=0.0):
+        """A stage's state field, or `default` when that stage is not registered."""
+        return self._field(name) if name in STATE_SLICES else default
+
+    def _avoidance_objects(self):
+        names = getattr(self, '_avoidance_names', None)
+        if names is None or not self._optional('collision_avoidance.active'):
+            return []
+        return names(self._state)
+
+    def _realtime_state_msg(self, header):
+        f, opt = self._field, self._optional
+        controller = CONTROLLER_NAMES[int(f('controller'))]
+        detected = opt('collision_detection.detected_at')
+        return RealtimeState(
+            header=header, controller=controller, zero_g=controller == 'zero_g',
+            cuff=bool(f('cuff')),
+            suppressed=[what for what in SUPPRESS_TOPICS.values() if f('suppress.' + what)],
+            collision_avoidance_active=bool(opt('collision_avoidance.active')),
+            collision_avoidance_torque=list(opt('collision_avoidance.torque', np.zeros(7))),
+            collision=bool(f('collision')), impact=bool(opt('collision_detection.impact')),
+            squish=bool(opt('collision_detection.squish')),
+            hand_overwrench=bool(opt('collision_detection.hand_overwrench')),
+            halt_remaining=f('halt_left'),
+            last_detection=rospy.Time.from_sec(detected + self.loop_time_offset()) if detected else rospy.Time(),
+            external_torque=list(opt('collision_detection.external_torque', np.zeros(7))),
+            sim_contacts=int(f('contacts')))
 
     def _head_state_msg(self):
         return HeadState(pan=float(self._field('q')[7]), isTurning=bool(self._field('head_turning')),

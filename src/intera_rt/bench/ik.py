@@ -1,6 +1,6 @@
 """IK benchmark: success rate and in-process solve times of the IK core.
 
-    scripts/env python -m intera_rt.bench_ik      # prints the run() dict as JSON
+    scripts/env python -m intera_rt.bench.ik      # prints the run() dict as JSON
 
 Poses are the right_hand FK of random configurations uniform within the joint limits
 (seeded); each is solved with SEED_AUTO from current = neutral, as the IK service would.
@@ -17,12 +17,13 @@ import time
 
 import numpy as np
 
+from intera_rt import robot
 from intera_rt.model import RobotModel
 from intera_rt.model.collision import CollisionModel
 from intera_rt.model.ik import (ORIENTATION_TOLERANCE, POSITION_TOLERANCE, SEED_AUTO,
                                 IKSolver)
 
-NEUTRAL = np.array([0.0, -1.18, 0.0, 2.18, 0.0, 0.57, 3.3161])
+NEUTRAL = np.array(robot.NEUTRAL)
 TIP = 'right_hand'
 
 

@@ -1,6 +1,6 @@
 """Motion controller benchmark, in-process (and one measurement through ROS):
 
-    scripts/env python -m intera_rt.bench_motion [--runs N] [--seed S]
+    scripts/env python -m intera_rt.bench.motion [--runs N] [--seed S]
 
 run() → dict (printed as JSON):
 
@@ -34,6 +34,7 @@ import time
 
 import numpy as np
 
+from intera_rt import robot
 from intera_rt.model import ARM_JOINTS, RobotModel
 from intera_rt.model.collision import CollisionModel
 from intera_rt.motion import analysis
@@ -42,7 +43,7 @@ from intera_rt.motion.geometry import matrix_to_quat, quat_mul, rotvec_to_quat
 from intera_rt.motion.joint_planner import JERK_TIME
 from intera_rt.motion.planner import MotionPlanner
 
-NEUTRAL = np.array([0.0, -1.18, 0.0, 2.18, 0.0, 0.57, 3.3161])
+NEUTRAL = np.array(robot.NEUTRAL)
 BIAS = [0.0, -0.9, 0.0, 1.8, 0.0, -0.9, 0.0]
 FAST = [7.0, 5.0, 8.0, 8.0, 8.0, 8.0, 8.0]
 DOWN = (0.0, 1.0, 0.0, 0.0)

@@ -1,7 +1,7 @@
 """Benchmark: how closely the arm follows a MoveIt-like trajectory sent to the joint
 trajectory action server (position_w_id mode, the default).
 
-    scripts/env python -m intera_rt.bench_jtas [--master URI] [--speed X] [--duration S]
+    scripts/env python -m intera_rt.bench.jtas [--master URI] [--speed X] [--duration S]
 
 Without --master it boots its own robot (scripts/sawyer --sim-time --speed X, default 0.5,
 on a private ROS master) and stops it afterwards; with --master it uses that robot (whose
@@ -145,7 +145,7 @@ def run(master_uri=None, speed=0.5, duration=4.0):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(prog='python -m intera_rt.bench_jtas',
+    parser = argparse.ArgumentParser(prog='python -m intera_rt.bench.jtas',
                                      description=__doc__.split('\n\n')[0])
     parser.add_argument('--master', help='use the robot at this ROS master instead of booting one')
     parser.add_argument('--speed', type=float, default=0.5,

@@ -1,0 +1,94 @@
+"""What the arm's controllers share: right_j0..6's limits and model terms, the settings
+clients change (speed ratio), the computed-torque law that tracks a joint reference, and the
+acceleration-limited step the position references move by."""
+import math
+
+import numpy as np
+
+from intera_rt.control.base import CommandRejected
+from intera_rt.numeric import clip
+from intera_rt.robot import ARM_JOINTS
+
+DEFAULT_SPEED_RATIO = 0.3      # set_speed_ratio's default on the robot
+DEFAULT_TIMEOUT = 0.2          # s, joint_command_timeout's default on the robot
+MAX_TIMEOUT = 1.0              # s: longer timeouts are clamped (a lost client must stop the arm)
+SETTLE_SNAP = 1e-5             # rad: a position reference lands on its target below this
+LIMIT_SLACK = 1e-6             # rad a commanded position may exceed a joint limit by (float noise)
+
+
+class Arm:
+    """right_j0..6 as the controllers see them. One per core; controllers keep a reference."""
+
+    def __init__(self, model, omega=40.0, zeta=1.0):
+        self.names = list(ARM_JOINTS)
+        self.index = {n: i for i, n in enumerate(self.names)}
+        self.dynamics = model.arm_dynamics           # Pinocchio, the KDL chain's model
+        lim = model.limit_arrays(self.names)
+        self.lower, self.upper = lim['lower'], lim['upper']
+        self.vel_limit, self.acc_limit = lim['velocity'], lim['accel']
+        self.effort_limit, self.armature = lim['effort'], lim['armature']
+        self.kp = omega * omega
+        self.kd = 2.0 * zeta * omega
+        self.speed_ratio = DEFAULT_SPEED_RATIO
+        self.timeout = DEFAULT_TIMEOUT
+
+    def set_timeout(self, seconds):
+        """joint_command_timeout: clamped to (0, 1] s; returns the value in force."""
+        if not math.isfinite(seconds) or seconds <= 0.0:
+            raise CommandRejected('joint_command_timeout must be a finite number > 0, got %r'
+                                  % seconds, 'timeout')
+        self.timeout = min(MAX_TIMEOUT, float(seconds))
+        return self.timeout
+
+    def set_speed_ratio(self, ratio):
+        """set_speed_ratio: a fraction of the velocity limits for POSITION_MODE moves. Values
+        outside [0, 1] are clipped; returns the value in force."""
+        if not math.isfinite(ratio):
+            raise CommandRejected('set_speed_ratio must be finite, got %r' % ratio, 'speed-ratio')
+        self.speed_ratio = min(1.0, max(0.0, float(ratio)))
+        return self.speed_ratio
+
+    def track(self, state, p, v, a):
+        """Computed torque tracking the reference (p, v, a): u = a + Kp·e + Kd·ė,
+        τ = M(q)·u + C(q, q̇)·q̇ (+ each drive's reflected inertia), gravity left out (gravity
+        compensation adds it)."""
+        q, qd = state.q, state.qd
+        u = a + self.kp * (p - q) + self.kd * (v - qd)
+        return self.dynamics.inverse_dynamics(q, qd, u) + self.armature * u - state.gravity()
+
+    def stop_point(self, p, v):
+        """Where a reference at (p, v) comes to rest braking at the acceleration limits,
+        within the joint limits."""
+        return clip(p + v * np.abs(v) / (2.0 * self.acc_limit), self.lower, self.upper)
+
+
+def trapezoid_step(p, v, target, vmax, amax, dt):
+    """One step of an online, acceleration-limited approach to `target` (per joint).
+    Returns the new (p, v, a)."""
+    d = target - p
+    v_des = np.sign(d) * np.minimum(vmax, np.sqrt(2.0 * amax * np.abs(d)))
+    v_new = v + clip(v_des - v, -amax * dt, amax * dt)
+    p_new = p + 0.5 * (v + v_new) * dt
+    # Land exactly on the target instead of dithering around it.
+    done = (np.abs(target - p_new) < np.maximum(SETTLE_SNAP, amax * dt * dt)) & \
+        (np.abs(v_new) <= amax * dt)
+    overshoot = np.sign(target - p_new) != np.sign(d)
+    land = done | (overshoot & (np.abs(v_new) <= 2.0 * amax * dt))
+    p_new = np.where(land, target, p_new)
+    v_new = np.where(land, 0.0, v_new)
+    return p_new, v_new, (v_new - v) / dt
+
+
+def model_effort(dynamics, armature, q, a_ref, gravity_suppressed):
+    """SEAJointState's model terms, (gravity_model_effort, gravity_only): what was applied
+    of the model torques — gravity, unless suppressed, plus the inertial feed-forward of the
+    reference acceleration M(q)·a_ref (zero in torque mode and zero-G, which track none) —
+    and the model's gravity torque itself, reported even while suppressed (seed 000: the
+    torque holding the arm still would take). Computed by whoever publishes them (100 Hz),
+    not on the 1 kHz path."""
+    gravity = dynamics.gravity(q)
+    if np.count_nonzero(a_ref):
+        inertial = dynamics.inverse_dynamics(q, np.zeros(len(q)), a_ref) - gravity + armature * a_ref
+    else:
+        inertial = np.zeros(len(q))
+    return (inertial if gravity_suppressed else inertial + gravity), gravity

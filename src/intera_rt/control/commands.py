@@ -1,0 +1,113 @@
+"""Typed commands to the realtime core: what the ROS adapter sends it (over the pipe, pickled)
+and what it applies between two ticks through an explicit table (realtime.core). Plain data,
+validated by whoever applies them."""
+from dataclasses import dataclass, field
+from typing import Optional, Tuple
+
+
+# --- the robot's interface ----------------------------------------------------------------
+@dataclass(frozen=True)
+class JointCommand:
+    """/robot/limb/right/joint_command. `stamp`: the loop time the TRAJECTORY_MODE sample
+    refers to (from header.stamp; None = now)."""
+    mode: int
+    names: Tuple[str, ...]
+    position: Tuple[float, ...] = ()
+    velocity: Tuple[float, ...] = ()
+    acceleration: Tuple[float, ...] = ()
+    effort: Tuple[float, ...] = ()
+    stamp: Optional[float] = None
+
+
+@dataclass(frozen=True)
+class SetEnable:
+    """/robot/set_super_enable."""
+    on: bool
+
+
+@dataclass(frozen=True)
+class Stop:
+    """/robot/set_super_stop."""
+
+
+@dataclass(frozen=True)
+class Reset:
+    """/robot/set_super_reset."""
+
+
+@dataclass(frozen=True)
+class SetTimeout:
+    """/robot/limb/right/joint_command_timeout (s)."""
+    seconds: float
+
+
+@dataclass(frozen=True)
+class SetSpeedRatio:
+    """/robot/limb/right/set_speed_ratio."""
+    ratio: float
+
+
+@dataclass(frozen=True)
+class Suppress:
+    """One message on a suppress_* topic; `what` is a value of robot.SUPPRESS_TOPICS."""
+    what: str
+
+
+@dataclass(frozen=True)
+class HeadCommand:
+    """/robot/head/command_head_pan; pan_mode None = no change."""
+    target: float
+    speed_ratio: float
+    pan_mode: Optional[int] = None
+
+
+@dataclass(frozen=True)
+class CuffInput:
+    """What the cuff's sensors report: grasped (its groove held), or the navigator's circle
+    button held — either asks for zero-G. `source` names which input, so both may be held
+    at once."""
+    source: str          # 'cuff' | 'navigator'
+    pressed: bool
+
+
+# --- sim control: each answers (success, message) --------------------------------------------
+@dataclass(frozen=True)
+class SimEstop:
+    pressed: bool
+
+
+@dataclass(frozen=True)
+class SimError:
+    on: bool
+
+
+@dataclass(frozen=True)
+class SimWrench:
+    """Push `wrench` (force N; torque N·m; in base, about the link origin) on `link` for
+    `duration` s."""
+    link: str
+    wrench: Tuple[float, ...]
+    duration: float
+
+
+@dataclass(frozen=True)
+class SimJointPositions:
+    """Teleport joints (empty names = right_j0..6); velocities zeroed, wrenches cleared."""
+    names: Tuple[str, ...]
+    positions: Tuple[float, ...]
+
+
+@dataclass(frozen=True)
+class SimAddObstacle:
+    """A fixed obstacle in base: shape 'box' (size = 3 full edge lengths, m) or 'sphere'
+    (size = [radius]); quaternion x, y, z, w."""
+    name: str
+    shape: str
+    position: Tuple[float, ...]
+    quaternion: Tuple[float, ...]
+    size: Tuple[float, ...] = field(default_factory=tuple)
+
+
+@dataclass(frozen=True)
+class SimRemoveObstacle:
+    name: str

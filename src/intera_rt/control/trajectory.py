@@ -1,0 +1,100 @@
+"""TRAJECTORY_MODE: track position, velocity and acceleration samples (inverse-dynamics
+feed-forward), extrapolating each sample with its velocity and acceleration until the next
+one arrives. Velocities and accelerations are bounded by the joint limits (saturated and
+reported), and so is the extrapolation: a joint's velocity stops growing at its limit, and a
+joint extrapolated into a position limit stops there. Joints a command leaves out stop.
+No collision avoidance in this mode (seed 000: it goes straight to the joints)."""
+import numpy as np
+
+from intera_rt.control import joint_command
+from intera_rt.control.base import Controller, Output
+from intera_rt.numeric import clip
+
+STAMP_WINDOW = 0.1      # s: a header.stamp further from now is ignored (the sample is "now")
+
+
+def extrapolate(p, v, a, dt, vmax):
+    """(p, v, a) after dt s of constant acceleration, the velocity held at ±vmax once it
+    gets there (its acceleration then 0). dt may be slightly negative (a sample stamped
+    ahead of now): extrapolated backwards without bounds."""
+    if dt <= 0.0:
+        return p + v * dt + 0.5 * a * dt * dt, v + a * dt, a
+    v_end = v + a * dt
+    capped = np.abs(v_end) > vmax
+    if not np.count_nonzero(capped):
+        return p + v * dt + 0.5 * a * dt * dt, v_end, a
+    cap = np.sign(a) * vmax
+    # When each capped joint reaches its cap (0 if it started beyond it).
+    with np.errstate(divide='ignore', invalid='ignore'):
+        t_cap = np.where(capped, np.maximum(0.0, (cap - v) / np.where(a == 0.0, 1.0, a)), dt)
+    t_cap = np.minimum(t_cap, dt)
+    v_cap = np.where(capped, cap, v_end)
+    p_new = p + v * t_cap + 0.5 * a * t_cap * t_cap + v_cap * (dt - t_cap)
+    return p_new, v_cap, np.where(capped, 0.0, a)
+
+
+class TrajectoryController(Controller):
+    name = 'trajectory'
+    joint_command_mode = 4
+    collision_avoidance = False
+
+    def __init__(self, context):
+        super().__init__(context)
+        self.arm = context.arm
+        self.p = self.v = self.a = np.zeros(7)
+        self.t = 0.0
+
+    def start(self, state, previous):
+        self.p = np.array(state.q if previous is None else previous.position, float)
+        self.v, self.a, self.t = np.zeros(7), np.zeros(7), state.now
+
+    def validate(self, cmd, state):
+        arm = self.arm
+        parsed = joint_command.parse(arm, cmd, ('position',), ('velocity', 'acceleration'))
+        idx, names, warnings = parsed.idx, parsed.names, []
+        for fld, limit in (('velocity', arm.vel_limit), ('acceleration', arm.acc_limit)):
+            values = parsed.arrays.get(fld)
+            if values is None:
+                continue
+            lim = limit[idx]
+            if np.count_nonzero(np.abs(values) > lim):
+                j = int(np.argmax(np.abs(values) - lim))
+                warnings.append('%s %.3f for %s saturated at %.3f' % (fld, values[j], names[j], lim[j]))
+                parsed.arrays[fld] = clip(values, -lim, lim)
+        stamp = parsed.stamp
+        parsed.stamp = stamp if stamp and abs(stamp - state.now) <= STAMP_WINDOW else state.now
+        return parsed, warnings
+
+    def command(self, parsed, state):
+        now, idx = state.now, parsed.idx
+        p = self._advance(now)[0].copy()
+        v, a = np.zeros(7), np.zeros(7)
+        p[idx] = parsed.arrays['position']
+        if 'velocity' in parsed.arrays:
+            v[idx] = parsed.arrays['velocity']
+        if 'acceleration' in parsed.arrays:
+            a[idx] = parsed.arrays['acceleration']
+        # The sample refers to parsed.stamp: extrapolate it to now.
+        self.p, self.v, self.a = self._bounded(*extrapolate(p, v, a, now - parsed.stamp, self.arm.vel_limit))
+        self.t = now
+
+    def _bounded(self, p, v, a):
+        """A reference extrapolated into a position limit stops there."""
+        arm = self.arm
+        at_limit = (p <= arm.lower) | (p >= arm.upper)
+        if np.count_nonzero(at_limit):
+            v, a = v.copy(), a.copy()
+            v[at_limit], a[at_limit] = 0.0, 0.0
+            p = clip(p, arm.lower, arm.upper)
+        return p, v, a
+
+    def _advance(self, now):
+        if now != self.t:
+            self.p, self.v, self.a = self._bounded(*extrapolate(self.p, self.v, self.a, now - self.t,
+                                                                self.arm.vel_limit))
+            self.t = now
+        return self.p, self.v, self.a
+
+    def update(self, state):
+        p, v, a = self._advance(state.now)
+        return Output(self.arm.track(state, p, v, a), p, v, a)
