@@ -320,3 +320,60 @@ def test_controllers_hand_over_without_a_jump(model):
             if mode != 4:              # a trajectory sample is where the client puts it
                 assert np.all(np.abs(p - prev) <= arm.vel_limit * DT * 1.01)
             prev = p
+
+
+# --- zero-G --------------------------------------------------------------------------------
+def _grasp(sim, on=True):
+    sim.core.apply(cmds.CuffInput('cuff', on))
+
+
+def test_zero_g_lets_a_wrench_move_the_arm_and_holds_where_it_is_let_go(model):
+    sim = Sim(model)
+    sim.command(1, JOINTS, position=NEUTRAL)          # position mode in use before
+    _grasp(sim)
+    sim.run(0.01)
+    assert sim.controller == 'zero_g'
+    assert sim.core.apply(cmds.SimWrench('right_hand', (0.0, 15.0, 0.0, 0.0, 0.0, 0.0), 0.5))[0]
+    sim.run(0.5)
+    moved = sim.q - NEUTRAL
+    assert np.abs(moved).max() > 0.05                 # a push of 15 N moves the free arm
+    _grasp(sim, False)
+    sim.run(0.002)
+    let_go = sim.q.copy()
+    assert sim.controller == 'position'               # back to the controller in use before
+    sim.run(1.0)
+    assert np.abs(sim.q - let_go).max() < 0.02        # holding where it was let go, not back at NEUTRAL
+    assert any('zero-G ended: back to position' in text for _, _, text in sim.core.take_logs())
+
+
+def test_the_same_push_barely_moves_the_arm_without_zero_g(model):
+    sim = Sim(model)
+    sim.core.apply(cmds.SimWrench('right_hand', (0.0, 15.0, 0.0, 0.0, 0.0, 0.0), 0.5))
+    sim.run(0.5)
+    assert np.abs(sim.q - NEUTRAL).max() < 0.02
+
+
+def test_zero_g_refuses_joint_commands_and_suppression_blocks_it(model):
+    sim = Sim(model)
+    _grasp(sim)
+    sim.run(0.01)
+    logs = sim.command(1, ['right_j0'], position=[0.5])
+    assert ('warn', 'cmd-ignored', 'joint_command ignored: zero-G is active (cuff held)') in logs
+    # suppress_cuff_interaction at ≥ 5 Hz: the grasp does nothing, and the arm holds
+    sim.run(0.5, lambda s: s.core.apply(cmds.Suppress('cuff_interaction'))
+            if round(s.t / DT) % 100 == 0 else None)
+    assert sim.controller == 'hold'
+    assert sim.field('cuff') == 1.0 and sim.field('suppress.cuff_interaction') == 1.0
+    # 0.2 s after the last suppress message, the held cuff takes effect again
+    sim.run(0.25)
+    assert sim.controller == 'zero_g'
+
+
+def test_the_navigator_circle_button_asks_for_zero_g_too(model):
+    sim = Sim(model)
+    sim.core.apply(cmds.CuffInput('navigator', True))
+    sim.run(0.002)
+    assert sim.controller == 'zero_g'
+    sim.core.apply(cmds.CuffInput('navigator', False))
+    sim.run(0.002)
+    assert sim.controller == 'hold'

@@ -505,20 +505,26 @@ def _cuff_state(pressed):
 
 def test_cuff_press_aborts_the_goal(at_neutral):
     """The robot has no cuff IO device yet: this test plays it, with the IODeviceStatus the
-    real one publishes on /io/robot/cuff/state."""
+    real one publishes on /io/robot/cuff/state. Grasping the cuff turns zero-G on: the goal
+    aborts and the arm is free until the cuff is let go, then it holds."""
     import rospy
     from intera_core_msgs.msg import IODeviceStatus
+    from intera_rt_msgs.msg import RealtimeState
     ros = at_neutral
     pub = rospy.Publisher('/io/robot/cuff/state', IODeviceStatus, queue_size=10, latch=True)
     try:
         f = smooth_motion(NEUTRAL, [0.6, 0, 0, 0, 0, 0, 0], 4.0)
         sent = Sent(ros['client'], moveit_goal(f, 4.0))
         sent.wait_progress(1.0)
-        wait_for(lambda: pub.get_num_connections() > 0, 10.0, 'the server subscribed')
+        wait_for(lambda: pub.get_num_connections() >= 2, 10.0, 'the server and the robot subscribed')
         pub.publish(_cuff_state(True))
         state, result = sent.wait(timeout=30)
         assert (TERMINAL[state], result.error_code) == ('ABORTED', -4)
-        assert 'cuff' in result.error_string
+        assert 'cuff' in result.error_string or 'zero-G' in result.error_string
+        with latest('/intera_rt/realtime_state', RealtimeState) as rt:
+            rt.wait(10.0, lambda m: m.zero_g and m.controller == 'zero_g', 'zero-G reported')
+            pub.publish(_cuff_state(False))
+            rt.wait(10.0, lambda m: not m.zero_g, 'zero-G ended')
         assert_holds(ros, 1.0)
     finally:
         pub.publish(_cuff_state(False))

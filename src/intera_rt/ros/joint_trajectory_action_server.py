@@ -39,7 +39,8 @@ Results (FollowJointTrajectoryResult.error_code, with error_string and a log lin
   disabled/stopped/in error, no joint states yet); INVALID_JOINTS -2; OLD_HEADER_TIMESTAMP
   -3 (the whole trajectory is in the past); PATH_TOLERANCE_VIOLATED -4 (tracking error, and
   — as the SDK server does — the robot being disabled or stopped, a collision, the cuff
-  grasped, or no /robot/joint_states for 2 s of robot time); GOAL_TOLERANCE_VIOLATED -5.
+  grasped or zero-G activated, or no /robot/joint_states for 2 s of robot time);
+  GOAL_TOLERANCE_VIOLATED -5.
 A goal that comes while the robot is disabled, stopped, in error, in collision, with the
 cuff grasped or without joint states is rejected (INVALID_GOAL) saying so.
 
@@ -55,8 +56,9 @@ Every command names all seven arm joints: joints a goal leaves out are brought t
 held (the robot's TRAJECTORY_MODE would keep extrapolating a joint a command leaves out).
 
 Cuff: the server aborts when /io/robot/cuff/state (intera_core_msgs/IODeviceStatus) shows
-signal right_cuff with a true/nonzero value. The robot has no cuff IO device yet, so this
-path is exercised only by a test that publishes such a message itself.
+signal right_cuff with a true/nonzero value (as the SDK's server does), or when the robot
+reports zero-G active (/intera_rt/realtime_state). After a collision the robot detected or
+in zero-G the robot holds the arm (or the person does): the server then sends no stop ramp.
 """
 import json
 import math
@@ -72,6 +74,7 @@ from control_msgs.msg import (FollowJointTrajectoryAction, FollowJointTrajectory
                               FollowJointTrajectoryResult)
 from intera_core_msgs.msg import (CollisionDetectionState, IODeviceStatus, JointCommand,
                                   JointLimits, RobotAssemblyState)
+from intera_rt_msgs.msg import RealtimeState
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64
 from trajectory_msgs.msg import JointTrajectoryPoint
@@ -142,6 +145,7 @@ class JointTrajectoryActionServer:
         self._collision = False
         self._collision_event = False
         self._cuff = False
+        self._zero_g = False         # the robot's zero-G is active (/intera_rt/realtime_state)
         self._others_ratio = None    # last set_speed_ratio another node published
         self._ratio_set = False
         self.active = None
@@ -160,6 +164,8 @@ class JointTrajectoryActionServer:
         rospy.Subscriber(LIMB_NS + 'collision_detection_state', CollisionDetectionState,
                          self._on_collision, queue_size=10)
         rospy.Subscriber('/io/robot/cuff/state', IODeviceStatus, self._on_cuff, queue_size=10)
+        rospy.Subscriber('/intera_rt/realtime_state', RealtimeState, self._on_realtime_state,
+                         queue_size=1)
         rospy.Subscriber(LIMB_NS + 'set_speed_ratio', Float64, self._on_speed_ratio, queue_size=10)
 
         # Serve only once the robot's state is known: a goal sent as soon as the action is
@@ -230,6 +236,9 @@ class JointTrajectoryActionServer:
                     continue
                 self._cuff = bool(value) and value not in ('false', 'False', '0')
 
+    def _on_realtime_state(self, msg):
+        self._zero_g = bool(msg.zero_g)
+
     def _on_speed_ratio(self, msg):
         header = getattr(msg, '_connection_header', None) or {}
         if header.get('callerid') != rospy.get_name():
@@ -252,14 +261,19 @@ class JointTrajectoryActionServer:
         return None
 
     def _hazard(self):
-        """A reason to abort while the robot can still move: collision, cuff, stale data."""
+        """A reason to abort while the robot can still move — collision, cuff, zero-G, stale
+        data — or None; and whether the robot holds the arm itself then (it stops and holds
+        after a collision it detected, and refuses commands in zero-G), so that the server
+        sends no stop ramp of its own."""
         if self._collision or self._collision_event:
-            return 'a collision was detected (collision_detection_state)'
+            return 'a collision was detected (collision_detection_state)', True
+        if self._zero_g:
+            return 'zero-G was activated (the cuff was grasped)', True
         if self._cuff:
-            return 'the cuff was grasped (right_cuff)'
+            return 'the cuff was grasped (right_cuff)', False
         if self._stale():
-            return 'no /robot/joint_states for %.1f s' % STALE_JOINT_STATES
-        return None
+            return 'no /robot/joint_states for %.1f s' % STALE_JOINT_STATES, False
+        return None, False
 
     def _stale(self):
         """No joint state for STALE_JOINT_STATES of the robot's time (by this node's clock:
@@ -285,7 +299,7 @@ class JointTrajectoryActionServer:
         if why is None and self._joints is None:
             why = 'no /robot/joint_states received yet'
         if why is None:
-            why = self._hazard()
+            why = self._hazard()[0]
         if why is not None:
             return self._reject(gh, jt.INVALID_GOAL, 'cannot execute a trajectory: ' + why)
         now = self._now()
@@ -410,10 +424,11 @@ class JointTrajectoryActionServer:
         if why is not None:
             # Brakes are on: nothing to command.
             return self._abort(act, jt.PATH_TOLERANCE_VIOLATED, 'aborted: ' + why, stop=False)
-        hazard = self._hazard()
+        hazard, robot_holds = self._hazard()
         if hazard is not None:
             self._collision_event = False
-            return self._abort(act, jt.PATH_TOLERANCE_VIOLATED, 'aborted: ' + hazard)
+            return self._abort(act, jt.PATH_TOLERANCE_VIOLATED, 'aborted: ' + hazard,
+                               stop=not robot_holds)
         t_meas, q, qd, _ = self._joints
         now = max(now, t_meas)
         outcome = act.monitor.update(t_meas, q, qd)

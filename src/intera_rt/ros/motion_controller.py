@@ -23,11 +23,11 @@ Like any other client, it reaches the arm only through the robot's public interf
        planned path every path_interpolation_step seconds, when that is > 0)
   sub  /robot/joint_states, /robot/state (disabled / stopped / error → the motion ends with
        CONTROLLER_NOT_FOLLOWING), /robot/limb/right/collision_detection_state (a collision
-       ends it the same way), /robot/limb/right/suppress_collision_avoidance (std_msgs/Empty
-       at ≥ 5 Hz: no pre-motion self-collision check)
+       the robot detected ends it the same way; the robot itself stops and holds the arm),
+       /intera_rt/realtime_state (zero-G activated by the cuff → the motion ends with
+       ZERO_G_ACTIVATED_DURING_TRAJECTORY), /robot/limb/right/suppress_collision_avoidance
+       (std_msgs/Empty at ≥ 5 Hz: no pre-motion self-collision check)
 The robot model (/robot_description) is re-read when a goal names an endpoint it lacks.
-
-ZERO_G_ACTIVATED_DURING_TRAJECTORY is never produced: the emulated arm has no zero-G mode.
 """
 import queue
 import sys
@@ -41,6 +41,7 @@ import rospy
 from actionlib_msgs.msg import GoalStatus
 from intera_core_msgs.msg import (CollisionDetectionState, InteractionControlCommand, JointCommand,
                                   RobotAssemblyState)
+from intera_rt_msgs.msg import RealtimeState
 from intera_motion_msgs.msg import (InterpolatedPath, MotionCommandAction, MotionCommandFeedback,
                                     MotionCommandResult, MotionStatus, TrajectoryAnalysis,
                                     WaypointSimple)
@@ -51,7 +52,7 @@ from intera_rt.model import RobotModel
 from intera_rt.motion import analysis as motion_analysis
 from intera_rt.motion.errors import (CONTROLLER_NOT_FOLLOWING, ENDPOINT_DOES_NOT_EXIST,
                                      HAVE_NOT_REACHED_FIRST_WAYPOINT, INVALID_TRAJECTORY_MESSAGE,
-                                     MotionError)
+                                     ZERO_G_ACTIVATED_DURING_TRAJECTORY, MotionError)
 from intera_rt.motion.execution import Measurement, Tracker
 from intera_rt.motion.geometry import matrix_to_quat
 from intera_rt.motion.planner import MotionPlanner
@@ -128,6 +129,7 @@ class MotionController:
         self.head_pan = 0.0
         self.enabled = None
         self.collision_at = -1.0         # time of the latest collision_state true
+        self.zero_g = False              # the robot's zero-G is active
         self.suppress_until = -1.0
         self.stop_epoch = 0
         self._epoch_lock = threading.Lock()
@@ -148,6 +150,8 @@ class MotionController:
         rospy.Subscriber(NS + 'collision_detection_state', CollisionDetectionState, self._on_collision,
                          queue_size=1)
         rospy.Subscriber(NS + 'suppress_collision_avoidance', Empty, self._on_suppress, queue_size=1)
+        rospy.Subscriber('/intera_rt/realtime_state', RealtimeState, self._on_realtime_state,
+                         queue_size=1)
         self.server = actionlib.ActionServer(ACTION, MotionCommandAction, self._on_goal, self._on_cancel,
                                              auto_start=False)
         self._threads = [threading.Thread(target=self._guard, args=(self._execute_loop,), daemon=True,
@@ -177,6 +181,9 @@ class MotionController:
     def _on_collision(self, msg):
         if msg.collision_state:
             self.collision_at = rospy.get_time()
+
+    def _on_realtime_state(self, msg):
+        self.zero_g = bool(msg.zero_g)
 
     def _on_suppress(self, _msg):
         self.suppress_until = rospy.get_time() + SUPPRESS_WINDOW
@@ -295,6 +302,11 @@ class MotionController:
             return
         if self.enabled is False:
             self._fail(gh, MotionError(CONTROLLER_NOT_FOLLOWING, 'the robot is not enabled'), label, rid)
+            return
+        if self.zero_g:
+            self._fail(gh, MotionError(ZERO_G_ACTIVATED_DURING_TRAJECTORY,
+                                       'zero-G is active (the cuff is grasped): release it to move'),
+                       label, rid)
             return
         self.idle.clear()
         self.control.put(('run', (gh, planned, rid, model, epoch)))
@@ -420,9 +432,11 @@ class MotionController:
                 if self.enabled is False and not tracker.finished:
                     tracker.abort(now, CONTROLLER_NOT_FOLLOWING, 'the robot was disabled during the motion')
                 elif self.collision_at >= tracker.start_time and not tracker.finished:
+                    # The robot has stopped the arm and holds it: nothing more to command.
                     tracker.abort(now, CONTROLLER_NOT_FOLLOWING, 'the robot detected a collision')
-                    if meas is not None:   # stop where the arm is
-                        self._command(meas.position, np.zeros(7), np.zeros(7))
+                elif self.zero_g and not tracker.finished:
+                    tracker.abort(now, ZERO_G_ACTIVATED_DURING_TRAJECTORY,
+                                  'zero-G was activated (the cuff was grasped) during the motion')
                 sp = tracker.step(now, meas)
                 if sp is not None:
                     self._command(sp.position, sp.velocity, sp.acceleration)
