@@ -1,0 +1,432 @@
+"""Collision detection (seed 000): impact, squish and hand over-wrench, from an estimate of
+the external joint torques by a momentum observer. The realtime pipeline's Monitor stage
+`collision_detection`.
+
+External torque estimate r (N·m, right_j0..6; + = a torque the world applies)
+    The generalized-momentum observer (De Luca & Mattone 2005; Haddadin et al. 2017):
+    p = M(q)·q̇, r the low-pass (gain K) of M q̈ + C q̇ + g − τ, from the momentum balance
+    with no unfiltered q̈. τ is ArmState.effort, the torque each joint transmits to its
+    link (drive less viscous and Coulomb friction), so friction needs no model. The model
+    is the one the plant integrates: the URDF's inertias through Pinocchio, each drive's
+    reflected motor inertia (armature) on M's diagonal as boards.embedded adds it, and
+    the head included — unlike model.dynamics.ArmDynamics, which leaves it out because a
+    controller cannot know where the head is going, whereas the observer reads its
+    measured pose and velocity (ArmState.q_head, qd_head): left out, the head's inertia
+    shows up as external torque on right_j0 whenever j0 accelerates (0.05 N·m at j0's
+    10 rad/s², 7 × the residual with it).
+
+    Discrete form over one tick of h s (k this reading, k−1 the previous):
+        Δp − h·β = M(q_{k−1})·(q̇_k − q̇_{k−1}) + h·(n(q_{k−1}, q̇_{k−1}) − τ_k)
+        r_k = r_{k−1} + (1 − e^{−K h})·((Δp − h·β)/h − r_{k−1})
+    with Δp = p_k − p_{k−1} and β = τ + Cᵀq̇ − g the momentum's rate, its Ṁq̇ part taken
+    as the change of M along the step, (M_k − M_{k−1})·q̇_k, which cancels from Δp. This
+    is what the plant integrates (semi-implicit Euler from the previous state), in one
+    RNEA call: rnea(q_{k−1}, q̇_{k−1}, Δq̇/h) = M_{k−1}·Δq̇/h + n_{k−1}. Velocity noise
+    enters as the momentum increment scaled by K, as in any momentum observer.
+    In simulation, free motion at full speed leaves |r| < 0.9 N·m (right_j1), all of it
+    the plant's Coulomb friction, which it applies as a per-joint velocity impulse (so it
+    couples through M's off-diagonal terms) but reports on the diagonal; with friction
+    off, < 0.008 N·m (the textbook form with Cᵀq̇ − g taken at k: 0.1 N·m).
+
+    A reading where a joint (or the head) sits on its limit having moved into it at the
+    previous reading is not fed to the observer (r keeps its value): the plant makes the
+    URDF limits inelastic hard stops, whose reaction is no push from the world.
+
+Detection, per joint j
+    impact   band_j = (r − r_slow)_j / impact_scale_j, r_slow = r low-passed over
+             impact_slow_time: what r did suddenly. level = ‖band‖₂ > impact_threshold;
+             the largest contributor is the joint with the largest |band_j|, its value
+             |band_j|. A step of the external torque peaks in the band at ≈ 0.7 × its
+             size: ≈ 9 N·m on right_j1 alone, ≈ 1 N·m on a wrist joint; a sudden 10 N at
+             the hand is an impact within 4 ms.
+    squish   |r_j| > squish_threshold_j (the joint with the largest |r_j|/threshold is
+             named); it lasts until every |r_j| < squish_release × its threshold.
+    hand over-wrench
+             w = (J Jᵀ + λ² I)⁻¹ J r, J the 6×7 Jacobian of right_hand (base-aligned,
+             about its origin), λ² = wrench_damping: the wrench at the hand that explains
+             r (the map is refreshed every WRENCH_MAP_PERIOD). ‖force‖ > overwrench_force
+             or ‖torque‖ > overwrench_torque. Joint torques cannot tell a push on the
+             forearm from some wrench at the hand; the thresholds make a squish, when
+             active, usually fire first (seed 000): pushes ramped on right_l3, l4, l5 and
+             the hand along ±x, ±y, ±z at two poses squished first in 46 of 48 cases.
+    A squish takes precedence: while one holds the arm (and until its hold ends), no
+    impact or over-wrench fires — letting go of the arm is a sudden change, and the arm
+    already yields.
+
+Reaction: update(state, controller) returns a Halt (the core applies it) or None:
+    impact           Halt('impact', line, hold, compliant=False) once per event; impact
+                     re-arms when its hold has passed.
+    hand_overwrench  the same, kind 'hand_overwrench'; a wrench that stays excessive halts
+                     again each time the hold passes (one line per 0.5 s): the arm stays
+                     stopped while the hand is overloaded.
+    squish           Halt('squish', line, hold, compliant=True) on every tick while the
+                     squish lasts — the same object each tick, so the core tells a
+                     continuing event (identity) from a new one and logs it once; the
+                     core's hold so ends `hold` s after the push does.
+    Several kinds new in one tick give one Halt: kind the first of impact, squish,
+    hand_overwrench; message their lines joined by '\n'; compliant while a squish lasts
+    (then it is returned on the following ticks).
+    Log lines (the robot's form, 3 decimals):
+        impact: 0.885 > 0.750, largest contributor: right_j2, with value: 0.481
+        squish on joint right_j1 - 20.110 > 20.000
+        hand over-wrench: force 92.310 > 80.000 N, torque 1.234 N m
+        hand over-wrench: torque 16.345 > 15.000 N m, force 3.210 N
+
+No detection (the observer keeps running):
+    - ArmState.suppressed('contact_safety'): no impact or squish (an active squish ends);
+      suppressed('hand_overwrench_safety'): no over-wrench.
+    - while the active controller has collision_detection False (one a person guides:
+      zero-G), and for `settle` s after it hands back: letting go of the arm is a sudden
+      change of the external torque, no impact.
+    - for `settle` s after reset() (boot, brakes released, pose reset) or a gap between
+      readings longer than MAX_GAP: the observer restarts from the current momentum
+      (r = 0), so a load already on the arm appears as a step of r.
+
+Options: context.option('collision_detection', key, default). Per-joint options take one
+number (every joint), 7 numbers (right_j0..6) or {joint name: number}. A bad value raises
+ValueError naming the option and the value.
+    observer_gain       200.0 1/s    K: r follows the external torque with 5 ms lag.
+    impact_slow_time    0.05 s       time constant of r_slow.
+    impact_threshold    0.75         on the normalised level (the robot's figure).
+    impact_scale        0.1 × effort limit, N·m (right_j0..6: 8, 8, 4, 4, 0.9, 0.9, 0.9).
+    squish_threshold    0.25 × effort limit, N·m (20, 20, 10, 10, 2.25, 2.25, 2.25;
+                        right_j1's 20 is the robot's log line's).
+    squish_release      0.8          fraction of its threshold every joint must fall
+                        below for a squish to end.
+    overwrench_force    80.0 N       (Sawyer's 4 kg payload weighs 39 N).
+    overwrench_torque   15.0 N·m     (more than the wrist's drives, 9 N·m each, hold).
+    wrench_damping      1e-4         λ² (m², J's units): bounds the wrench near a wrist
+                        singularity, ‖w‖ ≤ ‖r‖/2λ = 50 ‖r‖.
+    settle              0.3 s        6 time constants of r_slow.
+    hold                robot.COLLISION_HOLD (0.5 s): Halt.hold.
+
+State fields (report): impact, squish, hand_overwrench: 1.0 while that kind holds the arm
+(from its detection — for a squish, from each tick it lasts — until `hold` s later);
+external_torque (7): r; detected_at: loop time of the latest new detection (NaN before
+any); impact_level: the normalised level; hand_wrench (6): w, force N then torque N·m,
+base-aligned, at right_hand.
+"""
+import math
+
+import numpy as np
+import pinocchio as pin
+from scipy.linalg.lapack import dposv
+
+from intera_rt.control.base import Halt, Monitor
+from intera_rt.model.robot_model import GRAVITY
+from intera_rt.robot import ARM_JOINTS, COLLISION_HOLD, HEAD_JOINTS
+
+NAME = 'collision_detection'
+HAND = 'right_hand'
+MAX_GAP = 0.01          # s between two readings beyond which the observer restarts
+WRENCH_MAP_PERIOD = 0.005   # s between updates of the hand wrench's map from r
+KINDS = ('impact', 'squish', 'hand_overwrench')
+
+DEFAULTS = {
+    'observer_gain': 200.0,
+    'impact_slow_time': 0.05,
+    'impact_threshold': 0.75,
+    'impact_scale': None,          # 0.1 × effort limit
+    'squish_threshold': None,      # 0.25 × effort limit
+    'squish_release': 0.8,
+    'overwrench_force': 80.0,
+    'overwrench_torque': 15.0,
+    'wrench_damping': 1e-4,
+    'settle': 0.3,
+    'hold': COLLISION_HOLD,
+}
+IMPACT_SCALE_RATIO = 0.1
+SQUISH_RATIO = 0.25
+
+
+def _positive(key, value):
+    try:
+        v = float(value)
+    except (TypeError, ValueError):
+        raise ValueError('%s option %s must be a number, got %r' % (NAME, key, value)) from None
+    if not (math.isfinite(v) and v > 0.0):
+        raise ValueError('%s option %s must be finite and > 0, got %r' % (NAME, key, value))
+    return v
+
+
+def _per_joint(key, value, default):
+    """A per-joint option: a number, 7 numbers, or {joint name: number} over `default`."""
+    if value is None:
+        return default.copy()
+    if isinstance(value, dict):
+        out = default.copy()
+        for name, v in value.items():
+            if name not in ARM_JOINTS:
+                raise ValueError('%s option %s names unknown joint %r (joints: %s)'
+                                 % (NAME, key, name, ', '.join(ARM_JOINTS)))
+            out[ARM_JOINTS.index(name)] = _positive('%s[%s]' % (key, name), v)
+        return out
+    if isinstance(value, (list, tuple, np.ndarray)):
+        if len(value) != len(ARM_JOINTS):
+            raise ValueError('%s option %s needs %d values (right_j0..6), got %d'
+                             % (NAME, key, len(ARM_JOINTS), len(value)))
+        return np.array([_positive('%s[%s]' % (key, n), v) for n, v in zip(ARM_JOINTS, value)])
+    return np.full(len(ARM_JOINTS), _positive(key, value))
+
+
+class CollisionDetection(Monitor):
+    """The collision_detection monitor stage (see the module docstring)."""
+    name = NAME
+    state_fields = (('impact', 1), ('squish', 1), ('hand_overwrench', 1),
+                    ('external_torque', 7), ('detected_at', 1), ('impact_level', 1),
+                    ('hand_wrench', 6))
+
+    def __init__(self, context):
+        super().__init__(context)
+        model = context.model
+
+        def opt(key):
+            return context.option(NAME, key, DEFAULTS[key])
+
+        effort = model.limit_arrays(ARM_JOINTS)['effort']
+        self.gain = _positive('observer_gain', opt('observer_gain'))
+        self.slow_time = _positive('impact_slow_time', opt('impact_slow_time'))
+        self.impact_threshold = _positive('impact_threshold', opt('impact_threshold'))
+        self.impact_scale = _per_joint('impact_scale', opt('impact_scale'), IMPACT_SCALE_RATIO * effort)
+        self.squish_threshold = _per_joint('squish_threshold', opt('squish_threshold'),
+                                           SQUISH_RATIO * effort)
+        self.squish_release = _positive('squish_release', opt('squish_release'))
+        if self.squish_release > 1.0:
+            raise ValueError('%s option squish_release must be <= 1 (a fraction of the '
+                             'threshold), got %r' % (NAME, self.squish_release))
+        self.overwrench_force = _positive('overwrench_force', opt('overwrench_force'))
+        self.overwrench_torque = _positive('overwrench_torque', opt('overwrench_torque'))
+        self.wrench_damping = _positive('wrench_damping', opt('wrench_damping'))
+        self.settle = _positive('settle', opt('settle'))
+        self.hold = _positive('hold', opt('hold'))
+
+        # The plant's model: every inertia of the URDF, the head's too.
+        xml = model.urdf_xml.decode() if isinstance(model.urdf_xml, bytes) else model.urdf_xml
+        self._pin = pin.buildModelFromXML(xml)
+        self._pin.gravity.linear = np.array(GRAVITY)
+        self._data = self._pin.createData()
+        nv = self._pin.nv
+        self._arm = np.array([self._pin.joints[self._pin.getJointId(n)].idx_v for n in ARM_JOINTS])
+        heads = [n for n in HEAD_JOINTS if self._pin.existJointName(n)]
+        self._head = self._pin.joints[self._pin.getJointId(heads[0])].idx_v if heads else None
+        if self._pin.nq != nv:
+            raise ValueError('%s: the model has joints with nq != nv (only revolute joints '
+                             'are supported)' % NAME)
+        self._armature = np.zeros(nv)
+        self._armature[self._arm] = model.limit_arrays(ARM_JOINTS)['armature']
+        if self._head is not None:
+            self._armature[self._head] = model.limit_arrays(heads[:1])['armature'][0]
+        if not self._pin.existFrame(HAND, pin.FrameType.BODY):
+            raise ValueError('%s: the robot model has no link %r' % (NAME, HAND))
+        self._hand = self._pin.getFrameId(HAND, pin.FrameType.BODY)
+
+        # Joint limits in Pinocchio's order (a joint the model does not limit: never).
+        self._lower, self._upper = np.full(nv, -math.inf), np.full(nv, math.inf)
+        for name in ARM_JOINTS + tuple(heads[:1]):
+            i = self._pin.joints[self._pin.getJointId(name)].idx_v
+            self._lower[i], self._upper[i] = model.limits[name].lower, model.limits[name].upper
+        self._inv_scale = 1.0 / self.impact_scale
+        self._release = self.squish_release * self.squish_threshold
+        self._force2 = self.overwrench_force ** 2
+        self._torque2 = self.overwrench_torque ** 2
+        # Buffers, full (Pinocchio) order: the previous and this reading.
+        self._q0, self._v0 = np.zeros(nv), np.zeros(nv)
+        self._q1, self._v1 = np.zeros(nv), np.zeros(nv)
+        self._acc = np.zeros(nv)
+        self._tau_meas = np.zeros(7)
+        self._tmp = np.zeros(nv)
+        self._tmp7 = np.zeros(7)
+        self._map = np.zeros((6, 7))         # r → hand wrench
+        self._map_due = -math.inf
+        # Observer and detector state, arm order.
+        self.r = np.zeros(7)                 # external torque estimate
+        self.r_slow = np.zeros(7)
+        self._band = np.zeros(7)
+        self.level = 0.0
+        self.wrench = np.zeros(6)
+        self._t_prev = None
+        self._h_cached = None
+        self._k_fast = self._k_slow = 0.0
+        self._band_gain = self._inv_scale
+        self._armed_at = math.inf
+        self._hold_until = dict.fromkeys(KINDS, -math.inf)
+        self._squish = False
+        self._halt = None
+        self.detected_at = math.nan
+        self._now = 0.0
+
+    # --- observer ---------------------------------------------------------------------
+    def _load(self, state, q, v):
+        q[self._arm] = state.q
+        v[self._arm] = state.qd
+        if self._head is not None:
+            q[self._head] = 0.0 if state.q_head is None else state.q_head
+            v[self._head] = 0.0 if state.qd_head is None else state.qd_head
+
+    def _restart(self, state):
+        """Start the observer from the current momentum (r = 0) and disarm for `settle`."""
+        self._load(state, self._q0, self._v0)
+        self._t_prev = state.now
+        self.r[:] = 0.0
+        self.r_slow[:] = 0.0
+        self.level = 0.0
+        self.wrench[:] = 0.0
+        self._map_due = -math.inf
+        self._armed_at = state.now + self.settle
+        self._squish = False
+        self._halt = None
+        for kind in KINDS:
+            self._hold_until[kind] = -math.inf
+
+    def reset(self, state):
+        self._restart(state)
+        self._now = state.now
+
+    def _observe(self, h):
+        """One observer step over h s from (q0, v0) to (q1, v1) with the transmitted torque
+        self._tau_meas: updates r, r_slow and the impact band (normalised)."""
+        if h != self._h_cached:
+            self._h_cached = h
+            self._k_fast = 1.0 - math.exp(-self.gain * h)
+            self._k_slow = k_slow = 1.0 - math.exp(-h / self.slow_time)
+            self._band_gain = (1.0 - k_slow) * self._inv_scale
+        acc = self._acc
+        np.subtract(self._v1, self._v0, out=acc)
+        acc *= 1.0 / h
+        # M(q0)·Δq̇/h + n(q0, q̇0): the torque the plant's step from the previous state needed.
+        tau = pin.rnea(self._pin, self._data, self._q0, self._v0, acc)
+        acc *= self._armature
+        tau += acc
+        raw = tau[self._arm]
+        raw -= self._tau_meas
+        r = self.r
+        raw -= r
+        raw *= self._k_fast
+        r += raw
+        self._slow_step()
+
+    def _slow_step(self):
+        """r_slow follows r; the band is what r has beyond it, per joint over its scale."""
+        band = self._band
+        np.subtract(self.r, self.r_slow, out=band)
+        np.multiply(band, self._k_slow, out=self._tmp7)
+        self.r_slow += self._tmp7
+        band *= self._band_gain
+
+    def _at_stop(self, q):
+        """True when a joint (the head's too) at its limit was moving into it at the
+        previous reading."""
+        v0 = self._v0
+        return bool(np.count_nonzero(((q >= self._upper) & (v0 > 0.0))
+                                     | ((q <= self._lower) & (v0 < 0.0))))
+
+    def _hand_wrench(self, now):
+        """The wrench at right_hand that explains r, by damped least squares, into
+        self.wrench; returns (‖force‖², ‖torque‖²). The 6×7 map (J Jᵀ + λ² I)⁻¹ J is
+        recomputed every WRENCH_MAP_PERIOD s (the arm moves it by < 1 % meanwhile)."""
+        if now >= self._map_due:
+            self._map_due = now + WRENCH_MAP_PERIOD
+            jac = pin.computeFrameJacobian(self._pin, self._data, self._q1, self._hand,
+                                           pin.LOCAL_WORLD_ALIGNED)[:, self._arm]
+            jjt = jac @ jac.T
+            jjt.flat[::7] += self.wrench_damping
+            _, dls, info = dposv(jjt, jac, lower=0, overwrite_a=1, overwrite_b=1)
+            if info == 0:                  # JJᵀ + λ²I is positive definite: always
+                self._map = dls
+        w = np.dot(self._map, self.r, out=self.wrench)
+        f, t = w[:3], w[3:]
+        return float(f @ f), float(t @ t)
+
+    # --- the tick ---------------------------------------------------------------------
+    def update(self, state, controller):
+        now = state.now
+        self._now = now
+        if self._t_prev is None:
+            self._restart(state)
+            return None
+        h = now - self._t_prev
+        if h <= 0.0:                        # the same reading again: nothing new
+            return self._halt if self._squish else None
+        if h > MAX_GAP:
+            self._restart(state)
+            return None
+        self._load(state, self._q1, self._v1)
+        self._tau_meas = state.effort
+        q = self._q1
+        if np.count_nonzero(q >= self._upper) or np.count_nonzero(q <= self._lower):
+            stopped = self._at_stop(q)
+        else:
+            stopped = False
+        if stopped:
+            self._slow_step()               # a hard stop's reaction: r keeps its value
+        else:
+            self._observe(h)
+        f2, t2 = self._hand_wrench(now)
+        # This reading becomes the previous one.
+        self._q0, self._q1 = self._q1, self._q0
+        self._v0, self._v1 = self._v1, self._v0
+        self._t_prev = now
+        band = self._band
+        self.level = level = math.sqrt(float(band @ band))
+        if not getattr(controller, 'collision_detection', True):
+            # A person guides the arm: what they do is not a collision, and letting go
+            # must not count as one either.
+            self._armed_at = now + self.settle
+            self._squish = False
+            return None
+        if now < self._armed_at:
+            return None
+        # A squish takes precedence: while it holds the arm (and until its hold ends) no
+        # impact or over-wrench fires — letting go of the arm is a sudden change, and the
+        # arm already yields.
+        free = now >= self._hold_until['squish']
+        impact = squish = overwrench = None
+        if not state.suppressed('contact_safety'):
+            if free and level > self.impact_threshold and now >= self._hold_until['impact']:
+                j = int(np.argmax(np.abs(band)))
+                impact = ('impact: %.3f > %.3f, largest contributor: %s, with value: %.3f'
+                          % (level, self.impact_threshold, ARM_JOINTS[j], abs(band[j])))
+                self._hold_until['impact'] = now + self.hold
+            abs_r = np.abs(self.r)
+            if self._squish:
+                self._squish = bool(np.count_nonzero(abs_r >= self._release))
+            elif np.count_nonzero(abs_r > self.squish_threshold):
+                self._squish = True
+                j = int(np.argmax(abs_r / self.squish_threshold))
+                squish = ('squish on joint %s - %.3f > %.3f'
+                          % (ARM_JOINTS[j], abs_r[j], self.squish_threshold[j]))
+            if self._squish:
+                self._hold_until['squish'] = now + self.hold
+        else:
+            self._squish = False
+        if (free and (f2 > self._force2 or t2 > self._torque2)
+                and now >= self._hold_until['hand_overwrench']
+                and not state.suppressed('hand_overwrench_safety')):
+            f, t = math.sqrt(f2), math.sqrt(t2)
+            if f2 > self._force2:
+                overwrench = ('hand over-wrench: force %.3f > %.3f N, torque %.3f N m'
+                              % (f, self.overwrench_force, t))
+            else:
+                overwrench = ('hand over-wrench: torque %.3f > %.3f N m, force %.3f N'
+                              % (t, self.overwrench_torque, f))
+            self._hold_until['hand_overwrench'] = now + self.hold
+        if impact or squish or overwrench:
+            new = [(k, line) for k, line in zip(KINDS, (impact, squish, overwrench)) if line]
+            self.detected_at = now
+            self._halt = Halt(new[0][0], '\n'.join(line for _, line in new), self.hold,
+                              compliant=self._squish)
+            return self._halt
+        return self._halt if self._squish else None
+
+    # --- state ------------------------------------------------------------------------
+    def holding(self, kind):
+        """True while `kind` (impact, squish, hand_overwrench) holds the arm."""
+        return self._now < self._hold_until[kind]
+
+    def report(self, put):
+        for kind in KINDS:
+            put(kind, float(self.holding(kind)))
+        put('external_torque', self.r)
+        put('detected_at', self.detected_at)
+        put('impact_level', self.level)
+        put('hand_wrench', self.wrench)
