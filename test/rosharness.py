@@ -121,6 +121,21 @@ class Latest(object):
         self.unregister()
 
 
+def subscribers_of(topic):
+    """The nodes the master lists as subscribers of `topic`."""
+    import rosgraph
+    _pubs, subs, _srvs = rosgraph.Master('/intera_rt_test').getSystemState()
+    return next((nodes for name, nodes in subs if name == topic), [])
+
+
+def wait_connected(pub, node, timeout=10.0):
+    """Wait until publisher `pub` has a connection to every subscriber the master lists,
+    `node` among them (a connection count alone may count another node's)."""
+    wait_for(lambda: node in subscribers_of(pub.resolved_name)
+             and pub.get_num_connections() >= len(subscribers_of(pub.resolved_name)),
+             timeout, '%s connected to %s' % (node, pub.resolved_name))
+
+
 def latest(topic, msg_type, queue_size=10):
     """A ``Latest`` recorder subscribed to ``topic``."""
     return Latest(topic, msg_type, queue_size=queue_size)

@@ -1,7 +1,7 @@
-"""Collision detection (control.collision_detection) without ROS: the embedded plant in
-closed loop with the joint controller, the monitor run on every tick's reading, and its
-Halts applied the way the realtime core applies them (stop and hold, refuse commands
-while held; a compliant hold's reference follows the measured pose).
+"""Collision detection (control.collision_detection) without ROS: the realtime core (the
+embedded plant, the controller pipeline and every registered stage) ticked by hand, with the
+monitor's verdicts recorded as they are returned and applied by the core (stop and hold,
+commands refused while held; a compliant hold yields to what pushes).
 
 Normal use never halts the arm; impacts, squishes and hand over-wrenches made with
 apply_wrench do, with the robot's log lines."""
@@ -12,15 +12,15 @@ import numpy as np
 import pinocchio as pin
 import pytest
 
-from intera_rt.boards.embedded import EmbeddedBoards
-from intera_rt.control.base import ArmState, PluginContext, Suppressions
+from intera_rt.control import commands as cmds
+from intera_rt.control.base import PluginContext
 from intera_rt.control.collision_detection import CollisionDetection
-from intera_rt.control.joint_control import (CommandMode, HeadController, JointCommandData,
-                                             JointController)
 from intera_rt.model import ARM_JOINTS, RobotModel
+from intera_rt.realtime.core import CONTROLLER_NAMES, RealtimeCore
 from intera_rt.robot import COLLISION_HOLD, NEUTRAL, SUPPRESS_WINDOW
 
 DT = 0.001
+POSITION, VELOCITY, TORQUE, TRAJECTORY = 1, 2, 3, 4
 IMPACT_LINE = re.compile(r'^impact: (\d+\.\d{3}) > 0\.750, largest contributor: (right_j\d), '
                          r'with value: (\d+\.\d{3})$')
 SQUISH_LINE = re.compile(r'^squish on joint (right_j\d) - (\d+\.\d{3}) > (\d+\.\d{3})$')
@@ -32,40 +32,38 @@ def model():
     return RobotModel.from_file()
 
 
-class Guided:
-    """A controller a person guides (zero-G): collision detection does not run."""
-    collision_detection = False
-
-
 class Arm:
-    """Plant + joint controller + the monitor, ticked as the realtime core does, with the
-    core's reaction to a Halt."""
+    """A realtime core ticked by hand; its collision_detection monitor's verdicts recorded."""
 
     def __init__(self, model, q=NEUTRAL, options=None):
         self.model = model
-        self.boards = EmbeddedBoards(model)
-        self.boards.reset_pose(np.r_[q, 0.0])
-        self.boards.set_brakes(False)
-        self.control = JointController(model)
-        self.control.reset(np.array(q, float))
-        self.head = HeadController(model)
-        self.head.reset(0.0)
-        self.suppressions = Suppressions()
-        self.monitor = CollisionDetection(PluginContext(model, None, {'collision_detection': options or {}}))
-        self.t = 0.0
-        self.guided = False
-        self.held_until = -math.inf
+        self.core = RealtimeCore(model, q_arm=list(q),
+                                 options={'collision_detection': options or {}})
+        self.boards = self.core.boards
+        self.monitor = next(m for m in self.core.monitors if m.name == 'collision_detection')
         self.halts = []              # (t, Halt) each time a new Halt object arrives
         self.halt_ticks = []         # t of every tick that returned a Halt
         self._last = None
         self.max_level = 0.0
         self.max_r = np.zeros(7)
-        self.monitor.reset(self.reading())
+        update = self.monitor.update
 
-    def reading(self):
-        r = self.boards.read()
-        return ArmState(self.t, DT, r.position[:7], r.velocity[:7], r.effort[:7], r.position[7],
-                        r.velocity[7], self.model.arm_dynamics, self.suppressions)
+        def recorded(state, controller):
+            halt = update(state, controller)
+            if halt is not None:
+                self.halt_ticks.append(state.now)
+                if halt is not self._last:
+                    self.halts.append((state.now, halt))
+            self._last = halt
+            self.max_level = max(self.max_level, self.monitor.level)
+            np.maximum(self.max_r, np.abs(self.monitor.r), out=self.max_r)
+            return halt
+        self.monitor.update = recorded
+        self.core.tick()                      # brakes released: hold where it boots
+
+    @property
+    def t(self):
+        return self.core.now
 
     @property
     def q(self):
@@ -75,36 +73,29 @@ class Arm:
     def qd(self):
         return self.boards.read().velocity[:7]
 
+    @property
+    def controller(self):
+        return self.core.active.name
+
+    def reading(self):
+        return self.core._arm_state()
+
     def command(self, mode, **arrays):
-        """A JointCommand of all seven joints; refused (False) while a halt holds the arm."""
-        if self.t < self.held_until:
-            return False
-        self.control.command(JointCommandData(mode, list(ARM_JOINTS), **arrays), self.t, self.q)
-        return True
+        """A JointCommand of all seven joints (the core refuses it while a halt holds the arm)."""
+        self.core.apply(cmds.JointCommand(mode, tuple(ARM_JOINTS),
+                                          **{k: tuple(v) for k, v in arrays.items()}))
+
+    def set_speed_ratio(self, ratio):
+        self.core.apply(cmds.SetSpeedRatio(ratio))
+
+    def set_timeout(self, seconds):
+        self.core.apply(cmds.SetTimeout(seconds))
 
     def suppress(self, what):
-        self.suppressions.suppress(what, self.t)
+        self.core.apply(cmds.Suppress(what))
 
     def step(self):
-        state = self.reading()
-        halt = self.monitor.update(state, Guided() if self.guided else self.control)
-        if halt is not None:
-            self.halt_ticks.append(self.t)
-            if halt is not self._last:
-                self.halts.append((self.t, halt))
-                if self.t >= self.held_until:
-                    self.control.hold()
-            self.held_until = self.t + halt.hold
-            if halt.compliant:
-                self.control.reset(state.q)
-        self._last = halt
-        self.max_level = max(self.max_level, self.monitor.level)
-        np.maximum(self.max_r, np.abs(self.monitor.r), out=self.max_r)
-        out = self.control.tick(self.t, DT, state.q, state.qd)
-        head = self.head.tick(DT, state.q_head, state.qd_head)
-        self.boards.write(np.r_[out.torque, head])
-        self.boards.advance(DT)
-        self.t = round(self.t + DT, 9)
+        self.core.tick()
 
     def run(self, seconds, each=None, every=0.001):
         """Tick for `seconds`; each(arm) every `every` s (a client's command rate)."""
@@ -138,20 +129,20 @@ def no_halt(arm, what):
 
 def position_moves(arm, targets, seconds):
     for target in targets:
-        arm.run(seconds, lambda a: a.command(CommandMode.POSITION, position=list(target)), 0.01)
+        arm.run(seconds, lambda a: a.command(POSITION, position=list(target)), 0.01)
 
 
 # --- no detection in normal use ---------------------------------------------------------
 def test_fast_position_moves_across_the_joint_ranges(model):
     arm = Arm(model)
-    arm.control.set_speed_ratio(1.0)
+    arm.set_speed_ratio(1.0)
     targets = [np.array([1.5, -2.5, 2.0, 0.5, 2.0, -1.5, 3.0]),
                np.array([-1.5, 0.5, -2.0, 2.5, -2.0, 1.5, -3.0]),
                np.array(NEUTRAL)]
     peak = np.zeros(7)
 
     def each(a, target):
-        a.command(CommandMode.POSITION, position=list(target))
+        a.command(POSITION, position=list(target))
         np.maximum(peak, np.abs(a.qd), out=peak)
     for target in targets:
         arm.run(3.5, lambda a: each(a, target), 0.01)
@@ -169,7 +160,7 @@ def test_moves_onto_the_joint_limits(model):
     stops (inelastic contacts); the arm's own stops are no collision."""
     lim = model.limit_arrays(ARM_JOINTS)
     arm = Arm(model)
-    arm.control.set_speed_ratio(1.0)
+    arm.set_speed_ratio(1.0)
     at_limits = np.array([lim['lower'][0], lim['upper'][1], 0.0, lim['lower'][3],
                           lim['upper'][4], lim['lower'][5], lim['upper'][6]])
     position_moves(arm, [at_limits, np.array(NEUTRAL)], 4.0)
@@ -184,11 +175,11 @@ def test_torque_springs(model):
     d = 0.1
     q0 = np.array(NEUTRAL)
     arm = Arm(model)
-    arm.control.set_speed_ratio(1.0)
+    arm.set_speed_ratio(1.0)
     away = q0 + np.array([0.4, -0.3, 0.4, -0.4, 0.5, -0.5, 0.8])
     position_moves(arm, [away], 2.0)
-    arm.control.set_timeout(0.02)
-    arm.run(5.0, lambda a: a.command(CommandMode.TORQUE, effort=list(-k * (a.q - q0) - d * a.qd)))
+    arm.set_timeout(0.02)
+    arm.run(5.0, lambda a: a.command(TORQUE, effort=list(-k * (a.q - q0) - d * a.qd)))
     assert np.abs(arm.q - q0).max() < 0.1          # it sprang back (to within friction)
     no_halt(arm, 'torque springs')
 
@@ -203,7 +194,7 @@ def test_velocity_wobbler(model):
         freq = 1.0 / rng.uniform(0.5, 1.0, 7)
         t0 = arm.t
         arm.run(seconds, lambda a: a.command(
-            CommandMode.VELOCITY, velocity=list(amp * np.sin(2.0 * math.pi * freq * (a.t - t0)))), 0.002)
+            VELOCITY, velocity=list(amp * np.sin(2.0 * math.pi * freq * (a.t - t0)))), 0.002)
     assert arm.max_r.max() < 1.5
     no_halt(arm, 'velocity wobbler')
 
@@ -223,7 +214,7 @@ def test_fast_quintic_in_trajectory_mode(model):
 
     def each(a):
         p, v, acc = sample(a.t - 0.1)
-        a.command(CommandMode.TRAJECTORY, position=list(p), velocity=list(v), acceleration=list(acc))
+        a.command(TRAJECTORY, position=list(p), velocity=list(v), acceleration=list(acc))
         np.maximum(peak, np.abs(a.qd), out=peak)
     arm.run(2.0, each)
     assert np.abs(arm.q - q1).max() < 0.01
@@ -239,17 +230,17 @@ def test_gravity_compensation_suppressed_briefly(model):
     arm = Arm(model)
     arm.run(0.3)
     q_before = arm.q.copy()
-    arm.run(0.6, lambda a: a.control.suppress_gravity(a.t), 0.1)     # topic at 10 Hz
+    arm.run(0.6, lambda a: a.suppress('gravity'), 0.1)     # topic at 10 Hz
     assert np.abs(arm.q - q_before).max() > 0.002
     arm.run(0.5)
     q_before = arm.q.copy()
-    arm.control.set_timeout(0.05)
-    arm.run(0.25, lambda a: (a.control.suppress_gravity(a.t),
-                             a.command(CommandMode.TORQUE, effort=[0.0] * 7)), 0.01)
+    arm.set_timeout(0.05)
+    arm.run(0.25, lambda a: (a.suppress('gravity'),
+                             a.command(TORQUE, effort=[0.0] * 7)), 0.01)
     sag = np.abs(arm.q - q_before).max()
     assert sag > 0.1, 'the arm did not sag (%.4f rad)' % sag
     hold = list(arm.q)
-    arm.run(1.5, lambda a: a.command(CommandMode.POSITION, position=hold), 0.01)
+    arm.run(1.5, lambda a: a.command(POSITION, position=hold), 0.01)
     no_halt(arm, 'suppressed gravity compensation')
 
 
@@ -257,15 +248,15 @@ def test_gravity_compensation_suppressed_briefly(model):
 @pytest.mark.parametrize('link, force', [('right_l4', 30.0), ('right_hand', 15.0)])
 def test_sudden_push_while_moving_is_an_impact(model, link, force):
     arm = Arm(model)
-    arm.control.set_speed_ratio(0.5)
+    arm.set_speed_ratio(0.5)
     target = np.array([1.2, -0.6, 1.0, 1.5, 1.0, 0.0, 3.0])
-    arm.run(1.0, lambda a: a.command(CommandMode.POSITION, position=list(target)), 0.01)
+    arm.run(1.0, lambda a: a.command(POSITION, position=list(target)), 0.01)
     assert np.abs(arm.qd).max() > 0.3                                  # moving
     wrench = np.array([0.0, 0.6 * force, 0.8 * force, 0.0, 0.0, 0.0])
     expected = arm.joint_torque(link, wrench) / arm.monitor.impact_scale
     t_hit = arm.t
     arm.boards.apply_wrench(link, wrench, 0.02)             # a hit: 20 ms
-    arm.run(0.6, lambda a: a.command(CommandMode.POSITION, position=list(target)), 0.01)
+    arm.run(0.6, lambda a: a.command(POSITION, position=list(target)), 0.01)
     assert arm.halts, 'no detection (max level %.3f)' % arm.max_level
     t, halt = arm.halts[0]
     assert halt.kind == 'impact' and not halt.compliant and halt.hold == COLLISION_HOLD
@@ -287,19 +278,19 @@ def test_impact_holds_the_arm_and_reports_while_held(model):
     """The halt applied as the core does: the arm stops, refuses commands and reports
     `impact` for the hold, then moves again."""
     arm = Arm(model)
-    arm.control.set_speed_ratio(0.5)
+    arm.set_speed_ratio(0.5)
     target = np.array([1.2, -0.6, 1.0, 1.5, 1.0, 0.0, 3.0])
-    arm.run(0.8, lambda a: a.command(CommandMode.POSITION, position=list(target)), 0.01)
+    arm.run(0.8, lambda a: a.command(POSITION, position=list(target)), 0.01)
     arm.boards.apply_wrench('right_hand', [0.0, 30.0, 0.0, 0.0, 0.0, 0.0], 0.05)
     arm.run(0.01)
     assert arm.halts and arm.halts[0][1].kind == 'impact'
     t = arm.halts[0][0]
-    arm.run(0.3, lambda a: a.command(CommandMode.POSITION, position=list(target)), 0.01)
+    arm.run(0.3, lambda a: a.command(POSITION, position=list(target)), 0.01)
     assert arm.field('impact') == 1.0
     assert np.abs(arm.qd).max() < 0.02                 # stopped, commands refused
     arm.run(t + COLLISION_HOLD + 0.01 - arm.t)
     assert arm.field('impact') == 0.0
-    arm.run(0.3, lambda a: a.command(CommandMode.POSITION, position=list(target)), 0.01)
+    arm.run(0.3, lambda a: a.command(POSITION, position=list(target)), 0.01)
     assert np.abs(arm.qd).max() > 0.1                  # accepts commands again
     assert len(arm.halts) == 1
 
@@ -386,11 +377,11 @@ def test_suppressed_contact_safety_and_hand_overwrench_safety(model):
     arm.run(0.2, suppress_both, 0.1)
     assert arm.max_r[1] > 30.0                                       # felt
     # Moving: a hit on the hand.
-    arm.control.set_speed_ratio(0.5)
+    arm.set_speed_ratio(0.5)
     target = np.array([1.2, -0.6, 1.0, 1.5, 1.0, 0.0, 3.0])
-    arm.run(0.6, lambda a: (suppress_both(a), a.command(CommandMode.POSITION, position=list(target))), 0.1)
+    arm.run(0.6, lambda a: (suppress_both(a), a.command(POSITION, position=list(target))), 0.1)
     arm.boards.apply_wrench('right_hand', [0.0, 30.0, 0.0, 0.0, 0.0, 0.0], 0.03)
-    arm.run(0.4, lambda a: (suppress_both(a), a.command(CommandMode.POSITION, position=list(target))), 0.1)
+    arm.run(0.4, lambda a: (suppress_both(a), a.command(POSITION, position=list(target))), 0.1)
     assert arm.max_level > 1.0                                       # felt
     no_halt(arm, 'with contact and hand over-wrench safety suppressed')
     # A push that outlasts the suppression: a squish once the topic stops arriving.
@@ -406,26 +397,23 @@ def test_suppressed_contact_safety_and_hand_overwrench_safety(model):
 
 @pytest.mark.parametrize('settle', [None, 0.001])
 def test_guided_arm_is_no_collision_until_it_settles(model, settle):
-    """While a person guides the arm (zero-G: here torque mode with a little viscous
-    damping) nothing is detected; letting go of it as the controller hands back is no
-    impact — it would be without the settle time (settle 1 ms) —; after the settle time a
-    hit is."""
+    """While a person guides the arm in zero-G (the cuff grasped) nothing is detected;
+    letting go as the core hands back to hold is no impact — it would be without the
+    settle time (settle 1 ms) —; after the settle time a hit is."""
     arm = Arm(model, options={} if settle is None else {'settle': settle})
-    arm.guided = True
-    arm.control.set_timeout(0.05)
-    damping = np.array([20.0, 20.0, 10.0, 10.0, 2.0, 2.0, 1.0])
+    arm.core.apply(cmds.CuffInput('cuff', True))
     grip = [12.0, 6.0, 0.0, 0.0, 0.0, 0.0]
     q0 = arm.q.copy()
-    arm.run(0.8, lambda a: (a.boards.apply_wrench('right_hand', grip, 0.01),
-                            a.command(CommandMode.TORQUE, effort=list(-damping * a.qd))), 0.01)
+    arm.run(0.8, lambda a: a.boards.apply_wrench('right_hand', grip, 0.01), 0.01)
+    assert arm.controller == 'zero_g'
     assert np.abs(arm.q - q0).max() > 0.2                       # the person moved it
     true = arm.joint_torque('right_hand', grip)
     assert np.abs(arm.monitor.r - true).max() < 0.1 * np.abs(true).max()    # felt
     assert not arm.halts
-    # Hand back (position hold where it is) and let go at once.
-    arm.guided = False
-    arm.control.reset(arm.q)
+    # Let go of the cuff and of the arm at once: hold where it is.
+    arm.core.apply(cmds.CuffInput('cuff', False))
     arm.run(0.4)
+    assert arm.controller == 'hold'
     if settle is not None:
         assert [h.kind for _, h in arm.halts] == ['impact']
         return

@@ -43,7 +43,9 @@ class Suppressions:
         self._until[what] = now + SUPPRESS_WINDOW
 
     def active(self, what, now):
-        return now < self._until.get(what, -math.inf)
+        # (less a nanosecond: loop times are tick counts × 1 ms, and 0.2 s after one must
+        # not fall a rounding error short of it)
+        return now < self._until.get(what, -math.inf) - 1e-9
 
 
 class ArmState:

@@ -478,7 +478,8 @@ class RealtimeLoop:
             squish=bool(opt('collision_detection.squish')),
             hand_overwrench=bool(opt('collision_detection.hand_overwrench')),
             halt_remaining=f('halt_left'),
-            last_detection=rospy.Time.from_sec(detected + self.loop_time_offset()) if detected else rospy.Time(),
+            last_detection=(rospy.Time.from_sec(detected + self.loop_time_offset())
+                            if math.isfinite(detected) and detected > 0 else rospy.Time()),
             external_torque=list(opt('collision_detection.external_torque', np.zeros(7))),
             sim_contacts=int(f('contacts')))
 
