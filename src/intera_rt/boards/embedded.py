@@ -1,21 +1,91 @@
 """Embedded physics: rigid-body dynamics of right_j0..6 and head_pan from the URDF inertias
 (Pinocchio CRBA + RNEA), reflected motor inertia, viscous and Coulomb friction, effort limits and
-joint limits as hard stops, integrated semi-implicitly at `substeps` × the loop rate."""
+joint limits as hard stops, integrated semi-implicitly at `substeps` × the loop rate.
+
+Obstacles and contact (sim only)
+--------------------------------
+Obstacles (boxes, spheres; add_obstacle) are fixed in base. Each physics step the collision
+shapes of the moving links — the <collision> primitives of the URDF on right_l0 … right_hand
+and the head/screen; never the base-fixed pedestal, controller box, feet or arm base — are
+checked against each obstacle with hpp-fcl (through Pinocchio's GeometryModel): penetration
+depth δ, normal n (out of the obstacle), and p, the link's point deepest in the obstacle.
+
+The obstacle pushes the link at p along n with a stiff spring-damper that never pulls:
+
+    f = max(0, k·δ + c·u)          u: the closing speed of the link's point p along −n
+
+evaluated at the end of the step (backward Euler along the normal: with the contact's
+effective mass m = 1/(Jn M⁻¹ Jnᵀ), Jn = nᵀ J_p, one scalar solve per contact), so a contact is
+stable for any k, c at the loop rate and takes energy out, never puts it in. Its joint
+torques Jnᵀ f (the arm's and head's joints only) enter the dynamics as an external force, as
+apply_wrench's do: the transmitted (measured) torque keeps its meaning — what each drive
+transmits to its link, drive torque less friction — and sees the contact through the arm's
+dynamics. Contact is frictionless (no tangential force). Several contacts are resolved one
+after the other within the step (each sees the accelerations of those before). The head's
+shape is a sphere centred on both right_j0's and head_pan's axes: it never moves, and a
+contact on it is reported but pushes no joint.
+
+Defaults: k = 5e4 N/m, 1 mm per 50 N: 1.3–2.4 mm under the most the joints can push the hand
+with at rest (70–120 N, the wrist's 9 N·m limits), more against links near the shoulder,
+whose joints push harder; c = 500 N·s/m, a damping ratio of 0.9 at the hand's smallest
+effective mass (1.5 kg), 0.35 at 10 kg. The hand swung into a wall at ~0.5 m/s peaks at 2–3 mm
+and ~250 N.
+
+Broadphase: each link shape's reach — a sphere about right_j0's origin bounding where the
+shape can ever be, from the chain's joint offsets — is computed once; an obstacle's bounding
+sphere is compared with it when the obstacle is placed, and only the pairs that can meet are
+checked each step (in C++, by Pinocchio/hpp-fcl). An obstacle out of the arm's reach costs
+nothing per step, and so do no obstacles.
+"""
+import math
+
+import hppfcl
 import numpy as np
 import pinocchio as pin
-from scipy.linalg.lapack import dposv
+from scipy.linalg.lapack import dposv, dpotrs
 
-from intera_rt.boards.base import BoardsReading, JointBoards
+from intera_rt.boards.base import BoardsReading, Contact, JointBoards, check_obstacle
 from intera_rt.model import ARM_JOINTS, HEAD_JOINTS
+from intera_rt.model.robot_model import BASE_FRAME
 from intera_rt.numeric import clip as _clip
+
+CONTACT_STIFFNESS = 5e4       # N/m
+CONTACT_DAMPING = 500.0       # N·s/m
+
+
+class _LinkShape:
+    """One moving link's collision shape and its reach (a sphere fixed in the world that it
+    can never leave)."""
+    __slots__ = ('obj', 'link', 'joint', 'sphere', 'reach_centre', 'reach')
+
+    def __init__(self, obj, link, sphere, reach_centre, reach):
+        self.obj, self.link, self.joint, self.sphere = obj, link, obj.parentJoint, sphere
+        self.reach_centre, self.reach = reach_centre, reach
 
 
 class EmbeddedBoards(JointBoards):
     simulated = True
 
-    def __init__(self, model, joint_names=ARM_JOINTS + HEAD_JOINTS, substeps=1):
+    def __init__(self, model, joint_names=ARM_JOINTS + HEAD_JOINTS, substeps=1,
+                 contact_stiffness=CONTACT_STIFFNESS, contact_damping=CONTACT_DAMPING):
+        """Args:
+            model: intera_rt.model.RobotModel (its URDF: inertias, limits, collision shapes).
+            joint_names: the joints the boards drive, in their order.
+            substeps: physics steps per advance().
+            contact_stiffness: k of the obstacle contacts (N/m), > 0.
+            contact_damping: c of the obstacle contacts (N·s/m), ≥ 0.
+        """
+        k, c = float(contact_stiffness), float(contact_damping)
+        if not (math.isfinite(k) and k > 0.0):
+            raise ValueError('contact_stiffness must be finite and > 0 N/m, got %r'
+                             % (contact_stiffness,))
+        if not (math.isfinite(c) and c >= 0.0):
+            raise ValueError('contact_damping must be finite and >= 0 N·s/m, got %r'
+                             % (contact_damping,))
+        self.contact_stiffness, self.contact_damping = k, c
         self.joint_names = tuple(joint_names)
         self.substeps = int(substeps)
+        self._urdf_xml = model.urdf_xml
         self.pin = pin.buildModelFromXML(model.urdf_xml)
         self.data = self.pin.createData()
         # Pinocchio orders joints depth-first; map ours onto its q/v indices.
@@ -37,6 +107,23 @@ class EmbeddedBoards(JointBoards):
         self._full_q = pin.neutral(self.pin)
         self._full_v = np.zeros(self.pin.nv)
         self._full_tau = np.zeros(self.pin.nv)
+        # Contact torques act on our joints only (columns of the others zeroed).
+        self._others = np.setdiff1d(np.arange(self.pin.nv), self._idx)
+        # Obstacles: name → (Obstacle record, hpp-fcl shape, placement in the world, bounding
+        # radius). What each step checks is rebuilt from them (_rebuild_pairs).
+        self._obstacles = {}
+        self._link_shapes = None       # built with the first obstacle
+        self._geom = self._gdata = None  # None: nothing within reach, nothing to check
+        self._pairs = ()               # per pair: (its result, (link, obstacle, joint, witness))
+        self._contacts = []
+        # Obstacles and contacts are in base, which need not be the URDF's root.
+        data = self.pin.createData()
+        pin.framesForwardKinematics(self.pin, data, self._full_q)
+        if self.pin.existFrame(BASE_FRAME, pin.FrameType.BODY):
+            base = data.oMf[self.pin.getFrameId(BASE_FRAME, pin.FrameType.BODY)]
+        else:
+            base = pin.SE3.Identity()
+        self._world_base = None if base.isIdentity() else base.copy()
 
     # --- joint-boards interface -------------------------------------------------------
     def read(self):
@@ -71,11 +158,189 @@ class EmbeddedBoards(JointBoards):
         self._wrenches.append([frame_id, np.asarray(wrench, float), float(duration)])
 
     def reset_pose(self, positions):
+        """At rest at `positions` (clipped to the limits); drops the external wrenches and the
+        contacts of the last step (until the next step), keeps the obstacles."""
         self.q = _clip(np.asarray(positions, float), self.lower, self.upper)
         self.qd[:] = 0.0
         self._wrenches = []
+        self._contacts = []
+
+    def add_obstacle(self, name, shape, position, quaternion, size):
+        """See JointBoards.add_obstacle. Replaces an obstacle of the same name; the contacts
+        of the last step are dropped (until the next step)."""
+        record = check_obstacle(name, shape, position, quaternion, size)
+        if self._link_shapes is None:
+            self._link_shapes = self._build_link_shapes()
+        if record.shape == 'box':
+            geometry = hppfcl.Box(*record.size)
+            radius = 0.5 * math.sqrt(sum(s * s for s in record.size))
+        else:
+            geometry = hppfcl.Sphere(record.size[0])
+            radius = record.size[0]
+        x, y, z, w = record.quaternion
+        rotation = pin.Quaternion(w, x, y, z).toRotationMatrix()
+        placement = pin.SE3(rotation, np.array(record.position))
+        if self._world_base is not None:
+            placement = self._world_base * placement
+        self._obstacles[record.name] = (record, geometry, placement, radius)
+        self._rebuild_pairs()
+
+    def remove_obstacle(self, name):
+        if name not in self._obstacles:
+            raise KeyError('no obstacle named %r' % (name,))
+        del self._obstacles[name]
+        self._rebuild_pairs()
+
+    def obstacles(self):
+        return [entry[0] for entry in self._obstacles.values()]
+
+    def contacts(self):
+        """The contacts of the latest physics step (the last substep of the last advance):
+        list of Contact (obstacle, link, depth m, force N in base, point m in base)."""
+        return list(self._contacts)
+
+    # --- obstacles: what each step checks ------------------------------------------------
+    def _build_link_shapes(self):
+        """The moving links' collision shapes, each with its reach about the first joint of
+        its chain: the shape's offset and bounding radius plus every joint offset along the
+        chain bound where it can ever be (that joint is revolute: its origin stays put)."""
+        model = self.pin
+        geom = pin.buildGeomFromUrdfString(model, self._urdf_xml, pin.COLLISION)
+        data = model.createData()
+        pin.forwardKinematics(model, data, pin.neutral(model))
+        shapes = []
+        for obj in geom.geometryObjects:
+            joint = obj.parentJoint
+            if joint == 0:            # fixed in base: pedestal, controller box, feet, arm base
+                continue
+            obj.geometry.computeLocalAABB()
+            centre = obj.placement.act(np.array(obj.geometry.aabb_center))
+            reach = float(np.linalg.norm(centre)) + obj.geometry.aabb_radius
+            while model.parents[joint] != 0:
+                reach += float(np.linalg.norm(model.jointPlacements[joint].translation))
+                joint = model.parents[joint]
+            if model.joints[joint].shortname().startswith('JointModelP'):   # prismatic, planar
+                reach = math.inf
+            shapes.append(_LinkShape(obj, model.frames[obj.parentFrame].name,
+                                     isinstance(obj.geometry, hppfcl.Sphere),
+                                     data.oMi[joint].translation.copy(), reach))
+        return shapes
+
+    def _rebuild_pairs(self):
+        """The (link shape, obstacle) pairs whose spheres (reach, bounding) meet, in a
+        GeometryModel of their own; none: nothing to check. Drops the last step's contacts."""
+        self._contacts = []
+        geom, info = pin.GeometryModel(), []
+        # The link shapes first: each pair is (link shape, obstacle) in that order, which
+        # fixes the direction of hpp-fcl's normal (from the first into the second).
+        for shape in self._link_shapes or ():
+            geom.addGeometryObject(shape.obj)
+        for name, (record, geometry, placement, radius) in self._obstacles.items():
+            centre = placement.translation
+            near = [i for i, shape in enumerate(self._link_shapes)
+                    if np.linalg.norm(centre - shape.reach_centre) <= shape.reach + radius]
+            if not near:
+                continue
+            oid = geom.addGeometryObject(
+                pin.GeometryObject('obstacle/' + name, 0, geometry, placement))
+            for i in near:
+                shape = self._link_shapes[i]
+                geom.addCollisionPair(pin.CollisionPair(i, oid))
+                # hpp-fcl 2 puts a contact's point midway between the two surfaces' deepest
+                # points, except for a sphere against a box (on the box's surface): how far
+                # (in depths) the link's deepest point lies beyond it.
+                witness = 1.0 if shape.sphere and record.shape == 'box' else 0.5
+                info.append((shape.link, name, shape.joint, witness))
+        if not info:
+            self._geom = self._gdata = None
+            self._pairs = ()
+            return
+        gdata = pin.GeometryData(geom)
+        for request in gdata.collisionRequests:
+            request.enable_contact = True
+        # Each pair's result, held: the elements stay views of gdata's results, which
+        # computeCollisions updates in place (indexing the vector each step costs ~0.5 µs a pair).
+        results = [gdata.collisionResults[k] for k in range(len(info))]
+        self._geom, self._gdata, self._pairs = geom, gdata, tuple(zip(results, info))
 
     # --- physics ----------------------------------------------------------------------
+    def _touching(self):
+        """The contacts at _full_q, each (link, obstacle, depth, n, point, jn): n the unit
+        normal out of the obstacle and point the link's point deepest in it (world; tuples of
+        floats), jn = nᵀ J_point over the full velocity vector (our joints only). None or
+        empty when no link shape touches an obstacle (then the contacts record is cleared)."""
+        model, data = self.pin, self.data
+        # Kinematics and every pair within reach, in C++.
+        if not pin.computeCollisions(model, data, self._geom, self._gdata, self._full_q, False):
+            if self._contacts:
+                self._contacts = []
+            return None
+        pin.computeJointJacobians(model, data, self._full_q)
+        hits = []
+        # Scalar arithmetic on 3-vectors: numpy's per-call cost exceeds the work (np.cross ~10 µs).
+        for result, (link, obstacle, joint, witness) in self._pairs:
+            if not result.isCollision():
+                continue
+            contact = result.getContact(0)
+            depth = contact.penetration_depth
+            if not math.isfinite(depth):
+                continue
+            mx, my, mz = contact.normal.tolist()     # hpp-fcl's: from the link into the obstacle
+            nx, ny, nz = -mx, -my, -mz
+            px, py, pz = contact.pos.tolist()
+            s = witness * depth
+            px, py, pz = px + s * mx, py + s * my, pz + s * mz
+            # jn = [n; p × n]ᵀ J, J the joint's Jacobian in WORLD (spatial velocity at the
+            # origin: v_p = v_O + ω × p).
+            wrench = np.array((nx, ny, nz, py * nz - pz * ny, pz * nx - px * nz, px * ny - py * nx))
+            jn = wrench @ pin.getJointJacobian(model, data, joint, pin.WORLD)
+            if self._others.size:
+                jn[self._others] = 0.0
+            hits.append((link, obstacle, depth, (nx, ny, nz), (px, py, pz), jn))
+        if not hits:
+            self._contacts = []
+        return hits
+
+    def _contact_forces(self, hits, chol, qdd, h):
+        """Add each contact's M⁻¹ Jnᵀ f to qdd (in place; chol: M's upper Cholesky factor) and
+        record the contacts."""
+        k, c = self.contact_stiffness, self.contact_damping
+        kc = k * h + c
+        v, dot = self._full_v, np.dot            # np.dot: half the cost of @ on 8-vectors
+        contacts = []
+        for link, obstacle, depth, n, point, jn in hits:
+            y = dpotrs(chol, jn, lower=0)[0]                     # M⁻¹ Jnᵀ
+            # The closing speed at the step's end without the contact (u + h·a); the force
+            # then solves f = k·(δ + h·u') + c·u' with u' = that speed − h·f/m.
+            closing = -float(dot(jn, v)) - h * float(dot(jn, qdd))
+            f = (k * depth + kc * closing) / (1.0 + kc * h * float(dot(jn, y)))
+            if f > 0.0:
+                qdd += f * y
+            else:
+                f = 0.0                                          # separating: never pulls
+            contacts.append(self._record(obstacle, link, depth, f, n, point))
+        self._contacts = contacts
+
+    def _contact_torques_at_rest(self, hits):
+        """Braked: the joint torques of the contacts' springs (k·δ, nothing moves); records
+        the contacts."""
+        tau = np.zeros(self.pin.nv)
+        contacts = []
+        for link, obstacle, depth, n, point, jn in hits:
+            f = self.contact_stiffness * depth
+            tau += f * jn
+            contacts.append(self._record(obstacle, link, depth, f, n, point))
+        self._contacts = contacts
+        return tau[self._idx]
+
+    def _record(self, obstacle, link, depth, f, n, point):
+        force = np.array((f * n[0], f * n[1], f * n[2]))
+        point = np.array(point)
+        if self._world_base is not None:
+            force = self._world_base.rotation.T @ force
+            point = self._world_base.actInv(point)
+        return Contact(obstacle, link, float(depth), force, point)
+
     def _external_torques(self):
         """Joint torques produced by the external wrenches (J^T w, world-aligned frame); only
         called while there are some."""
@@ -90,9 +355,16 @@ class EmbeddedBoards(JointBoards):
     def _step(self, h):
         idx = self._idx
         self._full_q[idx] = self.q
+        hits = None if self._geom is None else self._touching()
         if self.brakes:
-            # The brake holds the motor side; the SEA still carries the static load.
-            self.tau_transmitted = pin.computeGeneralizedGravity(self.pin, self.data, self._full_q)[idx]
+            # The brake holds the motor side; the SEA still carries the static load, what
+            # pushes on the arm included.
+            tau = pin.computeGeneralizedGravity(self.pin, self.data, self._full_q)[idx]
+            if self._wrenches:
+                tau -= self._external_torques()
+            if hits:
+                tau -= self._contact_torques_at_rest(hits)
+            self.tau_transmitted = tau
             self.qd[:] = 0.0
             return
         self._full_v[idx] = self.qd
@@ -104,9 +376,11 @@ class EmbeddedBoards(JointBoards):
         bias = pin.nonLinearEffects(self.pin, self.data, self._full_q, self._full_v)
         self._full_tau[idx] = tau
         # M is symmetric positive definite: a Cholesky solve that reads its upper triangle.
-        _, qdd_full, info = dposv(mass, self._full_tau - bias, lower=0)
+        chol, qdd_full, info = dposv(mass, self._full_tau - bias, lower=0)
         if info != 0:               # cannot happen for a valid model; never integrate junk
             raise FloatingPointError('mass matrix not positive definite (dposv info %d)' % info)
+        if hits:
+            self._contact_forces(hits, chol, qdd_full, h)
         qd_free = self.qd + h * qdd_full[idx]
         # Coulomb friction as a bounded impulse: it removes up to `reach` of each joint's
         # velocity this step, and sticks the joint when that is all of it.
