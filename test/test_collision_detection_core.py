@@ -260,7 +260,7 @@ def test_sudden_push_while_moving_is_an_impact(model, link, force):
     assert arm.halts, 'no detection (max level %.3f)' % arm.max_level
     t, halt = arm.halts[0]
     assert halt.kind == 'impact' and not halt.compliant and halt.hold == COLLISION_HOLD
-    assert t - t_hit <= 0.005, 'impact detected %.1f ms after the push' % (1e3 * (t - t_hit))
+    assert t - t_hit <= 0.010, 'impact detected %.1f ms after the push' % (1e3 * (t - t_hit))
     m = IMPACT_LINE.match(halt.message.split('\n')[0])
     assert m, halt.message
     level, joint, value = float(m.group(1)), m.group(2), float(m.group(3))
@@ -402,9 +402,9 @@ def test_guided_arm_is_no_collision_until_it_settles(model, settle):
     settle time (settle 1 ms) —; after the settle time a hit is."""
     arm = Arm(model, options={} if settle is None else {'settle': settle})
     arm.core.apply(cmds.CuffInput('cuff', True))
-    grip = [12.0, 6.0, 0.0, 0.0, 0.0, 0.0]
+    grip = [20.0, 10.0, 0.0, 0.0, 0.0, 0.0]
     q0 = arm.q.copy()
-    arm.run(0.8, lambda a: a.boards.apply_wrench('right_hand', grip, 0.01), 0.01)
+    arm.run(0.5, lambda a: a.boards.apply_wrench('right_hand', grip, 0.01), 0.01)
     assert arm.controller == 'zero_g'
     assert np.abs(arm.q - q0).max() > 0.2                       # the person moved it
     true = arm.joint_torque('right_hand', grip)

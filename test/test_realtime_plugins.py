@@ -5,13 +5,16 @@ the sim-control API (obstacles, wrenches, the cuff); no test publishes the robot
 topics.
 
 The robot runs on sim time at 1x: durations asserted are robot time (state stamps)."""
+import math
+import re
+
 import numpy as np
 import pytest
 
-from rosharness import wait_connected
+from rosharness import wait_connected, wait_for
 from test_joint_modes import ARM, NS, Series, now, pace, stamp, sync_publisher
 
-from intera_rt.robot import SUPPRESS_TOPICS
+from intera_rt.robot import NEUTRAL, SUPPRESS_TOPICS
 
 SAWYER_ARGS = ['--sim-time', '--speed', '1']
 SUPPRESS_WINDOW = 0.2          # s (seed 000: the topics must arrive at ≥ 5 Hz)
@@ -55,3 +58,237 @@ def test_a_suppress_topic_suppresses_while_it_arrives_and_stops_within_0_2_s(rea
     assert still and stamp(still[-1]) - last >= SUPPRESS_WINDOW - STATE_PERIOD, \
         '%s ended %.3f s after the last message, before its 0.2 s window' % (
             what, stamp(still[-1]) - last if still else 0.0)
+
+
+# --- collision detection with sim obstacles -------------------------------------------------
+IMPACT_LINE = re.compile(r'^impact: \d+\.\d{3} > 0\.750, largest contributor: right_j\d, '
+                         r'with value: \d+\.\d{3}')
+SQUISH_LINE = re.compile(r'^squish on joint right_j\d - \d+\.\d{3} > \d+\.\d{3}$')
+
+
+@pytest.fixture(scope='module')
+def sim(robot):
+    """The sim-control services, and the robot model to place obstacles with."""
+    import rospy
+    from intera_rt_msgs.srv import AddObstacle, ApplyWrench, RemoveObstacle, SetJointPositions
+    from intera_rt.model import RobotModel
+    services = {}
+    for name, srv in (('add_obstacle', AddObstacle), ('remove_obstacle', RemoveObstacle),
+                      ('apply_wrench', ApplyWrench), ('set_joint_positions', SetJointPositions)):
+        rospy.wait_for_service('/intera_rt/sim/' + name, 10.0)
+        services[name] = rospy.ServiceProxy('/intera_rt/sim/' + name, srv)
+    services['model'] = RobotModel.from_file()
+    return services
+
+
+@pytest.fixture(scope='module')
+def rosout(robot):
+    """Every /rosout line of the robot's realtime_loop: (level, text)."""
+    import threading
+
+    import rospy
+    from rosgraph_msgs.msg import Log
+    lines, lock = [], threading.Lock()
+
+    def keep(msg):
+        if msg.name == '/realtime_loop':
+            with lock:
+                lines.append(msg.msg)
+    sub = rospy.Subscriber('/rosout', Log, keep, queue_size=1000)
+    yield lines
+    sub.unregister()
+
+
+def add_box(sim, name, centre, size, yaw=0.0):
+    from geometry_msgs.msg import Pose
+    pose = Pose()
+    pose.position.x, pose.position.y, pose.position.z = centre
+    pose.orientation.z, pose.orientation.w = math.sin(yaw / 2), math.cos(yaw / 2)
+    resp = sim['add_obstacle'](name, 'box', pose, list(size))
+    assert resp.success, resp.message
+
+
+def wall_in_j0_path(sim, ahead=0.25):
+    """A box across the hand's path as right_j0 turns from neutral: its face the vertical
+    plane through right_j0's axis `ahead` rad past the hand, below right_l6."""
+    hand = sim['model'].arm_dynamics.tip('right_hand', np.array(NEUTRAL))[0]
+    rho, phi = math.hypot(hand[0], hand[1]), math.atan2(hand[1], hand[0]) + ahead
+    centre = (rho * math.cos(phi) - 0.05 * math.sin(phi), rho * math.sin(phi) + 0.05 * math.cos(phi),
+              hand[2] - 0.05)
+    add_box(sim, 'wall', centre, (0.2, 0.1, 0.16), yaw=phi)
+
+
+@pytest.fixture(scope='module')
+def mc(robot):
+    """A motion controller client as the SDK's MotionTrajectory has one."""
+    import actionlib
+    import rospy
+    from intera_motion_msgs.msg import MotionCommandAction
+    from sensor_msgs.msg import JointState
+    client = actionlib.SimpleActionClient('/motion/motion_command', MotionCommandAction)
+    assert client.wait_for_server(rospy.Duration(30.0)), 'no /motion/motion_command server'
+    joints = Series('/robot/joint_states', JointState)
+    joints.last()
+
+    def move(target, ratio=0.5, timeout=60.0):
+        """go_to_joint_angles: from the current angles to target; (state, result)."""
+        from test_motion_controller import goal, waypoint
+        msg = joints.last()
+        current = [msg.position[msg.name.index(n)] for n in ARM]
+        client.send_goal(goal([waypoint(current, ratio=ratio), waypoint(target, ratio=ratio)]))
+        assert client.wait_for_result(rospy.Duration(timeout)), 'no motion result'
+        return client.get_state(), client.get_result()
+    yield move
+    joints.unregister()
+
+
+def teleport(sim, q=NEUTRAL):
+    resp = sim['set_joint_positions'](list(ARM), list(q))
+    assert resp.success, resp.message
+
+
+def collisions(realtime_state, t0):
+    """The stretches (first stamp, last stamp, messages) over which collision was reported
+    since t0."""
+    out, run = [], []
+    for m in realtime_state.between(t0):
+        if m.collision:
+            run.append(m)
+        elif run:
+            out.append(run)
+            run = []
+    if run:
+        out.append(run)
+    return [(stamp(r[0]), stamp(r[-1]), r) for r in out]
+
+
+@pytest.fixture
+def clean(sim, realtime_state):
+    """Each test starts at neutral, holding, with no obstacles and no collision reported."""
+    teleport(sim)
+    realtime_state.wait(lambda m: not m.collision and m.controller == 'hold', 10.0, 'a quiet arm')
+    yield
+    for name in ('wall', 'table'):
+        sim['remove_obstacle'](name)
+    teleport(sim)
+
+
+def test_a_joint_motion_into_a_box_stops_within_10_ms_of_contact(sim, realtime_state, rosout, mc, clean):
+    """The motion controller moves right_j0 through a box: the robot detects the impact and
+    stops the arm within 10 ms of the first contact (sim truth), reports
+    collision_detection_state for about 0.5 s, the motion ends CONTROLLER_NOT_FOLLOWING,
+    and a new motion (away from the box) then succeeds."""
+    from intera_core_msgs.msg import CollisionDetectionState
+    wall_in_j0_path(sim)
+    t0 = now()
+    target = np.array(NEUTRAL)
+    target[0] = 0.6
+    detection = Series(NS + 'collision_detection_state', CollisionDetectionState)
+    try:
+        state, result = mc(target)
+        assert result.result is False and result.errorId == 'CONTROLLER_NOT_FOLLOWING', result
+        hit = realtime_state.wait(lambda m: m.collision and stamp(m) > t0, 10.0, 'a collision')
+        assert hit.impact and hit.sim_contacts >= 0
+        began, detected = hit.sim_contact_began.to_sec(), hit.last_detection.to_sec()
+        assert began > t0 and 0.0 <= detected - began <= 0.010, \
+            'contact at %.4f, stopped at %.4f' % (began, detected)
+        realtime_state.wait_until(detected + 1.5)
+        (first, last, msgs), = collisions(realtime_state, t0)
+        assert 0.45 <= last - first <= 1.2, 'collision reported for %.3f s' % (last - first)
+        # collision_detection_state said so too, for the same stretch
+        seen = [m for m in detection.between(first, last + STATE_PERIOD) if m.collision_state]
+        assert seen and abs(stamp(seen[0]) - first) <= STATE_PERIOD
+    finally:
+        detection.unregister()
+    wait_for(lambda: any(IMPACT_LINE.match(line) for line in list(rosout)), 10.0,
+             'the impact log line in the robot\'s form')
+    # Stopped short of the goal, clear of the box; a motion away from it succeeds.
+    state, result = mc(np.array(NEUTRAL))
+    assert result.result is True, result.errorId
+
+
+def test_a_jtas_goal_into_a_box_aborts_and_the_arm_holds(sim, realtime_state, clean):
+    import actionlib
+    import rospy
+    from control_msgs.msg import FollowJointTrajectoryAction
+    from test_jtas import TERMINAL, Sent, moveit_goal, smooth_motion
+    client = actionlib.SimpleActionClient('/robot/limb/right/follow_joint_trajectory',
+                                          FollowJointTrajectoryAction)
+    assert client.wait_for_server(rospy.Duration(30.0))
+    wall_in_j0_path(sim)
+    t0 = now()
+    sent = Sent(client, moveit_goal(smooth_motion(NEUTRAL, [0.7, 0, 0, 0, 0, 0, 0], 1.5), 1.5))
+    assert client.wait_for_result(rospy.Duration(30.0))
+    result = client.get_result()
+    assert (TERMINAL[client.get_state()], result.error_code) == ('ABORTED', -4), result.error_string
+    assert 'collision' in result.error_string
+    (first, last, _), = collisions(realtime_state, t0)[:1]
+    # The robot holds the arm where it stopped: after the hold it stays put.
+    from sensor_msgs.msg import JointState
+    js = Series('/robot/joint_states', JointState)
+    try:
+        js.wait_until(first + 1.5)
+        held = [np.array([m.position[m.name.index(n)] for n in ARM]) for m in js.between(first + 0.6, first + 1.5)]
+        assert held and np.abs(np.array(held) - held[0]).max() < 0.01
+    finally:
+        js.unregister()
+    assert sent.feedback
+
+
+def test_pressing_on_a_box_in_torque_mode_is_a_squish_while_it_lasts(sim, realtime_state, rosout, clean):
+    """A torque-mode client presses the hand down on a table, harder and harder: a squish
+    (not an impact), reported while the push lasts, in the robot's log form."""
+    from test_joint_modes import Arm
+    hand = sim['model'].arm_dynamics.tip('right_hand', np.array(NEUTRAL))[0]
+    add_box(sim, 'table', (hand[0], hand[1], hand[2] - 0.03 - 0.1), (0.4, 0.4, 0.2))
+    arm = Arm()
+    t0 = now()
+    zero = np.zeros(7)
+
+    def press(t):
+        effort = zero.copy()
+        effort[1] = min(40.0, 20.0 * (t - t0))           # shoulder pushes the hand down
+        arm.set_torques(dict(zip(ARM, effort)))
+        msgs = realtime_state.between(t0)
+        return bool(msgs) and msgs[-1].squish
+    try:
+        _, t1, squished = pace(500, press, 4.0)
+        assert squished, 'no squish while pressing on the table'
+        pace(500, press, 0.3)                             # keeps pushing: still reported
+        runs = collisions(realtime_state, t0)
+        assert runs and all(m.squish and not m.impact for m in runs[0][2][:5])
+    finally:
+        arm.set_timeout(0.2)
+        arm.set_positions(dict(zip(ARM, arm.q())))
+    wait_for(lambda: any(SQUISH_LINE.match(line) for line in list(rosout)), 10.0,
+             "the squish log line in the robot's form")
+
+
+def test_a_large_force_at_the_hand_is_a_hand_overwrench(sim, realtime_state, rosout, clean):
+    """With contact safety suppressed (≥ 5 Hz) a 100 N push at the hand is a hand
+    over-wrench; the arm stops and holds."""
+    from geometry_msgs.msg import Wrench
+    from std_msgs.msg import Empty
+    pub = sync_publisher(NS + 'suppress_contact_safety', Empty)
+    wait_connected(pub, '/realtime_loop')
+    t0 = now()
+    pushed = []
+
+    def suppress(t):
+        pub.publish(Empty())
+        if not pushed and t - t0 > 0.3:
+            w = Wrench()
+            w.force.z = -100.0
+            assert sim['apply_wrench']('right_hand', w, 1.0).success
+            pushed.append(t)
+        msgs = realtime_state.between(t0)
+        return bool(msgs) and msgs[-1].hand_overwrench
+    try:
+        _, _, hit = pace(10, suppress, 2.0)
+        assert hit, 'no hand over-wrench'
+        m = realtime_state.last()
+        assert m.collision and not m.squish and not m.impact
+    finally:
+        pub.unregister()
+    wait_for(lambda: any(line.startswith('hand over-wrench: force') for line in list(rosout)),
+             10.0, 'the hand over-wrench log line')

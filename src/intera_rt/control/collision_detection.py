@@ -37,8 +37,8 @@ Detection, per joint j
              impact_slow_time: what r did suddenly. level = ‖band‖₂ > impact_threshold;
              the largest contributor is the joint with the largest |band_j|, its value
              |band_j|. A step of the external torque peaks in the band at ≈ 0.7 × its
-             size: ≈ 9 N·m on right_j1 alone, ≈ 1 N·m on a wrist joint; a sudden 10 N at
-             the hand is an impact within 4 ms.
+             size: ≈ 13 N·m on right_j1 alone, ≈ 1.5 N·m on a wrist joint; a sudden 15 N
+             at the hand is an impact within a few ms.
     squish   |r_j| > squish_threshold_j (the joint with the largest |r_j|/threshold is
              named); it lasts until every |r_j| < squish_release × its threshold.
     hand over-wrench
@@ -88,7 +88,9 @@ ValueError naming the option and the value.
     observer_gain       200.0 1/s    K: r follows the external torque with 5 ms lag.
     impact_slow_time    0.05 s       time constant of r_slow.
     impact_threshold    0.75         on the normalised level (the robot's figure).
-    impact_scale        0.1 × effort limit, N·m (right_j0..6: 8, 8, 4, 4, 0.9, 0.9, 0.9).
+    impact_scale        0.15 × effort limit, N·m (right_j0..6: 12, 12, 6, 6, 1.35, 1.35,
+                        1.35): a sudden 15 N at the hand is an impact, a touch of 10 N
+                        (a hand set down on a table at ~2 cm/s) is not.
     squish_threshold    0.25 × effort limit, N·m (20, 20, 10, 10, 2.25, 2.25, 2.25;
                         right_j1's 20 is the robot's log line's).
     squish_release      0.8          fraction of its threshold every joint must fall
@@ -126,7 +128,7 @@ DEFAULTS = {
     'observer_gain': 200.0,
     'impact_slow_time': 0.05,
     'impact_threshold': 0.75,
-    'impact_scale': None,          # 0.1 × effort limit
+    'impact_scale': None,          # 0.15 × effort limit
     'squish_threshold': None,      # 0.25 × effort limit
     'squish_release': 0.8,
     'overwrench_force': 80.0,
@@ -135,7 +137,7 @@ DEFAULTS = {
     'settle': 0.3,
     'hold': COLLISION_HOLD,
 }
-IMPACT_SCALE_RATIO = 0.1
+IMPACT_SCALE_RATIO = 0.15
 SQUISH_RATIO = 0.25
 
 

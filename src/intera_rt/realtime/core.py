@@ -38,7 +38,7 @@ _FIELDS = [('t', 1), ('tick', 1), ('q', N_BOARD), ('qd', N_BOARD), ('effort', N_
            ('controlled', 1), ('enabled', 1), ('stopped', 1), ('error', 1),
            ('homed', 1), ('estop_button', 1), ('estop_source', 1), ('low_voltage', 1),
            ('head_turning', 1), ('pan_mode', 1), ('controller', 1), ('cuff', 1),
-           ('collision', 1), ('halt_left', 1), ('timeouts', 1), ('contacts', 1)]
+           ('collision', 1), ('halt_left', 1), ('timeouts', 1), ('contacts', 1), ('contact_at', 1)]
 _FIELDS += [('suppress.' + what, 1) for what in SUPPRESS_TOPICS.values()]
 for _stage in MONITORS + ADDITIVES + CONTROLLERS:
     _FIELDS += [('%s.%s' % (_stage.name, f), n) for f, n in _stage.state_fields]
@@ -64,6 +64,7 @@ class RealtimeCore:
         self.boards = make_boards(backend, model)
         if tuple(self.boards.joint_names) != BOARD_JOINTS:
             raise ValueError('backend %r orders its joints %s' % (backend, self.boards.joint_names))
+        self._simulated = self.boards.simulated
         self.state = RobotStateMachine(enabled=enabled)
         self.arm = Arm(model)
         self.dynamics = self.arm.dynamics
@@ -87,6 +88,8 @@ class RealtimeCore:
         self._interaction = None        # the interaction torques added in the latest tick
         self._halt_until = -math.inf    # a collision stop holds the arm until then
         self._halt_kind = ''
+        self._in_contact = False        # sim truth: the arm touches an obstacle
+        self._contact_at = math.nan     # loop time the latest contact began
         self._cuff = {}                 # input source → pressed (CuffInput)
         self._resume = None             # the controller zero-G hands back to
         self._logs = []
@@ -258,10 +261,8 @@ class RealtimeCore:
     def _sim_remove_obstacle(self, c):
         try:
             self.boards.remove_obstacle(c.name)
-        except KeyError:
-            return False, 'no obstacle named %r' % (c.name,)
-        except NotImplementedError as exc:
-            return False, str(exc)
+        except (KeyError, NotImplementedError) as exc:
+            return False, exc.args[0] if exc.args else str(exc)
         return True, 'obstacle %r removed' % (c.name,)
 
     # --- the pipeline's bookkeeping --------------------------------------------------------
@@ -358,6 +359,12 @@ class RealtimeCore:
         self.boards.advance(PERIOD)
         self.tick_count += 1
         self.now = self.tick_count * PERIOD
+        if self._simulated:
+            # The simulator's truth, for benches and tests that time contact → stop.
+            touching = bool(self.boards.contacts())
+            if touching and not self._in_contact:
+                self._contact_at = self.now
+            self._in_contact = touching
 
     def state_vector(self):
         """Everything the robot's state topics need, as one float64 vector (STATE_SLICES)."""
@@ -397,9 +404,9 @@ class RealtimeCore:
         put('timeouts', self.timeouts)
         for what in SUPPRESS_TOPICS.values():
             put('suppress.' + what, float(self.suppressions.active(what, self.now)))
-        contacts = getattr(self.boards, 'contact_count', None)
-        if contacts is not None:
-            put('contacts', contacts())
+        if self._simulated:
+            put('contacts', len(self.boards.contacts()))
+            put('contact_at', self._contact_at)
         for stage in self._stages:
             if stage.state_fields:
                 prefix = stage.name + '.'

@@ -454,6 +454,11 @@ class RealtimeLoop:
             msg.gravity_model_effort, msg.gravity_only = zeros, gravity
         return msg
 
+    def _loop_stamp(self, t):
+        """A loop time as a ROS time (0 for none: NaN)."""
+        return rospy.Time.from_sec(t + self.loop_time_offset()) if math.isfinite(t) and t > 0 \
+            else rospy.Time()
+
     def _optional(self, name, default=0.0):
         """A stage's state field, or `default` when that stage is not registered."""
         return self._field(name) if name in STATE_SLICES else default
@@ -478,10 +483,10 @@ class RealtimeLoop:
             squish=bool(opt('collision_detection.squish')),
             hand_overwrench=bool(opt('collision_detection.hand_overwrench')),
             halt_remaining=f('halt_left'),
-            last_detection=(rospy.Time.from_sec(detected + self.loop_time_offset())
-                            if math.isfinite(detected) and detected > 0 else rospy.Time()),
+            last_detection=self._loop_stamp(detected),
             external_torque=list(opt('collision_detection.external_torque', np.zeros(7))),
-            sim_contacts=int(f('contacts')))
+            sim_contacts=int(f('contacts')),
+            sim_contact_began=self._loop_stamp(f('contact_at')))
 
     def _head_state_msg(self):
         return HeadState(pan=float(self._field('q')[7]), isTurning=bool(self._field('head_turning')),

@@ -2,7 +2,7 @@
 without obstacles, with one obstacle out of the arm's reach, one within reach but not
 touching, one the hand presses against (one contact), and one pressed at two points.
 
-    scripts/env python -m intera_rt.bench_plant     # prints the run() dict as JSON
+    scripts/env python -m intera_rt.bench.plant     # prints the run() dict as JSON
 
 The arm is held by a PD + gravity controller (computed outside the timed call); each
 advance(0.001) is timed alone with time.perf_counter_ns. The machine is shared: compare
