@@ -136,8 +136,9 @@ def position_moves(arm, targets, seconds):
 def test_fast_position_moves_across_the_joint_ranges(model):
     arm = Arm(model)
     arm.set_speed_ratio(1.0)
-    targets = [np.array([1.5, -2.5, 2.0, 0.5, 2.0, -1.5, 3.0]),
-               np.array([-1.5, 0.5, -2.0, 2.5, -2.0, 1.5, -3.0]),
+    # (poses clear of the avoidance shapes' overlaps: avoidance would hold the arm short)
+    targets = [np.array([1.5, -0.6, 2.0, 0.5, 2.0, -1.5, 3.0]),
+               np.array([-1.5, 0.5, -2.0, 2.0, -2.0, 1.5, -3.0]),
                np.array(NEUTRAL)]
     peak = np.zeros(7)
 

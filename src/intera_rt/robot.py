@@ -51,3 +51,6 @@ SUPPRESS_TOPICS = {
     'suppress_cuff_interaction': 'cuff_interaction',
 }
 COLLISION_HOLD = 0.5         # s the arm stops and holds after a detected collision
+# rad: each joint's mechanical stop lies this far beyond its URDF limit (the limit the
+# software keeps to), so a joint held at its limit does not press on the stop.
+HARD_STOP_MARGIN = 0.01

@@ -1,6 +1,6 @@
 """Embedded physics: rigid-body dynamics of right_j0..6 and head_pan from the URDF inertias
 (Pinocchio CRBA + RNEA), reflected motor inertia, viscous and Coulomb friction, effort limits and
-joint limits as hard stops, integrated semi-implicitly at `substeps` × the loop rate.
+hard stops just beyond the joint limits, integrated semi-implicitly at `substeps` × the loop rate.
 
 Obstacles and contact (sim only)
 --------------------------------
@@ -48,6 +48,7 @@ from intera_rt.boards.base import BoardsReading, Contact, JointBoards, check_obs
 from intera_rt.model import ARM_JOINTS, HEAD_JOINTS
 from intera_rt.model.robot_model import BASE_FRAME
 from intera_rt.numeric import clip as _clip
+from intera_rt.robot import HARD_STOP_MARGIN
 
 CONTACT_STIFFNESS = 5e4       # N/m
 CONTACT_DAMPING = 500.0       # N·s/m
@@ -92,6 +93,9 @@ class EmbeddedBoards(JointBoards):
         self._idx = np.array([self.pin.joints[self.pin.getJointId(n)].idx_v for n in self.joint_names])
         lim = model.limit_arrays(self.joint_names)
         self.lower, self.upper = lim['lower'], lim['upper']
+        # The hard stops sit a little beyond the limits the software keeps to (as on an arm:
+        # a controller holding a joint at its limit must not press on the stop).
+        self.stop_lower, self.stop_upper = self.lower - HARD_STOP_MARGIN, self.upper + HARD_STOP_MARGIN
         self.effort_limit = lim['effort']
         self.damping, self.coulomb = lim['damping'], lim['friction']
         # Pinocchio 2.x leaves model.armature out of ABA/CRBA: add it to M ourselves.
@@ -391,9 +395,9 @@ class EmbeddedBoards(JointBoards):
         friction = removed * m_eff / h                          # signed friction torque applied
         q_new = self.q + h * qd_new
         # Hard stops: inelastic contact at the joint limits.
-        below, above = q_new < self.lower, q_new > self.upper
+        below, above = q_new < self.stop_lower, q_new > self.stop_upper
         if np.count_nonzero(below | above):
-            q_new = _clip(q_new, self.lower, self.upper)
+            q_new = _clip(q_new, self.stop_lower, self.stop_upper)
             qd_new[(below & (qd_new < 0)) | (above & (qd_new > 0))] = 0.0
         self.q, self.qd = q_new, qd_new
         # What each joint transmits: the drive torque less the friction it loses to.

@@ -53,7 +53,7 @@ class ArmState:
     need computed once, on first use. Arrays are the tick's own: stages must not write them."""
 
     __slots__ = ('now', 'period', 'q', 'qd', 'effort', 'q_head', 'qd_head', 'dynamics',
-                 'suppressions', '_gravity')
+                 'suppressions', 'speed_scale', '_gravity')
 
     def __init__(self, now, period, q, qd, effort, q_head, qd_head, dynamics, suppressions):
         self.now = now                  # s of loop time (sim time under lockstep)
@@ -62,6 +62,9 @@ class ArmState:
         self.q_head, self.qd_head = q_head, qd_head
         self.dynamics = dynamics        # model.dynamics.ArmDynamics
         self.suppressions = suppressions
+        # The fraction of their speed the reference-generating controllers may use this
+        # tick (speed_scale of the stages; 1 = unscaled).
+        self.speed_scale = 1.0
         self._gravity = None
 
     def gravity(self):
@@ -134,6 +137,12 @@ class Stage:
         """The arm was put somewhere without moving there (boot, brakes released, pose
         reset): drop whatever history the stage keeps."""
 
+    def speed_scale(self, state, velocity):
+        """The fraction (0..1) of the reference velocity `velocity` (the active
+        controller's last) it may keep, for controllers with speed_scaling (e.g. slowing
+        only motion that closes a distance to a collision); 1 = no opinion."""
+        return 1.0
+
 
 class Controller(Stage):
     """One of the arm's joint controllers; exactly one is active at a time."""
@@ -148,6 +157,8 @@ class Controller(Stage):
     # Collision detection watches the arm while this is active (not while a person guides
     # it: their push is the external torque detection would see).
     collision_detection = True
+    # Its reference speed follows ArmState.speed_scale (the stages' speed_scale).
+    speed_scaling = False
 
     def start(self, state, previous):
         """Become the active controller, continuing without a jump from `previous` (the

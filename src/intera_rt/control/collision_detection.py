@@ -28,9 +28,11 @@ External torque estimate r (N·m, right_j0..6; + = a torque the world applies)
     couples through M's off-diagonal terms) but reports on the diagonal; with friction
     off, < 0.008 N·m (the textbook form with Cᵀq̇ − g taken at k: 0.1 N·m).
 
-    A reading where a joint (or the head) sits on its limit having moved into it at the
-    previous reading is not fed to the observer (r keeps its value): the plant makes the
-    URDF limits inelastic hard stops, whose reaction is no push from the world.
+    A reading where a joint (or the head) sits on its mechanical stop, or sat there at the
+    previous reading, is not fed to the observer (r keeps its value): the stops (just
+    beyond the URDF limits, robot.HARD_STOP_MARGIN) are inelastic, and their reaction is no
+    push from the world. The controllers keep joints within the limits, short of the stops;
+    an arm pushed onto one is blind to contact until it leaves it.
 
 Detection, per joint j
     impact   band_j = (r − r_slow)_j / impact_scale_j, r_slow = r low-passed over
@@ -116,11 +118,12 @@ from scipy.linalg.lapack import dposv
 
 from intera_rt.control.base import Halt, Monitor
 from intera_rt.model.robot_model import GRAVITY
-from intera_rt.robot import ARM_JOINTS, COLLISION_HOLD, HEAD_JOINTS
+from intera_rt.robot import ARM_JOINTS, COLLISION_HOLD, HARD_STOP_MARGIN, HEAD_JOINTS
 
 NAME = 'collision_detection'
 HAND = 'right_hand'
 MAX_GAP = 0.01          # s between two readings beyond which the observer restarts
+STOP_TOLERANCE = 1e-9   # rad: a joint this close to its mechanical stop is on it
 WRENCH_MAP_PERIOD = 0.005   # s between updates of the hand wrench's map from r
 KINDS = ('impact', 'squish', 'hand_overwrench')
 
@@ -226,7 +229,9 @@ class CollisionDetection(Monitor):
         self._lower, self._upper = np.full(nv, -math.inf), np.full(nv, math.inf)
         for name in ARM_JOINTS + tuple(heads[:1]):
             i = self._pin.joints[self._pin.getJointId(name)].idx_v
-            self._lower[i], self._upper[i] = model.limits[name].lower, model.limits[name].upper
+            # Where the arm's mechanical stops are (just beyond the limits).
+            self._lower[i] = model.limits[name].lower - HARD_STOP_MARGIN + STOP_TOLERANCE
+            self._upper[i] = model.limits[name].upper + HARD_STOP_MARGIN - STOP_TOLERANCE
         self._inv_scale = 1.0 / self.impact_scale
         self._release = self.squish_release * self.squish_threshold
         self._force2 = self.overwrench_force ** 2
@@ -315,13 +320,6 @@ class CollisionDetection(Monitor):
         self.r_slow += self._tmp7
         band *= self._band_gain
 
-    def _at_stop(self, q):
-        """True when a joint (the head's too) at its limit was moving into it at the
-        previous reading."""
-        v0 = self._v0
-        return bool(np.count_nonzero(((q >= self._upper) & (v0 > 0.0))
-                                     | ((q <= self._lower) & (v0 < 0.0))))
-
     def _hand_wrench(self, now):
         """The wrench at right_hand that explains r, by damped least squares, into
         self.wrench; returns (‖force‖², ‖torque‖²). The 6×7 map (J Jᵀ + λ² I)⁻¹ J is
@@ -355,12 +353,14 @@ class CollisionDetection(Monitor):
         self._load(state, self._q1, self._v1)
         self._tau_meas = state.effort
         q = self._q1
-        if np.count_nonzero(q >= self._upper) or np.count_nonzero(q <= self._lower):
-            stopped = self._at_stop(q)
-        else:
-            stopped = False
+        # A joint on its mechanical stop (or the previous reading's: the step that reached
+        # it): the stop's reaction is no push from the world, and the model cannot tell it
+        # apart — r keeps its value meanwhile.
+        stopped = bool(np.count_nonzero(q >= self._upper) or np.count_nonzero(q <= self._lower)
+                       or np.count_nonzero(self._q0 >= self._upper)
+                       or np.count_nonzero(self._q0 <= self._lower))
         if stopped:
-            self._slow_step()               # a hard stop's reaction: r keeps its value
+            self._slow_step()
         else:
             self._observe(h)
         f2, t2 = self._hand_wrench(now)

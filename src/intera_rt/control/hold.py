@@ -27,12 +27,12 @@ class HoldController(Controller):
             self.target = self.arm.stop_point(self.p, self.v)
             self._settled = False
 
-    def max_velocity(self):
+    def max_velocity(self, state):
         return self.arm.vel_limit
 
     def update(self, state):
         if not self._settled:
-            self.p, self.v, self.a = trapezoid_step(self.p, self.v, self.target, self.max_velocity(),
+            self.p, self.v, self.a = trapezoid_step(self.p, self.v, self.target, self.max_velocity(state),
                                                     self.arm.acc_limit, state.period)
             self._settled = not (np.count_nonzero(self.v) or np.count_nonzero(self.p != self.target))
         elif np.count_nonzero(self.a):

@@ -9,13 +9,14 @@ class PositionController(HoldController):
     name = 'position'
     joint_command_mode = 1
     command_timeout = True
+    speed_scaling = True
 
     def start(self, state, previous):
         # Until commanded, each joint brakes to rest (the hold's target).
         super().start(state, previous)
 
-    def max_velocity(self):
-        return self.arm.vel_limit * self.arm.speed_ratio
+    def max_velocity(self, state):
+        return self.arm.vel_limit * (self.arm.speed_ratio * state.speed_scale)
 
     def validate(self, cmd, state):
         return joint_command.parse(self.arm, cmd, ('position',)), []

@@ -1,6 +1,7 @@
 """The realtime core's stages, by kind: adding a controller or plugin is one module plus one
 line here. Order matters within a kind: monitors run in this order, and the first controller
 is where the arm starts and what it falls back to."""
+from intera_rt.control.collision_avoidance import CollisionAvoidance
 from intera_rt.control.collision_detection import CollisionDetection
 from intera_rt.control.gravity import GravityCompensation
 from intera_rt.control.hold import HoldController
@@ -25,4 +26,5 @@ MONITORS = (
 
 ADDITIVES = (
     GravityCompensation,
+    CollisionAvoidance,
 )

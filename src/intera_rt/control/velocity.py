@@ -12,6 +12,7 @@ from intera_rt.numeric import clip
 class VelocityController(Controller):
     name = 'velocity'
     joint_command_mode = 2
+    speed_scaling = True
 
     def __init__(self, context):
         super().__init__(context)
@@ -56,7 +57,8 @@ class VelocityController(Controller):
 
     def update(self, state):
         arm, dt = self.arm, state.period
-        dv = clip(self.cmd - self.v, -arm.acc_limit * dt, arm.acc_limit * dt)
+        cmd = self.cmd if state.speed_scale == 1.0 else self.cmd * state.speed_scale
+        dv = clip(cmd - self.v, -arm.acc_limit * dt, arm.acc_limit * dt)
         v = self.v + dv
         p = self.p + 0.5 * (self.v + v) * dt
         at_limit = (p <= arm.lower) | (p >= arm.upper)

@@ -12,6 +12,8 @@ Every pair of collision shapes is a candidate, except (each exclusion is recorde
                right_l1 / right_l1_2, or everything fixed to base: pedestal, controller box,
                feet, arm base). Their relative pose never changes, so neither does the
                answer: checking them can only report the same thing at every configuration.
+* ``unused``   a shape on a link the model's user leaves out (ShapeModel's `unused_links`;
+               none for CollisionModel, the pedestal's boxes for model.avoidance).
 * ``adjacent`` the links are joined by one joint (parent/child in the URDF; links without
                collision shapes in between are skipped, e.g. right_l5 → right_l6).
 * ``always``   the shapes touch at every one of `samples` configurations drawn uniformly
@@ -28,6 +30,10 @@ With the stock urdf/sawyer.urdf (17 shapes, 136 pairs) this leaves 110 checked p
 right_l5–right_l6); 4 always (right_l0–right_l1_2, head–right_l1, head–right_l1_2,
 right_l1_2–right_l2); 3 default (head–right_l2 at neutral; head–right_l4 and head–right_l4_2
 at shipping: the head's sphere, r 0.18 m around the pan axis, is far larger than the display).
+
+ShapeModel does the shape loading and the rigid/unused/adjacent/always selection that this
+model and the collision-avoidance model (model.avoidance, on the inflated armnav shapes)
+share; each decides what to do with the pairs that touch at the reference poses.
 """
 import numpy as np
 import pinocchio as pin
@@ -36,7 +42,8 @@ from intera_rt.robot import ARM_JOINTS, HEAD_JOINTS, HEAD_NAMED_POSES, NAMED_POS
 
 # The named poses the robot rests in, with the head at its named angle: the reference poses
 # for the "default" exclusions.
-REFERENCE_POSES = tuple((NAMED_POSES[name], HEAD_NAMED_POSES[name]) for name in ('neutral', 'shipping'))
+REFERENCE_POSES = {name: (NAMED_POSES[name], HEAD_NAMED_POSES[name])
+                   for name in ('neutral', 'shipping')}
 DEFAULT_SAMPLES = 1000
 DEFAULT_SEED = 0
 
@@ -45,11 +52,14 @@ class CollisionModelError(ValueError):
     """The URDF cannot be turned into a collision model (e.g. a mesh that cannot be loaded)."""
 
 
-class CollisionModel:
-    """Self-collision checks for the arm (+ head) configuration."""
+class ShapeModel:
+    """A URDF's collision shapes on a Pinocchio model, and the pairs of them worth checking:
+    every pair but the ``rigid``, ``unused`` (either shape on one of `unused_links`),
+    ``adjacent`` and ``always`` ones (see the module docstring), recorded in `excluded`.
+    What is left is `candidates` (pairs of shape indices); subclasses choose among them and
+    install their pairs with `_set_pairs`."""
 
-    def __init__(self, urdf_xml, samples=DEFAULT_SAMPLES, seed=DEFAULT_SEED,
-                 reference_poses=REFERENCE_POSES):
+    def __init__(self, urdf_xml, samples=DEFAULT_SAMPLES, seed=DEFAULT_SEED, unused_links=()):
         if isinstance(urdf_xml, bytes):
             urdf_xml = urdf_xml.decode()
         try:
@@ -65,6 +75,7 @@ class CollisionModel:
         objects = list(self.geom.geometryObjects)
         self.shape_links = [model.frames[g.parentFrame].name for g in objects]
         parent_link = self._geometric_parents(urdf_xml)
+        unused_links = frozenset(unused_links)
 
         self.excluded = {}
         candidates = []
@@ -74,6 +85,8 @@ class CollisionModel:
                 key = (a, b)
                 if objects[i].parentJoint == objects[j].parentJoint:
                     self.excluded[key] = 'rigid'
+                elif a in unused_links or b in unused_links:
+                    self.excluded[key] = 'unused'
                 elif parent_link.get(a) == b or parent_link.get(b) == a:
                     self.excluded[key] = 'adjacent'
                 else:
@@ -89,26 +102,20 @@ class CollisionModel:
         for _ in range(samples):
             q[movable] = rng.uniform(lo[movable], hi[movable])
             hits += self._pair_hits(q)
-        always = {candidates[k] for k in range(len(candidates)) if samples and hits[k] == samples}
-        # "default": in contact at a reference pose.
-        default = set()
-        for arm, head in reference_poses:
-            flags = self._pair_hits(self._config(arm, head))
-            default |= {candidates[k] for k in range(len(candidates)) if flags[k]}
-        active = []
-        for pair in candidates:
-            key = (self.shape_links[pair[0]], self.shape_links[pair[1]])
-            if pair in always:
-                self.excluded[key] = 'always'
-            elif pair in default:
-                self.excluded[key] = 'default'
+        self.candidates = []
+        self._touch_rate = {}            # candidate pair → fraction of samples in contact
+        for k, pair in enumerate(candidates):
+            if samples and hits[k] == samples:
+                self.excluded[self._key(pair)] = 'always'
             else:
-                active.append(pair)
-        self._set_pairs(active)
-        self.pairs = [(self.shape_links[i], self.shape_links[j]) for i, j in active]
-        self._pair_set = set(self.pairs)
+                self.candidates.append(pair)
+                self._touch_rate[pair] = hits[k] / samples if samples else 0.0
+        self.pairs, self._pair_set = [], set()
 
     # --- construction helpers -----------------------------------------------------------
+    def _key(self, pair):
+        return self.shape_links[pair[0]], self.shape_links[pair[1]]
+
     def _idx_q(self, name):
         if not self.model.existJointName(name):
             raise CollisionModelError('the URDF has no joint %r' % name)
@@ -129,10 +136,13 @@ class CollisionModel:
         return parents
 
     def _set_pairs(self, pairs):
+        """Check these pairs of shape indices from now on (`pairs`: their link names)."""
         self.geom.removeAllCollisionPairs()
         for i, j in pairs:
             self.geom.addCollisionPair(pin.CollisionPair(i, j))
         self.gdata = pin.GeometryData(self.geom)
+        self.pairs = [self._key(pair) for pair in pairs]
+        self._pair_set = set(self.pairs)
 
     def _pair_hits(self, q):
         pin.computeCollisions(self.model, self.data, self.geom, self.gdata, q, False)
@@ -140,21 +150,27 @@ class CollisionModel:
         return np.fromiter((r.isCollision() for r in results), dtype=bool, count=len(results))
 
     def _config(self, q_arm, q_head):
-        q_arm = np.asarray(q_arm, dtype=float)
+        try:
+            q_arm = np.asarray(q_arm, dtype=float)
+        except (TypeError, ValueError):
+            raise ValueError('q_arm must be 7 finite joint angles, got %r' % (q_arm,))
         if q_arm.shape != (7,) or not np.all(np.isfinite(q_arm)):
             raise ValueError('q_arm must be 7 finite joint angles, got %r' % (q_arm,))
         q = self._q
         q[self._arm_idx] = q_arm
         if self._head_idx is not None:
+            try:
+                q_head = float(q_head)
+            except (TypeError, ValueError):
+                raise ValueError('q_head must be one finite angle, got %r' % (q_head,))
             if not np.isfinite(q_head):
                 raise ValueError('q_head must be finite, got %r' % (q_head,))
-            q[self._head_idx] = float(q_head)
+            q[self._head_idx] = q_head
         return q
 
-    # --- queries ------------------------------------------------------------------------
     def exclusion(self, link_a, link_b):
-        """Why the pair is not checked ('rigid', 'adjacent', 'always', 'default'), 'checked'
-        when it is, None when the links have no shapes (either order of names)."""
+        """Why the pair is not checked (see `excluded`), 'checked' when it is, None when the
+        links have no shapes (either order of names)."""
         for key in ((link_a, link_b), (link_b, link_a)):
             if key in self.excluded:
                 return self.excluded[key]
@@ -162,6 +178,29 @@ class CollisionModel:
                 return 'checked'
         return None
 
+
+class CollisionModel(ShapeModel):
+    """Self-collision checks for the arm (+ head) configuration."""
+
+    def __init__(self, urdf_xml, samples=DEFAULT_SAMPLES, seed=DEFAULT_SEED,
+                 reference_poses=REFERENCE_POSES):
+        super().__init__(urdf_xml, samples, seed)
+        candidates = self.candidates
+        self._set_pairs(candidates)
+        # "default": in contact at a reference pose.
+        default = set()
+        for arm, head in reference_poses.values():
+            flags = self._pair_hits(self._config(arm, head))
+            default |= {candidates[k] for k in range(len(candidates)) if flags[k]}
+        active = []
+        for pair in candidates:
+            if pair in default:
+                self.excluded[self._key(pair)] = 'default'
+            else:
+                active.append(pair)
+        self._set_pairs(active)
+
+    # --- queries ------------------------------------------------------------------------
     def in_collision(self, q_arm, q_head=0.0):
         """True when any checked pair of shapes touches at this configuration."""
         q = self._config(q_arm, q_head)

@@ -19,7 +19,7 @@ import numpy as np
 from intera_rt.boards import make_boards
 from intera_rt.control import commands as cmds
 from intera_rt.control.arm import Arm
-from intera_rt.control.base import ArmState, CommandRejected, PluginContext, Suppressions
+from intera_rt.control.base import ArmState, CommandRejected, PluginContext, Stage, Suppressions
 from intera_rt.control.head import HeadController
 from intera_rt.control.joint_command import MODE_NAMES
 from intera_rt.control.registry import ADDITIVES, CONTROLLERS, MONITORS
@@ -74,6 +74,7 @@ class RealtimeCore:
         self.monitors = [m(context) for m in MONITORS]
         self.additives = [a(context) for a in ADDITIVES]
         self._stages = self.monitors + self.additives + list(self.controllers.values())
+        self._scalers = [s for s in self._stages if type(s).speed_scale is not Stage.speed_scale]
         self._by_mode = {c.joint_command_mode: c for c in self.controllers.values()
                          if c.joint_command_mode is not None}
         self.hold = self.controllers[CONTROLLERS[0].name]
@@ -340,6 +341,11 @@ class RealtimeCore:
                 self.timeouts += 1
                 self._switch(self.hold, state, self._out)
                 active = self.hold
+            if active.speed_scaling and self._out is not None:
+                scale = 1.0
+                for stage in self._scalers:
+                    scale = min(scale, stage.speed_scale(state, self._out.velocity))
+                state.speed_scale = scale
             out = active.update(state)
             tau, interaction = out.torque, None
             for additive in self.additives:

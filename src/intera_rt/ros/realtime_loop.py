@@ -46,6 +46,7 @@ from intera_rt.control import commands as cmds
 from intera_rt.control import model_effort
 from intera_rt.control.registry import ADDITIVES, CONTROLLERS, MONITORS
 from intera_rt.model import RobotModel
+from intera_rt.model.avoidance import default_armnav_path, objects_from_mask, shape_links
 from intera_rt.realtime import process as rt_process
 from intera_rt.realtime.core import CONTROLLER_NAMES, PERIOD, STATE_SLICES, state_field
 from intera_rt.robot import (ARM_JOINTS, BOARD_JOINTS, HEAD_JOINTS, HEAD_NAMED_POSES,
@@ -113,6 +114,13 @@ class RealtimeLoop:
         self._armature = self.model.limit_arrays(ARM_JOINTS)['armature']
         self.head_display = None        # last image sent to the head screen
         self._zero_g_inputs = {}         # device → pressed, as last sent to the core
+        # The avoidance shapes' links, in the order the core's collision_avoidance stage
+        # numbers them.
+        armnav = rospy.get_param('/robot/armnav_robot_description', None)
+        if armnav is None:
+            with open(default_armnav_path()) as f:
+                armnav = f.read()
+        self._avoidance_links = shape_links(armnav) if 'collision_avoidance.objects' in STATE_SLICES else None
         self._state = None               # the core's latest state vector
         self._state_wall = 0.0           # wall time of that state's tick
         self._joint_state_seq = 0        # header.seq of /robot/joint_states
@@ -464,10 +472,10 @@ class RealtimeLoop:
         return self._field(name) if name in STATE_SLICES else default
 
     def _avoidance_objects(self):
-        names = getattr(self, '_avoidance_names', None)
-        if names is None or not self._optional('collision_avoidance.active'):
+        """The links whose avoidance shapes overlap (CollisionAvoidanceState)."""
+        if self._avoidance_links is None or not self._optional('collision_avoidance.active'):
             return []
-        return names(self._state)
+        return objects_from_mask(int(self._field('collision_avoidance.objects')), self._avoidance_links)
 
     def _realtime_state_msg(self, header):
         f, opt = self._field, self._optional

@@ -1,0 +1,156 @@
+"""Collision avoidance (seed 000): when the inflated armnav shapes of two links overlap
+beyond what the robot's rest poses already overlap (model.avoidance), joint torques
+proportional to the overlap push the links apart. Active with every controller whose
+`collision_avoidance` is set (position, velocity, torque, hold; not trajectory), not while
+/robot/limb/right/suppress_collision_avoidance keeps arriving.
+
+Per pair overlapping by e = −clearance > 0, with g = ∂distance/∂q (7) and ḋ = g·q̇:
+
+    f = max(0, k·e − c·ḋ)          (N; a spring-damper that never pulls)
+    τ = Σ g·f                      (N·m; each joint clipped at its effort limit, and faded
+                                    out over the last LIMIT_BAND before a joint limit it
+                                    would push the joint past)
+
+i.e. (J_b(p_b) − J_a(p_a))ᵀ·n·f with the witness points' world-aligned Jacobians.
+
+Also `velocity_scale`: distance-aware scaling of a reference velocity near the shapes
+(seed 002's directional_collision_scaling), for the core to apply to the position/velocity
+controllers' references when the `velocity_scaling` option (attribute) is on.
+
+Options (PluginContext.option('collision_avoidance', key, default)):
+    stiffness       k, N/m of overlap                      (STIFFNESS)
+    damping         c, N·s/m of closing speed              (DAMPING)
+    armnav_urdf     the armnav URDF text (default: urdf/sawyer_armnav.urdf of this checkout)
+    padding, zone   velocity_scale's zone, m of clearance  (model.avoidance defaults 0, 0.05)
+    velocity_scaling  bool: the core scales references    (False)
+
+State fields: `active` (1 while pushing), `torque` (7, N·m added this tick), `depth` (m,
+the deepest overlap beyond an allowance), `objects` (the shapes overlapping beyond their
+allowance, as a bit mask over model.avoidance.shape_links(armnav URDF), which depends on
+the URDF alone: the adapter names them with model.avoidance.objects_from_mask for
+CollisionAvoidanceState.collision_object; 17 shapes in the stock URDF, exact in the state
+vector's float64 up to 53).
+"""
+import math
+
+import numpy as np
+
+from intera_rt.control.base import Additive
+from intera_rt.model.avoidance import (DEFAULT_PADDING, DEFAULT_ZONE, AvoidanceModel,
+                                       default_armnav_path, objects_from_mask)
+from intera_rt.numeric import clip
+from intera_rt.robot import ARM_JOINTS
+
+# Tuned against a computed-torque position hold (ω 40 rad/s, ζ 1) on the embedded plant
+# (test_collision_avoidance_core). A hold commanded into an overlap settles, without
+# ringing, pushed back: the hand folded 20.5 mm into the shoulder from neutral ends 4.3 mm
+# in (79 %); the elbow 21.7 mm beyond shipping 5.4 mm (75 %), the wrist 26.8 → 7.5 mm
+# (72 %). Deeper, right_j3's 40 N·m limit caps the push (51.8 → 34.8 mm). Released 2 cm
+# deep in torque mode the links are apart in ~70 ms; the damping keeps that gentle (fastest
+# joint 0.8 rad/s; 2.9 rad/s undamped).
+STIFFNESS = 10000.0            # N/m
+DAMPING = 500.0                # N·s/m: about critical for the 3–10 kg the contacts see
+LIMIT_BAND = 0.05              # rad before a joint limit over which a push toward it fades out
+
+
+class CollisionAvoidance(Additive):
+    name = 'collision_avoidance'
+    state_fields = (('active', 1), ('torque', 7), ('depth', 1), ('objects', 1))
+
+    def __init__(self, context):
+        super().__init__(context)
+
+        def option(key, default):
+            return context.option(self.name, key, default)
+
+        self.stiffness = _gain('stiffness', option('stiffness', STIFFNESS))
+        self.damping = _gain('damping', option('damping', DAMPING))
+        xml = option('armnav_urdf', None)
+        if xml is None:
+            with open(default_armnav_path()) as f:
+                xml = f.read()
+        self.model = AvoidanceModel(xml, padding=option('padding', DEFAULT_PADDING),
+                                    zone=option('zone', DEFAULT_ZONE))
+        if len(self.model.shape_links) > 53:       # `objects` rides in a float64
+            raise ValueError('collision_avoidance reports at most 53 shapes, the armnav URDF '
+                             'has %d' % len(self.model.shape_links))
+        self.velocity_scaling = bool(option('velocity_scaling', False))
+        lim = context.model.limit_arrays(ARM_JOINTS)
+        self.effort_limit, self.lower, self.upper = lim['effort'], lim['lower'], lim['upper']
+        self.torque = np.zeros(7)
+        self._zero = self.torque
+        self._active = False
+        self._depth = 0.0
+        self._objects = 0
+
+    def update(self, state, controller, out):
+        if not controller.collision_avoidance or state.suppressed('collision_avoidance'):
+            return self._idle()
+        contacts = self.model.pushing(state.q, state.q_head)
+        if not contacts:
+            return self._idle()
+        tau = np.zeros(7)
+        k, c, qd = self.stiffness, self.damping, state.qd
+        pushing = False
+        for contact in contacts:
+            grad = contact.gradient
+            force = -k * contact.clearance - c * float(grad @ qd)
+            if force > 0.0:
+                tau += force * grad
+                pushing = True
+        # Never push a joint past its limit onto its mechanical stop: the push fades to 0
+        # over the last LIMIT_BAND before the limit, in that direction.
+        q = state.q
+        fade = np.where(tau > 0.0, self.upper - q, q - self.lower) * (1.0 / LIMIT_BAND)
+        tau *= clip(fade, 0.0, 1.0)
+        self.torque = clip(tau, -self.effort_limit, self.effort_limit)
+        self._active = pushing
+        self._depth = -min(contact.clearance for contact in contacts)
+        self._objects = self.model.objects(contacts)
+        return self.torque if pushing else None
+
+    def _idle(self):
+        self.torque = self._zero
+        self._active = False
+        self._depth = 0.0
+        self._objects = 0
+        return None
+
+    def reset(self, state):
+        self._idle()
+
+    def report(self, put):
+        put('active', 1.0 if self._active else 0.0)
+        put('torque', self.torque)
+        put('depth', self._depth)
+        put('objects', float(self._objects))
+
+    def colliding_objects(self):
+        """The links whose shapes overlap beyond their allowance this tick
+        (CollisionAvoidanceState's collision_object)."""
+        return objects_from_mask(self._objects, self.model.shape_links)
+
+    def speed_scale(self, state, velocity):
+        """With the velocity_scaling option: velocity_scale of the active controller's
+        reference velocity (seed 002); else 1."""
+        if not self.velocity_scaling or not np.count_nonzero(velocity):
+            return 1.0
+        return self.velocity_scale(state, velocity)
+
+    def velocity_scale(self, state, qd_ref):
+        """The fraction (0..1) of the reference velocity qd_ref (7, rad/s) to keep at the
+        measured pose (model.AvoidanceModel.velocity_scale); 1 while avoidance is
+        suppressed. ValueError on a malformed qd_ref."""
+        if state.suppressed('collision_avoidance'):
+            return 1.0
+        return self.model.velocity_scale(state.q, state.q_head, qd_ref)
+
+
+def _gain(name, value):
+    try:
+        value = float(value)
+    except (TypeError, ValueError):
+        raise ValueError('collision_avoidance %s must be a number ≥ 0, got %r' % (name, value))
+    if not math.isfinite(value) or value < 0.0:
+        raise ValueError('collision_avoidance %s must be a number ≥ 0, got %r' % (name, value))
+    return value

@@ -1,0 +1,421 @@
+"""The collision-avoidance model: the armnav shapes (urdf/sawyer_armnav.urdf, every primitive
+of the tight model inflated 5 cm, published as /robot/armnav_robot_description), the pairs
+of them avoidance watches, and per call their distances, separating directions and the
+joint-space gradients of those distances. No ROS here.
+
+Which pairs are watched
+-----------------------
+model.collision.ShapeModel's selection, on the armnav shapes: every pair except ``rigid``
+(same joint), ``unused`` (the pedestal, controller_box and pedestal_feet boxes: seed 000
+says avoidance does not use them), ``adjacent`` and ``always`` (touching at each of 1000
+seeded samples); and two of avoidance's own:
+
+* ``unactuated`` no arm joint changes their distance (sampled: < 1 µm spread over 20 arm
+                 configurations at each of 5 head angles). right_l0–screen (only head_pan
+                 between them), screen–right_l1_2 (the shoulder cylinder turns about its
+                 own axis), …: no arm torque could separate them; they would only sit in
+                 the zone or flag contacts the arm can do nothing about.
+* ``often``      touching in at least OFTEN (half) of the samples. Inflating both
+                 cylinders' radii and lengths by 5 cm grows their corners by ~7 cm, so
+                 right_arm_base_link–right_l2 (the upper arm's armnav cylinder over the
+                 base's) overlaps in 77 % of the workspace, up to 4.75 cm with j1 ≥ −0.4
+                 (the arm reaching forward or down to a table: ~38 N·m on right_j1 at
+                 j1 = 1.8, lifting an arm in torque mode). That is an envelope artefact,
+                 not a collision to push away from. The next most frequent pair touches
+                 in 18 %.
+
+`AvoidanceModel.excluded` records each exclusion with its reason.
+
+Allowances instead of "default" exclusions
+------------------------------------------
+The named poses the robot rests in must be free of avoidance, yet the inflated shapes
+overlap there (at shipping the folded wrist is 8–28 mm from the upper arm in the tight
+model, so most wrist/upper-arm armnav pairs overlap by several cm). Dropping those pairs
+would leave folding the wrist further into the upper arm unresisted, so each pair gets an
+*allowance* instead: its largest overlap over the reference poses (neutral and shipping,
+each at its named head angle and with the head swept over its range, since the display
+pans while the arm rests). Only overlap beyond the allowance counts.
+`AvoidanceModel.allowances` records each non-zero allowance with the pose that sets it.
+
+Each non-zero allowance has ALLOWANCE_SLACK (2 mm) added so that resting *near* a rest
+pose (a hold's tracking error) is not pushed either.
+
+With the stock URDF: 17 shapes, 136 pairs; 54 watched, 25 of them with an allowance
+(largest 0.159 m: head–right_l4 at shipping); 11 rigid, 39 unused, 8 adjacent, 16 always,
+6 unactuated, 2 often (right_arm_base_link–right_l2, right_l4_2–right_hand).
+
+Distances, directions, gradients
+--------------------------------
+For a watched pair (a, b) (shape indices a < b, URDF order), `clearance` = signed distance
++ allowance (m): < 0 is overlap beyond the allowance. The separating direction `normal` n
+is a unit vector from a towards b (moving b along n increases the distance), and
+`gradient` g (7) = ∂distance/∂(right_j0..6) = (J_b(p_b) − J_a(p_a))ᵀ n, with J the
+world-aligned translation Jacobians of the witness points p_a, p_b (points fixed to a's and
+b's links). The head is not driven by the arm: only right_j0..6 columns.
+
+hpp-fcl 2.4.4's own conventions (checked in test_collision_avoidance_core) are not uniform
+enough to use its `normal` as is: it reports penetration as a negative distance for these
+primitives, but its normal is NaN for sphere–sphere, points b→a for separated
+cylinder–cylinder (GJK) and a→b otherwise, and for penetrating pairs with a sphere both
+witness points are the same point. So n is taken from the witness points when they differ
+(p_b − p_a = distance·n in every case hpp-fcl reports distinct points), else from
+hpp-fcl's normal, else from the shape centres (exact for spheres), and finally oriented so
+that n·(c_b − c_a) ≥ 0 — the minimum-distance direction of two centrally symmetric convex
+shapes (spheres, cylinders, boxes) always satisfies it.
+"""
+import math
+import os
+
+import numpy as np
+import pinocchio as pin
+
+from intera_rt.model.collision import (DEFAULT_SAMPLES, DEFAULT_SEED, REFERENCE_POSES,
+                                       ShapeModel)
+from intera_rt.robot import ARM_JOINTS, HEAD_JOINTS
+
+# Seed 000: the pedestal and controller boxes "are not used by the Motion Controller or
+# collision avoidance".
+UNUSED_LINKS = ('pedestal', 'controller_box', 'pedestal_feet')
+# Pairs whose armnav shapes touch in at least this fraction of the workspace are envelope
+# artefacts rather than something to push apart (see the module docstring).
+OFTEN = 0.5
+HEAD_SWEEP = 61                # head angles tried per reference arm pose for the allowances
+# m added to each non-zero allowance, so that resting near a reference pose (a hold's
+# tracking error, a few mrad) is not pushed either.
+ALLOWANCE_SLACK = 0.002
+# velocity_scale's safety zone, in clearance (m beyond the allowance): full speed beyond
+# ZONE, none towards a pair at or below PADDING — where the avoidance torques begin.
+DEFAULT_PADDING = 0.0
+DEFAULT_ZONE = 0.05
+CLOSING_RATE = 1e-9            # m/s: a distance shrinking slower than this is not closing
+_WITNESS_EPS = 1e-7            # m: closer witness points are taken as one point
+
+
+def default_armnav_path():
+    """urdf/sawyer_armnav.urdf of this checkout (made by tools/make_armnav_urdf.py)."""
+    from intera_rt.model.robot_model import default_urdf_path
+    return os.path.join(os.path.dirname(default_urdf_path()), 'sawyer_armnav.urdf')
+
+
+def shape_links(urdf_xml):
+    """The link of each collision shape, in the model's shape order: what bit i of the
+    avoidance stage's `objects` field names (cheap: no pair selection)."""
+    if isinstance(urdf_xml, bytes):
+        urdf_xml = urdf_xml.decode()
+    model = pin.buildModelFromXML(urdf_xml)
+    geom = pin.buildGeomFromUrdfString(model, urdf_xml, pin.COLLISION)
+    return [model.frames[g.parentFrame].name for g in geom.geometryObjects]
+
+
+class Contact:
+    """One watched pair near or beyond its allowance (see the module docstring)."""
+    __slots__ = ('pair', 'distance', 'clearance', 'normal', 'gradient', 'point_a', 'point_b')
+
+    def __init__(self, pair, distance, clearance, normal, gradient, point_a, point_b):
+        self.pair = pair                # index into AvoidanceModel.pairs
+        self.distance = distance        # m, signed (hpp-fcl: < 0 when the shapes overlap)
+        self.clearance = clearance      # m: distance + allowance (< 0: overlap beyond it)
+        self.normal = normal            # unit vector a → b (3 floats), URDF root frame
+        self.gradient = gradient        # ∂distance/∂q_arm (m/rad, array of 7)
+        self.point_a, self.point_b = point_a, point_b   # witness points (3 floats each)
+
+    def __repr__(self):
+        return 'Contact(pair=%d, clearance=%.4f)' % (self.pair, self.clearance)
+
+
+class AvoidanceModel(ShapeModel):
+    """The armnav shapes of the arm (+ head) and the pairs collision avoidance watches.
+
+    Args:
+        urdf_xml: the armnav URDF text.
+        samples, seed: the "always" selection (model.collision).
+        reference_poses: {name: (7 arm angles, head angle)} the robot rests in.
+        head_sweep: head angles (over its limits) tried at each reference arm pose.
+        often: exclude pairs in contact in at least this fraction of the samples (None:
+            keep them).
+        padding, zone: velocity_scale's safety zone (m of clearance), padding < zone.
+    """
+
+    def __init__(self, urdf_xml, samples=DEFAULT_SAMPLES, seed=DEFAULT_SEED,
+                 reference_poses=REFERENCE_POSES, head_sweep=HEAD_SWEEP, often=OFTEN,
+                 padding=DEFAULT_PADDING, zone=DEFAULT_ZONE):
+        padding, zone = float(padding), float(zone)
+        if not (math.isfinite(padding) and math.isfinite(zone) and padding < zone):
+            raise ValueError('velocity scaling needs finite padding < zone, got padding %r, '
+                             'zone %r' % (padding, zone))
+        self.padding, self.zone = padding, zone
+        super().__init__(urdf_xml, samples, seed, UNUSED_LINKS)
+        model = self.model
+        objects = self.geom.geometryObjects
+        self._set_pairs(self.candidates)
+        # Wrappers of the C++ distance results, kept: reading them costs a tenth of
+        # fetching them (redone whenever _set_pairs installs new pairs).
+        self._dres = list(self.gdata.distanceResults)
+        actuated = {self.candidates[k] for k in self._actuated(seed)}
+        pairs = []
+        for pair in self.candidates:
+            if pair not in actuated:
+                self.excluded[self._key(pair)] = 'unactuated'
+            elif often is not None and self._touch_rate[pair] >= often:
+                self.excluded[self._key(pair)] = 'often'
+            else:
+                pairs.append(pair)
+        self.candidates = pairs
+        self._set_pairs(pairs)
+        n = len(pairs)
+        self._dres = list(self.gdata.distanceResults)
+
+        # Allowances: the largest overlap of each pair over the reference poses (GJK's
+        # answers differ by ~1e-11 m from call to call: deeper means deeper than that).
+        worst = np.zeros(n)
+        where = [None] * n
+        for name, (arm, head) in reference_poses.items():
+            heads = [float(head)]
+            if self._head_idx is not None and head_sweep:
+                lo, hi = model.lowerPositionLimit[self._head_idx], model.upperPositionLimit[self._head_idx]
+                heads += list(np.linspace(lo, hi, head_sweep))
+            for h in heads:
+                overlap = -self._all_distances(self._config(arm, h))
+                deeper = overlap > worst + 1e-9
+                worst[deeper] = overlap[deeper]
+                for k in np.flatnonzero(deeper):
+                    where[k] = (name, h)
+        head_joint = model.getJointId(HEAD_JOINTS[0]) if self._head_idx is not None else None
+        self.allowance = np.where(worst > 0.0, worst + ALLOWANCE_SLACK, 0.0)
+        self.allowances = {}
+        for k, (i, j) in enumerate(pairs):
+            if where[k] is None:
+                continue
+            name, h = where[k]
+            panned = any(head_joint in model.supports[objects[s].parentJoint] for s in (i, j))
+            self.allowances[self.pairs[k]] = (
+                float(self.allowance[k]), 'overlap %.4f at %s%s' % (
+                    worst[k], name, ' (head %.2f)' % h if panned else ''))
+
+        # Two collision checks with per-pair security margins answer "which pairs need a
+        # look" in one C++ call: beyond the allowance (the torques) and within the zone.
+        self._gd_push = self.gdata
+        self._gd_zone = pin.GeometryData(self.geom)
+        for k in range(n):
+            self._gd_push.collisionRequests[k].security_margin = -self.allowance[k]
+            self._gd_zone.collisionRequests[k].security_margin = zone - self.allowance[k]
+        # (GeometryData, its results' isCollision, its distance results, its placements),
+        # the wrappers of the C++ objects kept: reading them costs a tenth of fetching them.
+        self._push, self._zone = [(gd, [r.isCollision for r in gd.collisionResults],
+                                   list(gd.distanceResults), list(gd.oMg))
+                                  for gd in (self._gd_push, self._gd_zone)]
+        self._allowance = self.allowance.tolist()
+        self._jac = None
+
+        # Per pair: shape indices, and which arm joints move each shape (the columns of its
+        # witness point's Jacobian; none for base-fixed shapes, right_j0 only for the head).
+        arm_joint_ids = [model.getJointId(nm) for nm in ARM_JOINTS]
+        self._arm_v = np.array([model.joints[j].idx_v for j in arm_joint_ids])
+        masks, sets = {}, {}
+        for g in objects:
+            if g.parentJoint not in masks:
+                support = set(model.supports[g.parentJoint])
+                masks[g.parentJoint] = np.array([1.0 if j in support else 0.0 for j in arm_joint_ids])
+                sets[g.parentJoint] = len(sets)
+        self._pair_info = [(i, j, masks[objects[i].parentJoint], masks[objects[j].parentJoint])
+                           for i, j in pairs]
+        # The distinct masks as rows, and each pair's two rows (velocity_scale's rates).
+        self._move_sets = np.array(list(masks.values()))
+        self._pair_sets = [(sets[objects[i].parentJoint], sets[objects[j].parentJoint])
+                           for i, j in pairs]
+
+    # --- helpers ------------------------------------------------------------------------
+    def _actuated(self, seed, heads=5, arms=20):
+        """Indices of the installed pairs whose distance the arm's joints change: with the
+        head at each of `heads` seeded angles, some pair of `arms` seeded arm
+        configurations gives distances more than 1 µm apart (GJK's noise is ~1e-9 m)."""
+        model = self.model
+        rng = np.random.default_rng(seed)
+        lo, hi = model.lowerPositionLimit, model.upperPositionLimit
+        arm = self._arm_idx
+        moved = np.zeros(len(self.pairs), dtype=bool)
+        q = pin.neutral(model)
+        for _ in range(heads):
+            if self._head_idx is not None:
+                q[self._head_idx] = rng.uniform(lo[self._head_idx], hi[self._head_idx])
+            ds = []
+            for _ in range(arms):
+                q[arm] = rng.uniform(lo[arm], hi[arm])
+                ds.append(self._all_distances(q))
+            ds = np.array(ds)
+            moved |= ds.max(axis=0) - ds.min(axis=0) > 1e-6
+        return np.flatnonzero(moved)
+
+    def _all_distances(self, q):
+        pin.computeDistances(self.model, self.data, self.geom, self.gdata, q)
+        return np.array([r.min_distance for r in self._dres])
+
+    def _set_q(self, q_arm, q_head):
+        """The Pinocchio configuration, unchecked (the realtime path's input is the
+        boards' reading)."""
+        q = self._q
+        q[self._arm_idx] = q_arm
+        if self._head_idx is not None:
+            q[self._head_idx] = q_head
+        return q
+
+    def _scan(self, q, check):
+        """[(clearance, pair index)] of the pairs `check` flags at the configuration q
+        (beyond their allowance: self._push; within the zone: self._zone), their distances
+        computed, and the joint Jacobians at q ready for _contact. [] when none."""
+        gd, hits, dres, _ = check
+        if not pin.computeCollisions(self.model, self.data, self.geom, gd, q, False):
+            return []
+        pin.computeJointJacobians(self.model, self.data, q)     # WORLD convention
+        self._jac = self.data.J[:, self._arm_v]
+        allowance, geom, distance = self._allowance, self.geom, pin.computeDistance
+        found = []
+        for k, hit in enumerate(hits):
+            if hit():
+                distance(geom, gd, k)
+                found.append((dres[k].min_distance + allowance[k], k))
+        return found
+
+    def _witness(self, check, k):
+        """(normal, p_a, p_b) of pair k after _scan (3-tuples/lists of floats), or None when
+        its shapes give no direction (concentric)."""
+        res = check[2][k]
+        oMg = check[3]
+        ia, ib = self._pair_info[k][:2]
+        pa, pb = res.getNearestPoint1().tolist(), res.getNearestPoint2().tolist()
+        normal = _separating_normal(res.min_distance, pa, pb, res.normal.tolist(),
+                                    oMg[ia].translation.tolist(), oMg[ib].translation.tolist())
+        return None if normal is None else (normal, pa, pb)
+
+    def _contact(self, check, clearance, k):
+        """The Contact of pair k after _scan, or None (see _witness)."""
+        witness = self._witness(check, k)
+        if witness is None:
+            return None
+        normal, pa, pb = witness
+        mask_a, mask_b = self._pair_info[k][2:4]
+        # In WORLD convention column j moves a point p at v_j + ω_j × p, so its rate along
+        # n is (n, p × n)·(v_j, ω_j); the masks keep the joints that move each shape.
+        rows = np.array((_wrench(normal, pb), _wrench(normal, pa))) @ self._jac
+        return Contact(k, check[2][k].min_distance, clearance, normal,
+                       rows[0] * mask_b - rows[1] * mask_a, pa, pb)
+
+    def _contacts(self, q, check):
+        contacts = []
+        for clearance, k in self._scan(q, check):
+            c = self._contact(check, clearance, k)
+            if c is not None:
+                contacts.append(c)
+        return contacts
+
+    @staticmethod
+    def _checked7(values, what):
+        try:
+            values = np.asarray(values, dtype=float)
+        except (TypeError, ValueError):
+            raise ValueError('%s must be 7 finite numbers, got %r' % (what, values))
+        if values.shape != (7,) or np.count_nonzero(~np.isfinite(values)):
+            raise ValueError('%s must be 7 finite numbers, got %r' % (what, values))
+        return values
+
+    # --- queries ------------------------------------------------------------------------
+    def clearances(self, q_arm, q_head=0.0):
+        """Clearance of every watched pair (m, in `pairs` order): distance + allowance."""
+        q = self._config(q_arm, q_head)
+        return self._all_distances(q) + self.allowance
+
+    def contacts(self, q_arm, q_head=0.0, near_zone=False):
+        """The pairs overlapping beyond their allowance (clearance < 0), or with
+        near_zone those within velocity_scale's zone (clearance < zone), as Contacts."""
+        return self._contacts(self._config(q_arm, q_head), self._zone if near_zone else self._push)
+
+    def pushing(self, q_arm, q_head):
+        """contacts(q_arm, q_head) for the 1 kHz path: inputs unchecked."""
+        return self._contacts(self._set_q(q_arm, q_head), self._push)
+
+    def velocity_scale(self, q_arm, q_head, qd_ref):
+        """How much of the reference velocity qd_ref (rad/s, right_j0..6) to keep, in
+        [0, 1]: for each pair within the zone whose distance qd_ref closes
+        (ḋ = gradient·qd_ref < 0), (clearance − padding)/(zone − padding) clipped to
+        [0, 1]; the smallest of these, or 1 when qd_ref closes none (moving away from
+        every near pair is never slowed). ValueError on malformed input."""
+        q = self._config(q_arm, q_head)
+        qd_ref = self._checked7(qd_ref, 'qd_ref')
+        return self._velocity_scale(q, qd_ref)
+
+    def _velocity_scale(self, q, qd_ref):
+        # The scale grows with the clearance: the nearest closing pair sets it, so look at
+        # the pairs nearest first and stop at the first that closes.
+        found = self._scan(q, self._zone)
+        if not found:
+            return 1.0
+        # The twist of each shape-moving joint set under qd_ref: the rate of pair k is then
+        # (n, p_b × n)·V[b's set] − (n, p_a × n)·V[a's set], in Python floats.
+        twists = ((self._jac * qd_ref) @ self._move_sets.T).T.tolist()
+        span = self.zone - self.padding
+        for clearance, k in sorted(found):
+            witness = self._witness(self._zone, k)
+            if witness is None:
+                continue
+            normal, pa, pb = witness
+            set_a, set_b = self._pair_sets[k]
+            rate = _dot6(_wrench(normal, pb), twists[set_b]) - _dot6(_wrench(normal, pa), twists[set_a])
+            if rate < -CLOSING_RATE:
+                return min(1.0, max(0.0, (clearance - self.padding) / span))
+        return 1.0
+
+    def objects(self, contacts):
+        """Bit mask (int) of the shapes in `contacts`: bit i is shape_links[i]."""
+        mask = 0
+        for c in contacts:
+            ia, ib = self._pair_info[c.pair][:2]
+            mask |= (1 << ia) | (1 << ib)
+        return mask
+
+
+def objects_from_mask(mask, links):
+    """The link names of the shapes whose bits are set in `mask` (an int or the float the
+    state vector carries), without repeats, in shape order: CollisionAvoidanceState's
+    collision_object. `links`: shape_links(armnav URDF)."""
+    mask = int(mask)
+    names = []
+    for i, link in enumerate(links):
+        if mask >> i & 1 and link not in names:
+            names.append(link)
+    return names
+
+
+def _dot6(a, b):
+    return a[0] * b[0] + a[1] * b[1] + a[2] * b[2] + a[3] * b[3] + a[4] * b[4] + a[5] * b[5]
+
+
+def _wrench(n, p):
+    """(n, p × n): a unit force along n at p, about the origin (3-sequences of floats)."""
+    nx, ny, nz = n
+    px, py, pz = p
+    return (nx, ny, nz, py * nz - pz * ny, pz * nx - px * nz, px * ny - py * nx)
+
+
+def _separating_normal(distance, pa, pb, hpp_normal, ca, cb):
+    """Unit vector (3-tuple) from shape a towards shape b along which their distance grows
+    (see the module docstring), or None when there is none (coincident centres). Python
+    floats: numpy's per-call cost dwarfs the arithmetic on 3-vectors."""
+    dx, dy, dz = pb[0] - pa[0], pb[1] - pa[1], pb[2] - pa[2]
+    length = math.sqrt(dx * dx + dy * dy + dz * dz)
+    if length > _WITNESS_EPS and distance != 0.0:
+        scale = 1.0 / length if distance > 0.0 else -1.0 / length
+        n = (dx * scale, dy * scale, dz * scale)
+    else:
+        hx, hy, hz = hpp_normal
+        norm = math.sqrt(hx * hx + hy * hy + hz * hz)
+        if norm > 0.5:                                  # NaN (sphere–sphere) fails this
+            n = (hx / norm, hy / norm, hz / norm)
+        else:
+            cx, cy, cz = cb[0] - ca[0], cb[1] - ca[1], cb[2] - ca[2]
+            norm = math.sqrt(cx * cx + cy * cy + cz * cz)
+            if norm < _WITNESS_EPS:
+                return None
+            n = (cx / norm, cy / norm, cz / norm)
+    if n[0] * (cb[0] - ca[0]) + n[1] * (cb[1] - ca[1]) + n[2] * (cb[2] - ca[2]) < 0.0:
+        n = (-n[0], -n[1], -n[2])
+    return n
