@@ -46,7 +46,7 @@ Detection, per joint j
     hand over-wrench
              w = (J Jᵀ + λ² I)⁻¹ J r, J the 6×7 Jacobian of right_hand (base-aligned,
              about its origin), λ² = wrench_damping: the wrench at the hand that explains
-             r (the map is refreshed every WRENCH_MAP_PERIOD). ‖force‖ > overwrench_force
+             r, every WRENCH_MAP_PERIOD (5 ms). ‖force‖ > overwrench_force
              or ‖torque‖ > overwrench_torque. Joint torques cannot tell a push on the
              forearm from some wrench at the hand; the thresholds make a squish, when
              active, usually fire first (seed 000): pushes ramped on right_l3, l4, l5 and
@@ -279,6 +279,8 @@ class CollisionDetection(Monitor):
         self.level = 0.0
         self.wrench[:] = 0.0
         self._map_due = -math.inf
+        self._wrench2 = (0.0, 0.0)
+        self._on_stop = False
         self._armed_at = state.now + self.settle
         self._squish = False
         self._halt = None
@@ -322,20 +324,23 @@ class CollisionDetection(Monitor):
 
     def _hand_wrench(self, now):
         """The wrench at right_hand that explains r, by damped least squares, into
-        self.wrench; returns (‖force‖², ‖torque‖²). The 6×7 map (J Jᵀ + λ² I)⁻¹ J is
-        recomputed every WRENCH_MAP_PERIOD s (the arm moves it by < 1 % meanwhile)."""
-        if now >= self._map_due:
-            self._map_due = now + WRENCH_MAP_PERIOD
-            jac = pin.computeFrameJacobian(self._pin, self._data, self._q1, self._hand,
-                                           pin.LOCAL_WORLD_ALIGNED)[:, self._arm]
-            jjt = jac @ jac.T
-            jjt.flat[::7] += self.wrench_damping
-            _, dls, info = dposv(jjt, jac, lower=0, overwrite_a=1, overwrite_b=1)
-            if info == 0:                  # JJᵀ + λ²I is positive definite: always
-                self._map = dls
+        self.wrench; returns (‖force‖², ‖torque‖²). Evaluated every WRENCH_MAP_PERIOD s
+        (the latest values in between), with the 6×7 map (J Jᵀ + λ² I)⁻¹ J of that pose: an
+        over-wrench is a sustained load, and a squish usually comes first."""
+        if now < self._map_due:
+            return self._wrench2
+        self._map_due = now + WRENCH_MAP_PERIOD
+        jac = pin.computeFrameJacobian(self._pin, self._data, self._q1, self._hand,
+                                       pin.LOCAL_WORLD_ALIGNED)[:, self._arm]
+        jjt = jac @ jac.T
+        jjt.flat[::7] += self.wrench_damping
+        _, dls, info = dposv(jjt, jac, lower=0, overwrite_a=1, overwrite_b=1)
+        if info == 0:                  # JJᵀ + λ²I is positive definite: always
+            self._map = dls
         w = np.dot(self._map, self.r, out=self.wrench)
         f, t = w[:3], w[3:]
-        return float(f @ f), float(t @ t)
+        self._wrench2 = float(f @ f), float(t @ t)
+        return self._wrench2
 
     # --- the tick ---------------------------------------------------------------------
     def update(self, state, controller):
@@ -356,9 +361,8 @@ class CollisionDetection(Monitor):
         # A joint on its mechanical stop (or the previous reading's: the step that reached
         # it): the stop's reaction is no push from the world, and the model cannot tell it
         # apart — r keeps its value meanwhile.
-        stopped = bool(np.count_nonzero(q >= self._upper) or np.count_nonzero(q <= self._lower)
-                       or np.count_nonzero(self._q0 >= self._upper)
-                       or np.count_nonzero(self._q0 <= self._lower))
+        on_stop = bool(np.count_nonzero((q >= self._upper) | (q <= self._lower)))
+        stopped, self._on_stop = on_stop or self._on_stop, on_stop
         if stopped:
             self._slow_step()
         else:
