@@ -6,7 +6,6 @@ feedback and /robot/joint_states.
 The robot runs on sim time at half speed: the tracking checks compare joint states with
 the trajectory at the stamps the robot gives them, so they hold even when the machine is
 busy (the simulation then slows down instead of the arm falling behind)."""
-import json
 import os
 import signal
 import subprocess
@@ -494,35 +493,33 @@ def test_collision_aborts_the_goal(at_neutral):
     assert_holds(ros, 1.0)
 
 
-def _cuff_state(pressed):
+def _grasp_cuff(grasp):
+    from std_srvs.srv import SetBool
     import rospy
-    from intera_core_msgs.msg import IODataStatus, IODeviceStatus
-    return IODeviceStatus(time=rospy.Time.now(), signals=[IODataStatus(
-        name='right_cuff', format=json.dumps({'role': 'input', 'type': 'bool'}),
-        data=json.dumps([pressed]))])
+    rospy.wait_for_service('/intera_rt/sim/cuff', 10.0)
+    response = rospy.ServiceProxy('/intera_rt/sim/cuff', SetBool)(grasp)
+    assert response.success, response.message
 
 
 def test_cuff_press_aborts_the_goal(at_neutral):
-    """The robot has no cuff IO device yet: this test plays it, with the IODeviceStatus the
-    real one publishes on /io/robot/cuff/state."""
-    import rospy
-    from intera_core_msgs.msg import IODeviceStatus
+    """A person grasps the cuff mid-trajectory (sim control): the robot's cuff device
+    reports right_cuff on /io/robot/cuff/state and the server aborts the goal."""
     ros = at_neutral
-    pub = rospy.Publisher('/io/robot/cuff/state', IODeviceStatus, queue_size=10, latch=True)
     try:
         f = smooth_motion(NEUTRAL, [0.6, 0, 0, 0, 0, 0, 0], 4.0)
         sent = Sent(ros['client'], moveit_goal(f, 4.0))
         sent.wait_progress(1.0)
-        wait_for(lambda: pub.get_num_connections() > 0, 10.0, 'the server subscribed')
-        pub.publish(_cuff_state(True))
+        _grasp_cuff(True)
         state, result = sent.wait(timeout=30)
         assert (TERMINAL[state], result.error_code) == ('ABORTED', -4)
         assert 'cuff' in result.error_string
         assert_holds(ros, 1.0)
+        # still grasped: a new goal is refused, saying why
+        state, result = Sent(ros['client'], position_goal([(1.0, ros['rec'].last()[1])])).wait(timeout=30)
+        assert TERMINAL[state] in ('ABORTED', 'REJECTED') and result.error_code == -1
+        assert 'cuff' in result.error_string
     finally:
-        pub.publish(_cuff_state(False))
-        rospy.sleep(0.2)
-        pub.unregister()
+        _grasp_cuff(False)
     # released: goals run again
     state, result = Sent(ros['client'], position_goal([(1.0, ros['rec'].last()[1])])).wait(timeout=30)
     assert TERMINAL[state] == 'SUCCEEDED', result.error_string

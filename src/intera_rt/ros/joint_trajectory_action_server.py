@@ -55,8 +55,8 @@ Every command names all seven arm joints: joints a goal leaves out are brought t
 held (the robot's TRAJECTORY_MODE would keep extrapolating a joint a command leaves out).
 
 Cuff: the server aborts when /io/robot/cuff/state (intera_core_msgs/IODeviceStatus) shows
-signal right_cuff with a true/nonzero value. The robot has no cuff IO device yet, so this
-path is exercised only by a test that publishes such a message itself.
+signal right_cuff with a true/nonzero value (the io_robot node's cuff device; in simulation
+a person's grasp is /intera_rt/sim/cuff).
 """
 import json
 import math
