@@ -197,3 +197,18 @@ def test_digital_io_view(devices):
         grasp.wait(2.0, lambda m: m.state == 1)
         assert cuff(False).success
         grasp.wait(2.0, lambda m: m.state == 0)
+
+
+def test_without_a_gripper_the_end_effector_node_has_no_devices(robot):
+    """As calibrate_arm.py requires: the node answers (state within 5 s) with no devices."""
+    import rosgraph
+    from intera_core_msgs.msg import IONodeConfiguration, IONodeStatus
+    from intera_rt_msgs.srv import PlaceObject
+    with latest('/io/end_effector/config', IONodeConfiguration) as config, \
+            latest('/io/end_effector/state', IONodeStatus) as state:
+        assert state.wait(5.0).devices == [] and state.get().time.secs != 0
+        assert config.wait(5.0).devices == []
+    published = {t for t, _ in rosgraph.Master('/test').getPublishedTopics('/io/end_effector')}
+    assert not any(t.startswith('/io/end_effector/right_gripper') for t in published)
+    r = sim_call('/intera_rt/sim/gripper_object', PlaceObject, 0.02, 0.1)
+    assert not r.success and '--gripper' in r.message

@@ -240,7 +240,10 @@ class IONode:
     def start(self):
         """Republish every 1/state_pub_rate s (wall clock) until shutdown: the node's
         config (unchanged, as the robot does), its state and every device's state (new
-        times)."""
+        times). A node without devices publishes its (empty) config and state now."""
+        if self._config_msg is None:
+            self.publish_config()
+            self.publish_state()
         self._thread = threading.Thread(target=self._republish, name='io_%s_republish' % self.name,
                                         daemon=True)
         self._thread.start()
