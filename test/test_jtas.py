@@ -504,7 +504,13 @@ def _grasp_cuff(grasp):
 def test_cuff_press_aborts_the_goal(at_neutral):
     """A person grasps the cuff mid-trajectory (sim control): the robot's cuff device
     reports right_cuff on /io/robot/cuff/state and the server aborts the goal."""
+    from intera_core_msgs.msg import IODeviceConfiguration
+    from rosharness import wait_for_message
     ros = at_neutral
+    # The cuff's config, latched since boot, is valid for the SDK's Cuff (G10) although sim
+    # time started at 0.
+    config = wait_for_message('/io/robot/cuff/config', IODeviceConfiguration, 5.0)
+    assert config.time.secs != 0 and config.device.name == 'cuff'
     try:
         f = smooth_motion(NEUTRAL, [0.6, 0, 0, 0, 0, 0, 0], 4.0)
         sent = Sent(ros['client'], moveit_goal(f, 4.0))
