@@ -24,7 +24,6 @@ last frame is sent again instead of rendering it anew.
 Private parameters: ~render_scale (default 0.5), ~<camera>/width, ~<camera>/height,
 ~<camera>/rate (Hz) — defaults in intera_rt.io.camera.CAMERAS.
 """
-import math
 import threading
 import time
 
@@ -118,8 +117,10 @@ class CameraIO:
                 raise SystemExit('io_internal_camera: %s: width %r, height %r, rate %r: expected '
                                  '≥ 8 pixels and 0 < rate ≤ 60 Hz' % (name, spec['width'],
                                                                        spec['height'], spec['rate']))
-            spec['cameraType'] = configured[name].get('cameraType', spec['camera_type']) \
-                if isinstance(configured[name], dict) else spec['camera_type']
+            given = configured[name].get('cameraType') if isinstance(configured[name], dict) else None
+            if given and given != spec['camera_type']:
+                rospy.logwarn('io_internal_camera: %s: cameraType %r in /robot_config/camera_config; '
+                              'this robot\'s %s is %r', name, given, name, spec['camera_type'])
             self.devices[name] = InternalCamera(name, spec, self._streaming_other)
         plugin = {'params': {'cameras': [{'name': n, 'cameraType': d.spec['camera_type']}
                                          for n, d in self.devices.items()]}}

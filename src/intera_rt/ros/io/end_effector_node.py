@@ -22,6 +22,7 @@ Sim control: /intera_rt/sim/gripper_object (intera_rt_msgs/PlaceObject) puts an 
 width (m) and mass (kg) between the fingers, width 0 takes it away. The mass is reported in
 the answer only: it is not (yet) a payload of the simulated arm.
 """
+import json
 import math
 import threading
 
@@ -57,7 +58,6 @@ class EndEffectorIO:
 
     # --- node commands ---------------------------------------------------------------------
     def _node_command(self, msg):
-        import json
         if msg.op != 'activate':
             return "unknown op %r: the end-effector node takes 'activate'%s" % (
                 msg.op, '' if self.gripper else ' (no end effector is attached)')
