@@ -6,7 +6,6 @@ feedback and /robot/joint_states.
 The robot runs on sim time at half speed: the tracking checks compare joint states with
 the trajectory at the stamps the robot gives them, so they hold even when the machine is
 busy (the simulation then slows down instead of the arm falling behind)."""
-import json
 import os
 import signal
 import subprocess
@@ -476,60 +475,44 @@ def test_goal_while_disabled_is_rejected(at_neutral):
     assert 'disabled' in result.error_string
 
 
-def test_collision_aborts_the_goal(at_neutral):
+def _grasp_cuff(grasp):
+    from std_srvs.srv import SetBool
     import rospy
-    from intera_core_msgs.msg import CollisionDetectionState
-    ros = at_neutral
-    pub = rospy.Publisher('/robot/limb/right/collision_detection_state', CollisionDetectionState,
-                          queue_size=10)
-    f = smooth_motion(NEUTRAL, [0.6, 0, 0, 0, 0, 0, 0], 4.0)
-    sent = Sent(ros['client'], moveit_goal(f, 4.0))
-    sent.wait_progress(1.0)
-    wait_for(lambda: pub.get_num_connections() > 0, 10.0, 'the server subscribed')
-    wait_for(lambda: pub.publish(CollisionDetectionState(collision_state=True)) or
-             TERMINAL.get(ros['client'].get_state()), 10.0, 'the goal to end')
-    state, result = sent.wait(timeout=30)
-    pub.unregister()
-    assert (TERMINAL[state], result.error_code) == ('ABORTED', -4)
-    assert 'collision' in result.error_string
-    assert_holds(ros, 1.0)
-
-
-def _cuff_state(pressed):
-    import rospy
-    from intera_core_msgs.msg import IODataStatus, IODeviceStatus
-    return IODeviceStatus(time=rospy.Time.now(), signals=[IODataStatus(
-        name='right_cuff', format=json.dumps({'role': 'input', 'type': 'bool'}),
-        data=json.dumps([pressed]))])
+    rospy.wait_for_service('/intera_rt/sim/cuff', 10.0)
+    response = rospy.ServiceProxy('/intera_rt/sim/cuff', SetBool)(grasp)
+    assert response.success, response.message
 
 
 def test_cuff_press_aborts_the_goal(at_neutral):
-    """The robot has no cuff IO device yet: this test plays it, with the IODeviceStatus the
-    real one publishes on /io/robot/cuff/state. Grasping the cuff turns zero-G on: the goal
-    aborts and the arm is free until the cuff is let go, then it holds."""
-    import rospy
-    from intera_core_msgs.msg import IODeviceStatus
+    """A person grasps the cuff mid-trajectory (sim control): the robot's cuff device
+    reports right_cuff on /io/robot/cuff/state, the robot goes into zero-G and the server
+    aborts the goal; the arm is the person's until they let go, then it holds."""
+    from intera_core_msgs.msg import IODeviceConfiguration
     from intera_rt_msgs.msg import RealtimeState
+    from rosharness import wait_for_message
     ros = at_neutral
-    pub = rospy.Publisher('/io/robot/cuff/state', IODeviceStatus, queue_size=10, latch=True)
-    try:
-        f = smooth_motion(NEUTRAL, [0.6, 0, 0, 0, 0, 0, 0], 4.0)
-        sent = Sent(ros['client'], moveit_goal(f, 4.0))
-        sent.wait_progress(1.0)
-        wait_for(lambda: pub.get_num_connections() >= 2, 10.0, 'the server and the robot subscribed')
-        pub.publish(_cuff_state(True))
-        state, result = sent.wait(timeout=30)
-        assert (TERMINAL[state], result.error_code) == ('ABORTED', -4)
-        assert 'cuff' in result.error_string or 'zero-G' in result.error_string
-        with latest('/intera_rt/realtime_state', RealtimeState) as rt:
+    # The cuff's config, latched since boot, is valid for the SDK's Cuff (G10) although sim
+    # time started at 0.
+    config = wait_for_message('/io/robot/cuff/config', IODeviceConfiguration, 5.0)
+    assert config.time.secs != 0 and config.device.name == 'cuff'
+    with latest('/intera_rt/realtime_state', RealtimeState) as rt:
+        try:
+            f = smooth_motion(NEUTRAL, [0.6, 0, 0, 0, 0, 0, 0], 4.0)
+            sent = Sent(ros['client'], moveit_goal(f, 4.0))
+            sent.wait_progress(1.0)
+            _grasp_cuff(True)
+            state, result = sent.wait(timeout=30)
+            assert (TERMINAL[state], result.error_code) == ('ABORTED', -4)
+            assert 'cuff' in result.error_string or 'zero-G' in result.error_string
             rt.wait(10.0, lambda m: m.zero_g and m.controller == 'zero_g', 'zero-G reported')
-            pub.publish(_cuff_state(False))
-            rt.wait(10.0, lambda m: not m.zero_g, 'zero-G ended')
-        assert_holds(ros, 1.0)
-    finally:
-        pub.publish(_cuff_state(False))
-        rospy.sleep(0.2)
-        pub.unregister()
+            # still grasped: a new goal is refused, saying why
+            state, result = Sent(ros['client'], position_goal([(1.0, ros['rec'].last()[1])])).wait(timeout=30)
+            assert TERMINAL[state] in ('ABORTED', 'REJECTED') and result.error_code == -1
+            assert 'cuff' in result.error_string or 'zero-G' in result.error_string
+        finally:
+            _grasp_cuff(False)
+        rt.wait(10.0, lambda m: not m.zero_g and m.controller != 'zero_g', 'zero-G ended')
+    assert_holds(ros, 1.0)
     # released: goals run again
     state, result = Sent(ros['client'], position_goal([(1.0, ros['rec'].last()[1])])).wait(timeout=30)
     assert TERMINAL[state] == 'SUCCEEDED', result.error_string

@@ -2,8 +2,7 @@
 an actionlib.SimpleActionClient on /motion/motion_command with start / stop / generate goals.
 What is checked is what a user sees: results, error ids, /robot/joint_states,
 endpoint_state / tip_states, the interaction command and the interpolated path.
-
-Not tested: ZERO_G_ACTIVATED_DURING_TRAJECTORY (the emulated arm has no zero-G mode)."""
+Motions ended by the robot's collision detection or zero-G: test_realtime_plugins."""
 import math
 
 import numpy as np
@@ -374,22 +373,6 @@ def test_disabling_the_robot_ends_the_motion_controller_not_following(ros):
         assert ros['client'].get_state() == ABORTED
     finally:
         wait_for(lambda: pub.publish(Bool(True)) or ros['state'].get().enabled, 5.0, 'robot enabled')
-
-
-def test_a_detected_collision_ends_the_motion_controller_not_following(ros):
-    """As the robot reports it: collision_detection_state with collision_state true."""
-    import rospy
-    from intera_core_msgs.msg import CollisionDetectionState
-    teleport(ros)
-    pub = rospy.Publisher('/robot/limb/right/collision_detection_state', CollisionDetectionState, queue_size=10)
-    wait_for(lambda: pub.get_num_connections() > 0, 5.0, 'the motion controller listening')
-    _start_long_move(ros)
-    wait_for(lambda: pub.publish(CollisionDetectionState(collision_state=True)) or
-             ros['client'].wait_for_result(rospy.Duration(0.05)), 5.0, 'the motion to end')
-    result = ros['client'].get_result()
-    assert result.result is False and result.errorId == 'CONTROLLER_NOT_FOLLOWING'
-    wait_at_rest(ros, 3.0)
-    assert angles(ros)[0] < 1.4                        # stopped where it was, short of the goal
 
 
 # --- errors from crafted goals (each before any motion) ------------------------------------------

@@ -292,3 +292,100 @@ def test_a_large_force_at_the_hand_is_a_hand_overwrench(sim, realtime_state, ros
         pub.unregister()
     wait_for(lambda: any(line.startswith('hand over-wrench: force') for line in list(rosout)),
              10.0, 'the hand over-wrench log line')
+
+
+# --- zero-G -------------------------------------------------------------------------------
+def grasp_cuff(grasp):
+    import rospy
+    from std_srvs.srv import SetBool
+    rospy.wait_for_service('/intera_rt/sim/cuff', 10.0)
+    response = rospy.ServiceProxy('/intera_rt/sim/cuff', SetBool)(grasp)
+    assert response.success, response.message
+
+
+def push_hand(sim, force, seconds):
+    from geometry_msgs.msg import Wrench
+    w = Wrench()
+    w.force.x, w.force.y, w.force.z = force
+    assert sim['apply_wrench']('right_hand', w, seconds).success
+
+
+def test_zero_g_moves_under_a_push_and_holds_where_let_go(sim, realtime_state, clean):
+    """Grasping the cuff: the joint controllers let go (gravity compensation stays) and a
+    20 N push moves the arm; released, it holds where it was let go, with no collision
+    detected on the person guiding it."""
+    from sensor_msgs.msg import JointState
+    js = Series('/robot/joint_states', JointState)
+    t0 = now()
+    try:
+        q0 = np.array([js.last().position[js.last().name.index(n)] for n in ARM])
+        grasp_cuff(True)
+        realtime_state.wait(lambda m: m.zero_g and m.controller == 'zero_g', 10.0, 'zero-G')
+        push_hand(sim, (0.0, 20.0, 0.0), 0.6)
+        t_push = now()
+        js.wait_until(t_push + 0.8)
+        grasp_cuff(False)
+        released = realtime_state.wait(lambda m: not m.zero_g, 10.0, 'zero-G to end')
+        t_rel = stamp(released)
+        js.wait_until(t_rel + 1.0)
+        q = [np.array([m.position[m.name.index(n)] for n in ARM]) for m in js.between(t_rel + 0.05, t_rel + 1.0)]
+        assert np.abs(q[0] - q0).max() > 0.05, 'the push did not move the arm in zero-G'
+        assert np.abs(np.array(q) - q[0]).max() < 0.01, 'the arm did not hold where it was let go'
+        assert released.controller == 'hold'
+        assert not any(m.collision for m in realtime_state.between(t0))
+    finally:
+        grasp_cuff(False)
+        js.unregister()
+
+
+def test_the_same_push_without_zero_g_and_with_cuff_interaction_suppressed(sim, realtime_state, clean):
+    """suppress_cuff_interaction at ≥ 5 Hz: grasping the cuff does nothing and the arm
+    holds against the same push."""
+    from sensor_msgs.msg import JointState
+    from std_msgs.msg import Empty
+    pub = sync_publisher(NS + 'suppress_cuff_interaction', Empty)
+    wait_connected(pub, '/realtime_loop')
+    js = Series('/robot/joint_states', JointState)
+    q0 = np.array([js.last().position[js.last().name.index(n)] for n in ARM])
+    t0 = now()
+    pushed = []
+
+    def body(t):
+        pub.publish(Empty())
+        if not pushed and t - t0 > 0.3:
+            grasp_cuff(True)
+            push_hand(sim, (0.0, 20.0, 0.0), 0.6)
+            pushed.append(t)
+    try:
+        pace(10, body, 1.5)
+        msgs = realtime_state.between(pushed[0], now())
+        assert msgs and all(m.cuff and not m.zero_g and m.controller == 'hold' for m in msgs[5:])
+        q = np.array([js.last().position[js.last().name.index(n)] for n in ARM])
+        assert np.abs(q - q0).max() < 0.02, 'the arm gave way with cuff interaction suppressed'
+    finally:
+        grasp_cuff(False)
+        pub.unregister()
+        js.unregister()
+
+
+def test_zero_g_ends_a_motion_with_zero_g_activated_during_trajectory(sim, realtime_state, mc, clean):
+    import threading
+    target = np.array(NEUTRAL)
+    target[0] = 1.2
+    out = {}
+    mover = threading.Thread(target=lambda: out.update(result=mc(target, ratio=0.3)))
+    mover.start()
+    try:
+        realtime_state.wait(lambda m: m.controller == 'trajectory', 30.0, 'the motion running')
+        grasp_cuff(True)
+        mover.join(60.0)
+        state, result = out['result']
+        assert result.result is False and result.errorId == 'ZERO_G_ACTIVATED_DURING_TRAJECTORY', result
+        # while grasped, a new motion is refused the same way
+        state, result = mc(np.array(NEUTRAL))
+        assert result.errorId == 'ZERO_G_ACTIVATED_DURING_TRAJECTORY'
+    finally:
+        grasp_cuff(False)
+    realtime_state.wait(lambda m: not m.zero_g, 10.0, 'zero-G to end')
+    state, result = mc(np.array(NEUTRAL))
+    assert result.result is True, result.errorId

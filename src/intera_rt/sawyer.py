@@ -4,12 +4,12 @@ Usage (normally through ``scripts/sawyer``, which sets up the environment):
 
     scripts/sawyer [--sim-time [--speed X|max]] [--backend NAME]
                    [--pose neutral|shipping|A0,A1,...,A6] [--disabled]
-                   [--screen]
+                   [--gripper] [--screen]
 
 Validates the options, then runs
 
     roslaunch intera_rt sawyer.launch sim_time:=... speed:=... backend:=...
-              pose:=... disabled:=...
+              pose:=... disabled:=... gripper:=...
 
 in the foreground.  roslaunch starts a ROS master at ROS_MASTER_URI when
 none answers there (so a private robot on another port is just
@@ -105,6 +105,10 @@ def build_parser():
         '--disabled', action='store_true',
         help='boot with the robot disabled')
     parser.add_argument(
+        '--gripper', action='store_true',
+        help='an electric parallel gripper on the flange (the end_effector IO node '
+             'reports right_gripper; default: nothing attached)')
+    parser.add_argument(
         '--screen', action='store_true',
         help="pass --screen to roslaunch (every node's output to the "
              'terminal)')
@@ -162,6 +166,7 @@ def roslaunch_command(args):
         'backend:=%s' % args.backend,
         'pose:=%s' % args.pose,
         'disabled:=%s' % ('true' if args.disabled else 'false'),
+        'gripper:=%s' % ('true' if args.gripper else 'false'),
     ]
     return cmd
 

@@ -56,7 +56,8 @@ Every command names all seven arm joints: joints a goal leaves out are brought t
 held (the robot's TRAJECTORY_MODE would keep extrapolating a joint a command leaves out).
 
 Cuff: the server aborts when /io/robot/cuff/state (intera_core_msgs/IODeviceStatus) shows
-signal right_cuff with a true/nonzero value (as the SDK's server does), or when the robot
+signal right_cuff with a true/nonzero value (the io_robot node's cuff device; in simulation
+a person's grasp is /intera_rt/sim/cuff), as the SDK's server does, or when the robot
 reports zero-G active (/intera_rt/realtime_state). After a collision the robot detected or
 in zero-G the robot holds the arm (or the person does): the server then sends no stop ramp.
 """

@@ -1,0 +1,348 @@
+"""A small software renderer for the internal cameras: the robot's primitive visual shapes
+(URDF boxes, cylinders, spheres) posed by its joint angles, on a checkered floor before a
+plain wall, seen through a pinhole camera. numpy only, no GPU.
+
+Ray casting: each pixel's ray is intersected analytically with each shape, but only over
+the pixels inside the shape's projected bounding box (a conservative box from its bounding
+sphere), so a shape costs in proportion to the image area it may cover. The nearest hit
+per pixel wins (a depth buffer of ray lengths). Shading: the URDF material colour lit by
+an ambient term, a light from above and a weak headlight, so shapes read as solid, not
+as flat silhouettes. Shapes that contain the camera (the head's shell around the head
+camera) are left out, and surfaces nearer than the camera's near clip are not drawn.
+
+Camera frame: x right, y down, z along the view (the optical convention). World: the
+URDF's root frame (base), z up.
+"""
+import math
+
+import numpy as np
+from urdf_parser_py.urdf import URDF, Box, Cylinder, Sphere
+
+from intera_rt.model.joint_frames import JointFrames, link_poses, pose_matrix
+
+SPHERE, CYLINDER, BOX = 0, 1, 2
+DEFAULT_COLOR = (0.6, 0.6, 0.6)
+AMBIENT, DIFFUSE, HEADLIGHT = 0.35, 0.55, 0.2
+LIGHT_DIR = np.array([0.3, 0.2, 1.0]) / np.linalg.norm([0.3, 0.2, 1.0])   # toward the light
+FLOOR_TILE = 0.25                       # m, checker squares
+FLOOR_COLORS = (0.65, 0.38)             # light / dark tile (grey)
+WALL_LOW, WALL_HIGH = np.array([0.50, 0.52, 0.55]), np.array([0.78, 0.80, 0.84])
+FOG = 15.0                              # m: the floor fades into the wall colour with distance
+
+
+class Shape:
+    """One visual primitive of a link: kind, dimensions (sphere: radius; cylinder: radius,
+    half length; box: half extents), pose in its link, colour, bounding-box corners."""
+    __slots__ = ('link', 'kind', 'dims', 'origin', 'color', 'corners')
+
+    def __init__(self, link, kind, dims, origin, color):
+        self.link, self.kind, self.dims, self.origin = link, kind, dims, origin
+        self.color = np.asarray(color, np.float32)
+        self.corners = _corners(self)
+
+
+class Scene:
+    """The robot's visual shapes from URDF XML, and the floor below it."""
+
+    def __init__(self, urdf_xml):
+        robot = URDF.from_xml_string(urdf_xml.encode() if isinstance(urdf_xml, str) else urdf_xml)
+        self.root = robot.get_root()
+        self.frames = JointFrames(robot)
+        colors = {m.name: tuple(m.color.rgba[:3]) for m in (robot.materials or [])
+                  if m.color is not None}
+        self.shapes = []
+        for link in robot.links:
+            for visual in link.visuals or []:
+                shape = _shape(link.name, visual, colors)
+                if shape is not None:
+                    self.shapes.append(shape)
+        self.floor_z = self._floor(self.link_poses({}))
+
+    def _floor(self, poses):
+        """The floor: the lowest point of any shape at the zero pose (the pedestal's feet;
+        1 m below the root when there is no shape)."""
+        low = math.inf
+        for s in self.shapes:
+            pose = poses[s.link] @ s.origin
+            low = min(low, float((pose[:3, :3] @ _corners(s).T)[2].min() + pose[2, 3]))
+        return low if math.isfinite(low) else -1.0
+
+    def only(self, links):
+        """A copy of the scene with the shapes of `links` only (same floor)."""
+        part = Scene.__new__(Scene)
+        part.root, part.frames, part.floor_z = self.root, self.frames, self.floor_z
+        part.shapes = [s for s in self.shapes if s.link in links]
+        return part
+
+    def link_poses(self, positions):
+        """4×4 pose in the root frame of every link at `positions` (joint → value)."""
+        return link_poses(self.frames, positions, self.root)
+
+    def posed(self, positions):
+        """[(shape, 4×4 world pose)] at `positions`."""
+        poses = self.link_poses(positions)
+        return [(s, poses[s.link] @ s.origin) for s in self.shapes if s.link in poses]
+
+
+def _shape(link, visual, colors):
+    g = visual.geometry
+    o = visual.origin
+    origin = pose_matrix(o.xyz if o is not None and o.xyz else (0, 0, 0),
+                         _rpy_quat(o.rpy if o is not None and o.rpy else (0, 0, 0)))
+    mat = visual.material
+    color = DEFAULT_COLOR
+    if mat is not None:
+        if mat.color is not None:
+            color = tuple(mat.color.rgba[:3])
+        elif mat.name in colors:
+            color = colors[mat.name]
+    if isinstance(g, Sphere):
+        return Shape(link, SPHERE, (float(g.radius),), origin, color)
+    if isinstance(g, Cylinder):
+        return Shape(link, CYLINDER, (float(g.radius), 0.5 * float(g.length)), origin, color)
+    if isinstance(g, Box):
+        return Shape(link, BOX, tuple(0.5 * float(v) for v in g.size), origin, color)
+    return None                           # meshes: not drawn
+
+
+def _rpy_quat(rpy):
+    r, p, y = (0.5 * float(v) for v in rpy)
+    cr, sr, cp, sp, cy, sy = math.cos(r), math.sin(r), math.cos(p), math.sin(p), math.cos(y), math.sin(y)
+    return (sr * cp * cy - cr * sp * sy, cr * sp * cy + sr * cp * sy,
+            cr * cp * sy - sr * sp * cy, cr * cp * cy + sr * sp * sy)
+
+
+# the 12 edges of a box, as index pairs into _corners' order (corners differing in one axis)
+_EDGES = np.array([(i, i ^ bit) for i in range(8) for bit in (1, 2, 4) if i < i ^ bit])
+
+
+def _corners(shape):
+    if shape.kind == SPHERE:
+        r = shape.dims[0]
+        e = (r, r, r)
+    elif shape.kind == CYLINDER:
+        e = (shape.dims[0], shape.dims[0], shape.dims[1])
+    else:
+        e = shape.dims
+    return np.array([[sx * e[0], sy * e[1], sz * e[2]] for sx in (-1, 1) for sy in (-1, 1)
+                     for sz in (-1, 1)])
+
+
+def intrinsics(width, height, hfov):
+    """f (= fx = fy), cx, cy in pixels of a pinhole camera `width` pixels wide over a
+    horizontal field of view `hfov` (rad)."""
+    return 0.5 * width / math.tan(0.5 * hfov), 0.5 * (width - 1), 0.5 * (height - 1)
+
+
+class Camera:
+    """A pinhole camera: `width`×`height` pixels, horizontal field of view `hfov` (rad),
+    near clip `near` (m). `rays` are the unit view directions of every pixel (camera
+    frame), computed once."""
+
+    def __init__(self, width, height, hfov, near=0.02):
+        self.width, self.height, self.near = int(width), int(height), float(near)
+        self.f, self.cx, self.cy = intrinsics(self.width, self.height, hfov)
+        u = (np.arange(self.width, dtype=np.float32) - self.cx) / self.f
+        v = (np.arange(self.height, dtype=np.float32) - self.cy) / self.f
+        d = np.empty((self.height, self.width, 3), np.float32)
+        d[..., 0] = u[None, :]
+        d[..., 1] = v[:, None]
+        d[..., 2] = 1.0
+        d /= np.linalg.norm(d, axis=2, keepdims=True)
+        self.rays = d
+
+    def bbox(self, corners):
+        """Pixel rows and columns (v0, v1, u0, u1) that a convex body with these `corners`
+        (n×3, camera frame; a shape's bounding box) may cover: the projection of its part
+        in front of the near plane (edges crossing it are clipped). None when nothing of
+        it is in view."""
+        z = corners[:, 2]
+        front = z >= self.near
+        if not front.any():
+            return None
+        pts = corners[front]
+        if not front.all():
+            a, b = _EDGES[:, 0], _EDGES[:, 1]
+            cross = front[a] != front[b]
+            if cross.any():
+                pa, pb = corners[a[cross]], corners[b[cross]]
+                s = (self.near - pa[:, 2]) / (pb[:, 2] - pa[:, 2])
+                pts = np.vstack((pts, pa + s[:, None] * (pb - pa)))
+        u = pts[:, 0] / pts[:, 2] * self.f + self.cx
+        v = pts[:, 1] / pts[:, 2] * self.f + self.cy
+        u0 = max(int(math.floor(u.min())), 0)
+        u1 = min(int(math.ceil(u.max())) + 1, self.width)
+        v0 = max(int(math.floor(v.min())), 0)
+        v1 = min(int(math.ceil(v.max())) + 1, self.height)
+        if u0 >= u1 or v0 >= v1:
+            return None
+        return v0, v1, u0, u1
+
+
+def render(scene, positions, camera_pose, camera):
+    """Render the scene at joint `positions` from `camera_pose` (4×4, camera frame in the
+    root frame).
+
+    Returns:
+        rgb: (height, width, 3) float32 in [0, 1] (linear, before exposure).
+        depth: (height, width) float32, ray length to the nearest robot surface (inf where
+            only floor or wall is seen).
+    """
+    cam = camera
+    h, w = cam.height, cam.width
+    rot = camera_pose[:3, :3].astype(np.float32)
+    eye = camera_pose[:3, 3]
+    rgb = _background(scene, cam, rot, eye)
+    depth = np.full((h, w), np.inf, np.float32)
+    light_cam = (rot.T @ LIGHT_DIR).astype(np.float32)
+    world_to_cam = np.linalg.inv(camera_pose)
+    for shape, pose in scene.posed(positions):
+        rel = world_to_cam @ pose                     # shape frame → camera frame
+        r = rel[:3, :3].astype(np.float32)
+        o = (-(r.T @ rel[:3, 3])).astype(np.float32)  # the camera's origin in the shape frame
+        if _inside(shape, o):
+            continue
+        box = cam.bbox(shape.corners @ rel[:3, :3].T + rel[:3, 3])
+        if box is None:
+            continue
+        v0, v1, u0, u1 = box
+        d = cam.rays[v0:v1, u0:u1].reshape(-1, 3)
+        ds = d @ r                                    # ray directions in the shape frame
+        t, n = _intersect(shape, o, ds, cam.near)
+        if t is None:
+            continue
+        zregion = depth[v0:v1, u0:u1].reshape(-1)
+        hit = t < zregion
+        if not hit.any():
+            continue
+        idx = np.nonzero(hit)[0]
+        nc = n[idx] @ r.T                             # normals in the camera frame
+        lam = (AMBIENT + DIFFUSE * np.maximum(nc @ light_cam, 0.0)
+               + HEADLIGHT * np.maximum(-(nc * d[idx]).sum(1), 0.0))
+        zregion[idx] = t[idx]
+        depth[v0:v1, u0:u1] = zregion.reshape(v1 - v0, u1 - u0)
+        region = rgb[v0:v1, u0:u1].reshape(-1, 3)
+        region[idx] = shape.color[None, :] * lam[:, None]
+        rgb[v0:v1, u0:u1] = region.reshape(v1 - v0, u1 - u0, 3)
+    np.clip(rgb, 0.0, 1.0, out=rgb)
+    return rgb, depth
+
+
+def _background(scene, cam, rot, eye):
+    """Wall (a vertical gradient) and the checkered floor at scene.floor_z."""
+    dw = cam.rays.reshape(-1, 3) @ rot.T               # ray directions in the world
+    up = dw[:, 2]
+    rgb = WALL_LOW[None, :] + (WALL_HIGH - WALL_LOW)[None, :] * np.clip(0.5 + up, 0.0, 1.0)[:, None]
+    rgb = rgb.astype(np.float32)
+    height = eye[2] - scene.floor_z
+    down = up < -1e-6
+    if height > 0 and down.any():
+        idx = np.nonzero(down)[0]
+        t = height / -up[idx]
+        px = eye[0] + t * dw[idx, 0]
+        py = eye[1] + t * dw[idx, 1]
+        tile = (np.floor(px / FLOOR_TILE) + np.floor(py / FLOOR_TILE)) % 2
+        shade = np.where(tile == 0, FLOOR_COLORS[0], FLOOR_COLORS[1]).astype(np.float32)
+        shade *= AMBIENT + DIFFUSE * LIGHT_DIR[2] + HEADLIGHT * -up[idx]
+        fog = np.exp(-t / FOG)[:, None].astype(np.float32)
+        rgb[idx] = shade[:, None] * fog + rgb[idx] * (1.0 - fog)
+    return rgb.reshape(cam.height, cam.width, 3)
+
+
+def _inside(shape, o):
+    if shape.kind == SPHERE:
+        return float(o @ o) <= shape.dims[0] ** 2
+    if shape.kind == CYLINDER:
+        return o[0] ** 2 + o[1] ** 2 <= shape.dims[0] ** 2 and abs(o[2]) <= shape.dims[1]
+    return bool(np.all(np.abs(o) <= shape.dims))
+
+
+def _intersect(shape, o, d, near):
+    """Ray lengths t (inf on a miss or nearer than `near`) and unit normals (shape frame)
+    of rays from `o` along the rows of `d` (unit, shape frame)."""
+    if shape.kind == SPHERE:
+        r = shape.dims[0]
+        b = d @ o
+        disc = b * b - (float(o @ o) - r * r)
+        ok = disc >= 0
+        t = np.full(len(d), np.inf, np.float32)
+        t[ok] = -b[ok] - np.sqrt(disc[ok])
+        t[t < near] = np.inf
+        n = (o[None, :] + np.where(np.isfinite(t), t, 0.0)[:, None] * d) / r
+        return t, n
+    if shape.kind == CYLINDER:
+        return _cylinder(shape.dims[0], shape.dims[1], o, d, near)
+    return _box(np.asarray(shape.dims, np.float32), o, d, near)
+
+
+def _cylinder(r, hl, o, d, near):
+    n_rays = len(d)
+    t = np.full(n_rays, np.inf, np.float32)
+    n = np.zeros((n_rays, 3), np.float32)
+    dx, dy, dz = d[:, 0], d[:, 1], d[:, 2]
+    a = dx * dx + dy * dy
+    b = o[0] * dx + o[1] * dy
+    c = o[0] ** 2 + o[1] ** 2 - r * r
+    disc = b * b - a * c
+    ok = (disc >= 0) & (a > 1e-12)
+    ts = np.full(n_rays, np.inf, np.float32)
+    ts[ok] = (-b[ok] - np.sqrt(disc[ok])) / a[ok]
+    zs = o[2] + ts * dz
+    side = np.isfinite(ts) & (ts >= near) & (np.abs(zs) <= hl)
+    t[side] = ts[side]
+    n[side, 0] = (o[0] + ts[side] * dx[side]) / r
+    n[side, 1] = (o[1] + ts[side] * dy[side]) / r
+    # the cap facing the camera (the other one is hidden behind the side or this cap)
+    if abs(o[2]) > hl:
+        zc = hl if o[2] > 0 else -hl
+        with np.errstate(divide='ignore', invalid='ignore'):
+            tc = (zc - o[2]) / dz
+        px, py = o[0] + tc * dx, o[1] + tc * dy
+        cap = np.isfinite(tc) & (tc >= near) & (px * px + py * py <= r * r) & (tc < t)
+        t[cap] = tc[cap]
+        n[cap] = 0.0
+        n[cap, 2] = 1.0 if zc > 0 else -1.0
+    return t, n
+
+
+def _box(e, o, d, near):
+    safe = np.where(np.abs(d) < 1e-12, np.float32(1e-12), d)
+    t1 = (-e[None, :] - o[None, :]) / safe
+    t2 = (e[None, :] - o[None, :]) / safe
+    tlo = np.minimum(t1, t2)
+    thi = np.maximum(t1, t2)
+    axis = np.argmax(tlo, axis=1)
+    tmin = tlo[np.arange(len(d)), axis]
+    tmax = thi.min(axis=1)
+    hit = (tmax >= tmin) & (tmin >= near)
+    t = np.where(hit, tmin, np.inf).astype(np.float32)
+    n = np.zeros((len(d), 3), np.float32)
+    rows = np.nonzero(hit)[0]
+    n[rows, axis[rows]] = -np.sign(d[rows, axis[rows]])
+    return t, n
+
+
+def resize_nearest(img, height, width):
+    """`img` (h, w[, c]) resampled to height × width (nearest pixel)."""
+    h, w = img.shape[:2]
+    if (h, w) == (height, width):
+        return img
+    if height % h == 0 and width % w == 0:                 # whole factors: a cheaper copy
+        return img.repeat(height // h, axis=0).repeat(width // w, axis=1)
+    rows = ((np.arange(height) + 0.5) * h / height).astype(np.intp)
+    cols = ((np.arange(width) + 0.5) * w / width).astype(np.intp)
+    return img[rows[:, None], cols[None, :]]
+
+
+def to_bgr8(rgb, gain=1.0):
+    """(h, w, 3) linear rgb in [0, 1] → bgr8 bytes of an image, brightness × `gain`
+    (exposure and gain), with a display gamma."""
+    img = np.clip(rgb * gain, 0.0, 1.0) ** (1 / 2.2)
+    return (img[..., ::-1] * 255.0 + 0.5).astype(np.uint8)
+
+
+def to_mono8(rgb, gain=1.0):
+    """Luminance (Rec. 601) as mono8, brightness × `gain`, with a display gamma."""
+    y = rgb @ np.array([0.299, 0.587, 0.114], np.float32)
+    img = np.clip(y * gain, 0.0, 1.0) ** (1 / 2.2)
+    return (img * 255.0 + 0.5).astype(np.uint8)

@@ -1,0 +1,187 @@
+"""io_internal_camera: the internal cameras' IO node ('internal_camera') and their images.
+
+IO framework topics: /io/internal_camera/{config,state,command} (the node config's plugin
+lists the cameras configured to launch under params.cameras, as the SDK's Cameras reads
+it) and /io/internal_camera/<camera>/{config,state,command} for every camera in
+/robot_config/camera_config that this robot has (head_camera, right_hand_camera); signals
+in intera_rt.io.camera.
+
+Images, while a camera streams (camera_streaming true; one camera at a time):
+  head_camera        image_raw, image_rect_color  sensor_msgs/Image bgr8
+  right_hand_camera  image_raw, image_rect        sensor_msgs/Image mono8
+  both               camera_info                  sensor_msgs/CameraInfo (no distortion)
+under /io/internal_camera/<camera>/, header.frame_id the camera's optical frame in the URDF
+(head_camera; right_hand_camera_optical), stamped with the joint state they show.
+They are rendered (intera_rt.io.render) from the robot's visual shapes at its current
+joint angles (/robot/joint_states, subscribed only while a camera streams) seen from the
+camera's frame, then scaled by exposure, gain and strobe.
+
+CPU: a frame is rendered only while a camera streams and something subscribes to its
+images, at most at the camera's rate in both ROS and wall-clock time, with its rays at
+~render_scale of the image resolution (then scaled up); while the arm stands still the
+last frame is sent again instead of rendering it anew.
+
+Private parameters: ~render_scale (default 0.5), ~<camera>/width, ~<camera>/height,
+~<camera>/rate (Hz) — defaults in intera_rt.io.camera.CAMERAS.
+"""
+import threading
+import time
+
+import rospy
+from sensor_msgs.msg import CameraInfo, Image, JointState
+from std_msgs.msg import Header
+
+from intera_rt.io.camera import CAMERAS, InternalCamera
+from intera_rt.io.render import Camera, Scene, intrinsics, render, resize_nearest, to_bgr8, to_mono8
+from intera_rt.model import default_urdf_path
+from intera_rt.ros.io.framework import IONode
+
+NS = '/io/internal_camera/'
+POSITION_RESOLUTION = 1e-4        # rad: a joint moving less than this does not re-render
+STAT_EVERY = 30.0                 # s between render-time log lines while streaming
+
+
+class CameraStream:
+    """The image topics of one camera and its rendering (with the last frame kept)."""
+
+    def __init__(self, device, scene, render_scale):
+        spec = device.spec
+        self.device, self.scene = device, scene
+        self.width, self.height = int(spec['width']), int(spec['height'])
+        self.frame = spec['frame']
+        self.color = spec['color']
+        self.encoding = 'bgr8' if self.color else 'mono8'
+        self.camera = Camera(max(8, round(self.width * render_scale)),
+                             max(8, round(self.height * render_scale)), spec['hfov'], spec['near'])
+        ns = NS + device.name + '/'
+        self.pubs = [rospy.Publisher(ns + 'image_raw', Image, queue_size=1),
+                     rospy.Publisher(ns + ('image_rect_color' if self.color else 'image_rect'),
+                                     Image, queue_size=1)]
+        self.pub_info = rospy.Publisher(ns + 'camera_info', CameraInfo, queue_size=1)
+        f, cx, cy = intrinsics(self.width, self.height, spec['hfov'])
+        self.info = CameraInfo(height=self.height, width=self.width, distortion_model='plumb_bob',
+                               D=[0.0] * 5, K=[f, 0, cx, 0, f, cy, 0, 0, 1],
+                               R=[1, 0, 0, 0, 1, 0, 0, 0, 1], P=[f, 0, cx, 0, 0, f, cy, 0, 0, 0, 1, 0])
+        self._key = None
+        self._data = None
+        self.renders = 0
+        self.render_time = 0.0
+
+    def wanted(self):
+        return any(p.get_num_connections() > 0 for p in self.pubs + [self.pub_info])
+
+    def publish(self, positions, stamp, brightness):
+        key = (tuple(sorted((n, round(q / POSITION_RESOLUTION)) for n, q in positions.items())),
+               round(brightness, 4))
+        if key != self._key:
+            t0 = time.perf_counter()
+            poses = self.scene.link_poses(positions)
+            rgb, _ = render(self.scene, positions, poses[self.frame], self.camera)
+            img = to_bgr8(rgb, brightness) if self.color else to_mono8(rgb, brightness)
+            self._data = resize_nearest(img, self.height, self.width).tobytes()
+            self._key = key
+            self.render_time += time.perf_counter() - t0
+            self.renders += 1
+        header = Header(stamp=stamp, frame_id=self.frame)
+        msg = Image(header=header, height=self.height, width=self.width, encoding=self.encoding,
+                    is_bigendian=0, step=self.width * (3 if self.color else 1), data=self._data)
+        for pub in self.pubs:
+            if pub.get_num_connections() > 0:
+                pub.publish(msg)
+        if self.pub_info.get_num_connections() > 0:
+            self.info.header = header
+            self.pub_info.publish(self.info)
+
+
+class CameraIO:
+    def __init__(self):
+        configured = rospy.get_param('/robot_config/camera_config', {}) or {}
+        render_scale = float(rospy.get_param('~render_scale', 0.5))
+        if not 0.05 <= render_scale <= 1.0:
+            raise SystemExit('io_internal_camera: ~render_scale = %r is outside [0.05, 1]' % render_scale)
+        urdf = rospy.get_param('/robot_description', None)
+        if urdf is None:
+            with open(default_urdf_path()) as f:
+                urdf = f.read()
+        scene = Scene(urdf)
+        self.devices, self.streams = {}, {}
+        for name in sorted(configured):
+            if name not in CAMERAS:
+                rospy.logwarn('io_internal_camera: /robot_config/camera_config names %r; this robot '
+                              'has cameras %s only', name, ', '.join(sorted(CAMERAS)))
+                continue
+            spec = dict(CAMERAS[name])
+            for key in ('width', 'height', 'rate'):
+                spec[key] = rospy.get_param('~%s/%s' % (name, key), spec[key])
+            if not (int(spec['width']) >= 8 and int(spec['height']) >= 8 and 0 < float(spec['rate']) <= 60):
+                raise SystemExit('io_internal_camera: %s: width %r, height %r, rate %r: expected '
+                                 '≥ 8 pixels and 0 < rate ≤ 60 Hz' % (name, spec['width'],
+                                                                       spec['height'], spec['rate']))
+            given = configured[name].get('cameraType') if isinstance(configured[name], dict) else None
+            if given and given != spec['camera_type']:
+                rospy.logwarn('io_internal_camera: %s: cameraType %r in /robot_config/camera_config; '
+                              'this robot\'s %s is %r', name, given, name, spec['camera_type'])
+            self.devices[name] = InternalCamera(name, spec, self._streaming_other)
+        plugin = {'params': {'cameras': [{'name': n, 'cameraType': d.spec['camera_type']}
+                                         for n, d in self.devices.items()]}}
+        self.io = IONode('internal_camera', plugins=[('internal_camera', plugin)])
+        for name, device in self.devices.items():
+            self.streams[name] = CameraStream(device, scene, render_scale)
+            self.io.add_device(device).on_applied.append(self._on_applied)
+        self._positions = None
+        self._stamp = None
+        self._sub = None
+        self._wake = threading.Event()
+        threading.Thread(target=self._loop, name='cameras', daemon=True).start()
+        self.io.start()
+
+    def _streaming_other(self, name):
+        return next((n for n, d in self.devices.items() if n != name and d.streaming), None)
+
+    def _on_applied(self, device, msg, response):
+        streaming = any(d.streaming for d in self.devices.values())
+        if streaming and self._sub is None:
+            self._sub = rospy.Subscriber('/robot/joint_states', JointState, self._on_joints, queue_size=1)
+        elif not streaming and self._sub is not None:
+            self._sub.unregister()
+            self._sub = None
+        self._wake.set()
+
+    def _on_joints(self, msg):
+        if len(msg.name) == len(msg.position):
+            self._positions = dict(zip(msg.name, msg.position))
+            self._stamp = msg.header.stamp
+
+    def _loop(self):
+        last_log = time.monotonic()
+        while not rospy.is_shutdown():
+            with self.io.lock:
+                name = next((n for n, d in self.devices.items() if d.streaming), None)
+                brightness = self.devices[name].brightness() if name else 1.0
+            if name is None or self._positions is None:
+                self._wake.wait(0.5 if name is None else 0.02)
+                self._wake.clear()
+                continue
+            stream = self.streams[name]
+            period = 1.0 / float(stream.device.spec['rate'])
+            t_wall, t_ros = time.monotonic(), rospy.get_time()
+            if stream.wanted():
+                stream.publish(self._positions, self._stamp or rospy.Time.now(), brightness)
+            if stream.renders and time.monotonic() - last_log > STAT_EVERY:
+                last_log = time.monotonic()
+                rospy.loginfo('io_internal_camera: %s %dx%d: %d frames rendered, %.1f ms each on '
+                              'average', name, stream.width, stream.height, stream.renders,
+                              1e3 * stream.render_time / stream.renders)
+            # the next frame one period later in both wall-clock and ROS time
+            self._wake.wait(max(0.0, t_wall + period - time.monotonic()))
+            self._wake.clear()
+            while rospy.get_time() < t_ros + period and not rospy.is_shutdown():
+                if not self.devices[name].streaming:
+                    break
+                time.sleep(0.005)
+
+
+def main():
+    rospy.init_node('io_internal_camera')
+    CameraIO()
+    rospy.spin()
