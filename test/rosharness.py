@@ -136,6 +136,29 @@ def wait_connected(pub, node, timeout=10.0):
              timeout, '%s connected to %s' % (node, pub.resolved_name))
 
 
+class CollisionWatch(object):
+    """Records every /intera_rt/realtime_state message that reports a detected collision:
+    `hits` = [(stamp s, kinds)]. For modules of normal use, which must raise none."""
+
+    def __init__(self):
+        import rospy
+        from intera_rt_msgs.msg import RealtimeState
+        self.hits = []
+        self._sub = rospy.Subscriber('/intera_rt/realtime_state', RealtimeState, self._cb,
+                                     queue_size=100)
+
+    def _cb(self, msg):
+        if msg.collision:
+            kinds = [k for k in ('impact', 'squish', 'hand_overwrench') if getattr(msg, k)]
+            self.hits.append((msg.header.stamp.to_sec(), kinds))
+
+    def close(self):
+        self._sub.unregister()
+
+    def check(self, what):
+        assert not self.hits, '%s raised collision detections: %s' % (what, self.hits[:5])
+
+
 def latest(topic, msg_type, queue_size=10):
     """A ``Latest`` recorder subscribed to ``topic``."""
     return Latest(topic, msg_type, queue_size=queue_size)

@@ -288,6 +288,16 @@ def still_from(msgs, q_tol=1e-3, v_tol=0.01):
     return k
 
 
+
+@pytest.fixture(scope='module', autouse=True)
+def no_false_detection(robot):
+    """Normal use: nothing in this module may make the robot detect a collision."""
+    from rosharness import CollisionWatch
+    watch = CollisionWatch()
+    yield
+    watch.close()
+    watch.check(__name__)
+
 @pytest.fixture(scope='module')
 def arm(robot):
     return Arm()

@@ -145,6 +145,16 @@ class Sent:
         return state, result
 
 
+
+@pytest.fixture(scope='module', autouse=True)
+def no_false_detection(robot):
+    """Normal use: nothing in this module may make the robot detect a collision."""
+    from rosharness import CollisionWatch
+    watch = CollisionWatch()
+    yield
+    watch.close()
+    watch.check(__name__)
+
 @pytest.fixture(scope='module')
 def ros(robot):
     import actionlib
