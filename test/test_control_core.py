@@ -377,3 +377,47 @@ def test_the_navigator_circle_button_asks_for_zero_g_too(model):
     sim.core.apply(cmds.CuffInput('navigator', False))
     sim.run(0.002)
     assert sim.controller == 'hold'
+
+
+# --- velocity scaling near the avoidance shapes (an option beyond the robot) ------------------
+def _fold_into_the_shoulder(model, scaling):
+    """A position move at speed ratio 1 folding the elbow into the shoulder. Returns the core,
+    right_j3's speed when the avoidance shapes first overlap, and the deepest overlap."""
+    core = RealtimeCore(model, q_arm=list(NEUTRAL),
+                        options={'collision_avoidance': {'velocity_scaling': scaling}})
+    core.apply(cmds.SetSpeedRatio(1.0))
+    target = NEUTRAL.copy()
+    target[3] = 2.9                       # the elbow folded: the hand into the shoulder
+    entering, deepest = None, 0.0
+    for i in range(2500):
+        if i % 10 == 0:
+            core.apply(cmds.JointCommand(1, tuple(JOINTS), tuple(target)))
+        core.tick()
+        v = core.state_vector()
+        depth = state_field(v, 'collision_avoidance.depth')
+        deepest = max(deepest, depth)
+        if entering is None and depth > 0.0:
+            entering = abs(state_field(v, 'qd')[3])
+    return core, entering, deepest
+
+
+def test_velocity_scaling_slows_only_motion_that_closes_a_distance(model):
+    """With collision_avoidance's velocity_scaling on, a position move folding the elbow
+    into the shoulder slows as the avoidance shapes near each other: it meets them slower
+    and goes an order of magnitude less deep (the rest is braking at the acceleration
+    limit); unfolding again runs at full speed. Off (the robot's behaviour), the move meets
+    them at full speed and only the avoidance torques push back."""
+    vmax = model.limit_arrays(['right_j3'])['velocity'][0]
+    off, entering_off, deepest_off = _fold_into_the_shoulder(model, False)
+    on, entering_on, deepest_on = _fold_into_the_shoulder(model, True)
+    assert entering_off > 0.9 * vmax
+    assert entering_on < 0.7 * entering_off
+    assert deepest_on < 0.2 * deepest_off, (deepest_on, deepest_off)
+    # Opening the fold again is not slowed.
+    speeds = []
+    for i in range(800):
+        if i % 10 == 0:
+            on.apply(cmds.JointCommand(1, tuple(JOINTS), tuple(NEUTRAL)))
+        on.tick()
+        speeds.append(abs(state_field(on.state_vector(), 'cmd_v')[3]))
+    assert max(speeds) > 0.99 * vmax

@@ -233,27 +233,51 @@ def test_error_then_reset(ros):
 
 
 def test_external_wrench_pushes_the_arm_and_shows_in_endpoint_wrench(ros):
+    """A 40 N push on the holding arm: with suppress_contact_safety arriving (a sudden
+    push this size is otherwise a detected collision) the hold resists it, the joints
+    transmit the load and endpoint_state's wrench shows it; afterwards the arm is back."""
+    import threading
+
     from geometry_msgs.msg import Wrench
     from intera_core_msgs.msg import EndpointState
+    from intera_rt_msgs.msg import RealtimeState
     from intera_rt_msgs.srv import ApplyWrench
     from sensor_msgs.msg import JointState
+    from std_msgs.msg import Empty
+    import rospy
     push = sim_service('apply_wrench', ApplyWrench)
     bad = push(link='no_such_link', wrench=Wrench(), duration=1.0)
     assert not bad.success and 'no_such_link' in bad.message
     w = Wrench()
     w.force.z = -40.0
-    with latest('/robot/joint_states', JointState) as js, \
-            latest('/robot/limb/right/endpoint_state', EndpointState) as ep:
-        start = arm_positions(js.wait(5))
-        assert push(link='right_hand', wrench=w, duration=2.0).success
-        # the hold controller resists: the joints transmit the extra load
-        msg = ep.wait(3.0, lambda m: m.wrench.force.z > 20.0, 'endpoint wrench.z > 20 N')
-        assert msg.wrench.force.z < 60.0
-        moved = np.abs(arm_positions(js.get()) - start).max()
-        assert moved < 0.05
-        # and after the push ends the arm comes back
-        wait_for(lambda: np.abs(arm_positions(js.get()) - start).max() < 2e-3 and
-                 abs(ep.get().wrench.force.z) < 2.0, 10.0, 'arm back at its pose after the push')
+    suppress = rospy.Publisher('/robot/limb/right/suppress_contact_safety', Empty, queue_size=1)
+    stop = threading.Event()
+
+    def keep_suppressing():
+        while not stop.wait(0.05):
+            suppress.publish(Empty())
+    keeper = threading.Thread(target=keep_suppressing, daemon=True)
+    keeper.start()
+    try:
+        wait_for(lambda: suppress.get_num_connections() > 0, 10.0, 'a suppress_contact_safety subscriber')
+        with latest('/robot/joint_states', JointState) as js, \
+                latest('/robot/limb/right/endpoint_state', EndpointState) as ep, \
+                latest('/intera_rt/realtime_state', RealtimeState) as rt:
+            start = arm_positions(js.wait(5))
+            rt.wait(5.0, lambda m: 'contact_safety' in m.suppressed, 'contact safety suppressed')
+            assert push(link='right_hand', wrench=w, duration=2.0).success
+            # the hold controller resists: the joints transmit the extra load
+            msg = ep.wait(3.0, lambda m: m.wrench.force.z > 20.0, 'endpoint wrench.z > 20 N')
+            assert msg.wrench.force.z < 60.0
+            moved = np.abs(arm_positions(js.get()) - start).max()
+            assert moved < 0.05
+            # and after the push ends the arm comes back
+            wait_for(lambda: np.abs(arm_positions(js.get()) - start).max() < 2e-3 and
+                     abs(ep.get().wrench.force.z) < 2.0, 10.0, 'arm back at its pose after the push')
+    finally:
+        stop.set()
+        keeper.join(1.0)
+        suppress.unregister()
 
 
 def test_set_joint_positions_resets_the_arm(ros):

@@ -4,7 +4,7 @@ Usage (normally through ``scripts/sawyer``, which sets up the environment):
 
     scripts/sawyer [--sim-time [--speed X|max]] [--backend NAME]
                    [--pose neutral|shipping|A0,A1,...,A6] [--disabled]
-                   [--gripper] [--screen]
+                   [--gripper] [--velocity-scaling] [--screen]
 
 Validates the options, then runs
 
@@ -109,6 +109,10 @@ def build_parser():
         help='an electric parallel gripper on the flange (the end_effector IO node '
              'reports right_gripper; default: nothing attached)')
     parser.add_argument(
+        '--velocity-scaling', action='store_true',
+        help='beyond the robot: slow position and velocity moves that close in on a '
+             'self-collision (distance-aware, directional; default: off, as the robot)')
+    parser.add_argument(
         '--screen', action='store_true',
         help="pass --screen to roslaunch (every node's output to the "
              'terminal)')
@@ -167,6 +171,7 @@ def roslaunch_command(args):
         'pose:=%s' % args.pose,
         'disabled:=%s' % ('true' if args.disabled else 'false'),
         'gripper:=%s' % ('true' if args.gripper else 'false'),
+        'velocity_scaling:=%s' % ('true' if args.velocity_scaling else 'false'),
     ]
     return cmd
 

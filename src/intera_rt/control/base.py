@@ -138,9 +138,9 @@ class Stage:
         reset): drop whatever history the stage keeps."""
 
     def speed_scale(self, state, velocity):
-        """The fraction (0..1) of the reference velocity `velocity` (the active
-        controller's last) it may keep, for controllers with speed_scaling (e.g. slowing
-        only motion that closes a distance to a collision); 1 = no opinion."""
+        """The fraction (0..1) of its speed a controller with speed_scaling may use,
+        heading for `velocity` (its heading(); e.g. slowing only motion that closes a
+        distance to a collision); 1 = no opinion."""
         return 1.0
 
 
@@ -157,8 +157,14 @@ class Controller(Stage):
     # Collision detection watches the arm while this is active (not while a person guides
     # it: their push is the external torque detection would see).
     collision_detection = True
-    # Its reference speed follows ArmState.speed_scale (the stages' speed_scale).
+    # Its reference speed follows ArmState.speed_scale (the stages' speed_scale of where
+    # it is heading).
     speed_scaling = False
+
+    def heading(self):
+        """The joint velocity its reference is heading for (7), for speed scaling; None
+        when it heads nowhere."""
+        return None
 
     def start(self, state, previous):
         """Become the active controller, continuing without a jump from `previous` (the

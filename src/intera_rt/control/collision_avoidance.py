@@ -131,8 +131,8 @@ class CollisionAvoidance(Additive):
         return objects_from_mask(self._objects, self.model.shape_links)
 
     def speed_scale(self, state, velocity):
-        """With the velocity_scaling option: velocity_scale of the active controller's
-        reference velocity (seed 002); else 1."""
+        """With the velocity_scaling option: velocity_scale of where the active
+        controller heads (seed 002); else 1."""
         if not self.velocity_scaling or not np.count_nonzero(velocity):
             return 1.0
         return self.velocity_scale(state, velocity)

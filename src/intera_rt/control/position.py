@@ -18,6 +18,9 @@ class PositionController(HoldController):
     def max_velocity(self, state):
         return self.arm.vel_limit * (self.arm.speed_ratio * state.speed_scale)
 
+    def heading(self):
+        return None if self._settled else self.target - self.p
+
     def validate(self, cmd, state):
         return joint_command.parse(self.arm, cmd, ('position',)), []
 

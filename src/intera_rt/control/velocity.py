@@ -27,6 +27,9 @@ class VelocityController(Controller):
         self.a = np.zeros(7)
         self.cmd = np.zeros(7)
 
+    def heading(self):
+        return self.cmd
+
     def validate(self, cmd, state):
         arm = self.arm
         parsed = joint_command.parse(arm, cmd, ('velocity',))

@@ -341,11 +341,13 @@ class RealtimeCore:
                 self.timeouts += 1
                 self._switch(self.hold, state, self._out)
                 active = self.hold
-            if active.speed_scaling and self._out is not None:
-                scale = 1.0
-                for stage in self._scalers:
-                    scale = min(scale, stage.speed_scale(state, self._out.velocity))
-                state.speed_scale = scale
+            if active.speed_scaling and self._scalers:
+                heading = active.heading()
+                if heading is not None:
+                    scale = 1.0
+                    for stage in self._scalers:
+                        scale = min(scale, stage.speed_scale(state, heading))
+                    state.speed_scale = scale
             out = active.update(state)
             tau, interaction = out.torque, None
             for additive in self.additives:

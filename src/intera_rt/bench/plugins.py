@@ -1,0 +1,327 @@
+"""Realtime plugins benchmark, in process (the realtime core ticked by hand, every stage on,
+sim time; no ROS, deterministic):
+
+costs       each stage's update per tick (µs: mean, p50, p99) and the whole tick, in the
+            situations that make each plugin work: holding at neutral, a fast position move
+            (speed ratio 1), links pushed apart by collision avoidance, the hand pressed on
+            a table, zero-G guided by a push.
+latency     collision detection: JOINT motions driven into boxes (right_j0 sweeping into a
+            wall, right_j1 lowering onto a table, right_j3 folding into a post) at speed
+            ratios 0.1-1.0 and several obstacle positions. Latency = the first tick the
+            plant reports the contact → the tick the arm is stopped (the Halt applied).
+            Every trial counts: one with no stop within 0.5 s of contact is a miss, one
+            stopped before any contact a false stop.
+normal_use  sim seconds of normal use with every plugin on and the detections they raised
+            (target 0): fast position moves to random collision-free poses at speed ratio
+            1, the SDK's torque springs, its velocity wobbler, fast quintics in
+            TRAJECTORY_MODE, gravity compensation suppressed briefly, zero-G guided by a
+            person's push and let go.
+
+    scripts/env python -m intera_rt.bench.plugins [--quick]
+"""
+import json
+import math
+import sys
+import time
+
+import numpy as np
+
+from intera_rt.control import commands as cmds
+from intera_rt.model import RobotModel
+from intera_rt.model.collision import CollisionModel
+from intera_rt.realtime.core import RealtimeCore
+from intera_rt.robot import ARM_JOINTS, NEUTRAL
+
+JOINTS = tuple(ARM_JOINTS)
+NEUTRAL = np.array(NEUTRAL)
+TARGETS = {'latency_p99_ms': 10.0, 'false_detections': 0}
+MISS_AFTER = 0.5             # s after the contact without a stop: a miss
+
+
+class Bench:
+    """A realtime core with every stage, whose halts are timed."""
+
+    def __init__(self, model, q=NEUTRAL, options=None):
+        self.core = RealtimeCore(model, q_arm=list(q), options=options)
+        self.model = model
+        self.halts = []                               # loop times of each new halt
+        self.core.tick()
+
+    @property
+    def now(self):
+        return self.core.now
+
+    @property
+    def q(self):
+        return self.core.boards.read().position[:7]
+
+    @property
+    def qd(self):
+        return self.core.boards.read().velocity[:7]
+
+    def command(self, mode, **arrays):
+        self.core.apply(cmds.JointCommand(mode, JOINTS, **{k: tuple(v) for k, v in arrays.items()}))
+
+    def tick(self):
+        halted = self.core.now < self.core._halt_until
+        self.core.tick()
+        if not halted and self.core.now - 0.001 < self.core._halt_until:
+            self.halts.append(self.core.now - 0.001)    # the tick that applied the halt
+
+    def run(self, seconds, each=None, every=0.01):
+        n = max(1, int(round(every / 0.001)))
+        for i in range(int(round(seconds / 0.001))):
+            if each is not None and i % n == 0:
+                each(self)
+            self.tick()
+
+
+def _stats(values_us):
+    v = np.asarray(values_us, float)
+    if not len(v):
+        return {'mean': None, 'p50': None, 'p99': None, 'n': 0}
+    return {'mean': round(float(v.mean()), 1), 'p50': round(float(np.percentile(v, 50)), 1),
+            'p99': round(float(np.percentile(v, 99)), 1), 'n': int(len(v))}
+
+
+# --- costs ---------------------------------------------------------------------------------
+def _timed(bench):
+    """Wrap each stage's update and the plant's step with a timer; returns {name: [µs]}."""
+    core, times = bench.core, {}
+
+    def wrap(obj, attr, label):
+        fn = getattr(obj, attr)
+        acc = times.setdefault(label, [])
+        clock = time.perf_counter
+
+        def timed(*args):
+            t0 = clock()
+            result = fn(*args)
+            acc.append(1e6 * (clock() - t0))
+            return result
+        setattr(obj, attr, timed)
+    for stage in core.monitors + core.additives:
+        wrap(stage, 'update', stage.name)
+    for controller in core.controllers.values():
+        wrap(controller, 'update', 'controller:' + controller.name)
+    wrap(core.boards, 'advance', 'plant')
+    return times
+
+
+def _scenario(model, name, ticks):
+    bench = Bench(model)
+    core = bench.core
+    table_z = model.arm_dynamics.tip('right_hand', NEUTRAL)[0]
+    if name == 'avoidance':
+        target = NEUTRAL.copy()
+        target[3] = 2.66                          # the elbow folds the hand into the shoulder
+        each = lambda b: b.command(1, position=target)                     # noqa: E731
+    elif name == 'contact':
+        core.apply(cmds.SimAddObstacle('table', 'box', (table_z[0], table_z[1], table_z[2] - 0.15),
+                                       (0, 0, 0, 1), (0.4, 0.4, 0.2)))
+        core.apply(cmds.SetSpeedRatio(0.02))
+        target = NEUTRAL.copy()
+        target[1] += 0.05                         # pressing on it, slowly
+        each = lambda b: b.command(1, position=target)                     # noqa: E731
+    elif name == 'move':
+        core.apply(cmds.SetSpeedRatio(1.0))
+        targets = [np.array([1.0, -0.6, 1.2, 1.5, 1.0, -1.0, 2.0]), NEUTRAL]
+        each = lambda b: b.command(1, position=targets[int(b.now / 1.5) % 2])  # noqa: E731
+    elif name == 'zero_g':
+        core.apply(cmds.CuffInput('cuff', True))
+
+        def each(b):
+            b.core.apply(cmds.SimWrench('right_hand', (0.0, 4.0 * math.sin(2 * b.now), 0.0, 0, 0, 0), 0.01))
+    else:
+        each = None
+    bench.run(0.5, each)                          # settle into the situation
+    times = _timed(bench)
+    tick = []
+    clock = time.perf_counter
+    for i in range(ticks):
+        if each is not None and i % 10 == 0:
+            each(bench)
+        t0 = clock()
+        bench.tick()
+        tick.append(1e6 * (clock() - t0))
+    out = {label: _stats(v) for label, v in times.items() if v}
+    out['tick'] = _stats(tick)
+    return out
+
+
+def costs(model, ticks):
+    return {name: _scenario(model, name, ticks)
+            for name in ('hold', 'move', 'avoidance', 'contact', 'zero_g')}
+
+
+# --- detection latency ------------------------------------------------------------------------
+def _trials(model, quick):
+    """(label, joint, target angle, obstacle (name, shape, centre, quat, size), ratio)."""
+    hand = model.arm_dynamics.tip('right_hand', NEUTRAL)[0]
+    rho, phi0 = math.hypot(hand[0], hand[1]), math.atan2(hand[1], hand[0])
+    ratios = (0.2, 0.5, 1.0) if quick else (0.1, 0.2, 0.35, 0.5, 0.75, 1.0)
+    trials = []
+    for ahead in ((0.25,) if quick else (0.2, 0.3, 0.45)):
+        phi = phi0 + ahead
+        centre = (rho * math.cos(phi) - 0.05 * math.sin(phi), rho * math.sin(phi) + 0.05 * math.cos(phi),
+                  hand[2] - 0.05)
+        wall = ('wall', 'box', centre, (0.0, 0.0, math.sin(phi / 2), math.cos(phi / 2)), (0.2, 0.1, 0.16))
+        trials += [('j0 into a wall %.2f rad ahead' % ahead, 0, NEUTRAL[0] + ahead + 0.4, wall, r)
+                   for r in ratios]
+    for drop in ((0.08,) if quick else (0.06, 0.1, 0.15)):
+        table = ('table', 'box', (hand[0] + 0.05, hand[1], hand[2] - drop - 0.1), (0, 0, 0, 1), (0.5, 0.5, 0.2))
+        trials += [('j1 onto a table %.2f m below' % drop, 1, NEUTRAL[1] + 0.5, table, r) for r in ratios]
+    return trials
+
+
+def latency(model, quick):
+    rows, misses, false_stops = [], 0, 0
+    for label, joint, angle, obstacle, ratio in _trials(model, quick):
+        bench = Bench(model)
+        core = bench.core
+        name, shape, centre, quat, size = obstacle
+        ok, why = core.apply(cmds.SimAddObstacle(name, shape, centre, quat, size))
+        if not ok:
+            raise RuntimeError('%s: %s' % (label, why))
+        core.apply(cmds.SetSpeedRatio(ratio))
+        bench.run(0.4)                                    # detection armed after boot
+        target = NEUTRAL.copy()
+        target[joint] = angle
+        contact = None
+        for i in range(6000):
+            if i % 10 == 0 and not bench.halts:
+                bench.command(1, position=target)
+            bench.tick()
+            if contact is None and core.boards.contacts():
+                contact = core.now
+            if bench.halts or (contact is not None and core.now - contact > MISS_AFTER):
+                break
+        row = {'trial': label, 'speed_ratio': ratio, 'contact_s': contact,
+               'speed_at_contact': None}
+        if contact is None:
+            row['result'] = 'no contact'
+        elif not bench.halts:
+            row['result'] = 'miss'
+            misses += 1
+        elif bench.halts[0] < contact:
+            row['result'] = 'stopped before contact'
+            false_stops += 1
+        else:
+            row['result'] = 'stopped'
+            row['latency_ms'] = round(1e3 * (bench.halts[0] - contact), 1)
+            row['kind'] = core._halt_kind
+        rows.append(row)
+    lat = [r['latency_ms'] for r in rows if 'latency_ms' in r]
+    out = {'trials': len(rows), 'stopped': len(lat), 'misses': misses,
+           'stopped_before_contact': false_stops,
+           'no_contact': sum(r['result'] == 'no contact' for r in rows),
+           'latency_ms': {'p50': float(np.percentile(lat, 50)) if lat else None,
+                          'p99': float(np.percentile(lat, 99)) if lat else None,
+                          'max': float(max(lat)) if lat else None},
+           'rows': rows}
+    return out
+
+
+# --- normal use -------------------------------------------------------------------------------
+def _random_targets(model, n, seed):
+    """Collision-free (tight model) random poses within the joint limits, avoidance clear."""
+    rng = np.random.default_rng(seed)
+    lim = model.limit_arrays(JOINTS)
+    collision = CollisionModel(model.urdf_xml)
+    from intera_rt.model.avoidance import AvoidanceModel, default_armnav_path
+    with open(default_armnav_path()) as f:
+        avoid = AvoidanceModel(f.read())
+    out = []
+    while len(out) < n:
+        q = rng.uniform(0.8 * lim['lower'], 0.8 * lim['upper'])
+        if not collision.in_collision(q) and not avoid.pushing(q, 0.0) and \
+                model.arm_dynamics.tip('right_hand', q)[0][2] > 0.05:
+            out.append(q)
+    return out
+
+
+def normal_use(model, quick, seed=1):
+    runs = {}
+
+    def record(name, bench, seconds):
+        runs[name] = {'sim_s': round(seconds, 2), 'detections': len(bench.halts),
+                      'kinds': [bench.core._halt_kind] if bench.halts else []}
+
+    # Fast position moves at speed ratio 1 between random collision-free poses.
+    bench = Bench(model)
+    bench.core.apply(cmds.SetSpeedRatio(1.0))
+    targets = _random_targets(model, 3 if quick else 12, seed) + [NEUTRAL]
+    for target in targets:
+        bench.run(3.0, lambda b: b.command(1, position=target))
+    record('position_moves_ratio_1', bench, 3.0 * len(targets))
+    # The SDK's joint_torque_springs (its default stiffness, damping 0.1) after a push away.
+    bench = Bench(model)
+    k, d = np.array([10.0, 15.0, 5.0, 5.0, 3.0, 2.0, 1.5]), 0.1
+    bench.core.apply(cmds.SetSpeedRatio(1.0))
+    away = NEUTRAL + np.array([0.4, -0.3, 0.4, -0.4, 0.5, -0.5, 0.8])
+    bench.run(2.0, lambda b: b.command(1, position=away))
+    bench.core.apply(cmds.SetTimeout(0.02))
+    springs = 3.0 if quick else 8.0
+    bench.run(springs, lambda b: b.command(3, effort=-k * (b.q - NEUTRAL) - d * b.qd), 0.001)
+    record('torque_springs', bench, 2.0 + springs)
+    # The SDK's velocity wobbler: sinusoids at 500 Hz.
+    bench = Bench(model)
+    rng = np.random.default_rng(seed)
+    amp, freq = rng.uniform(0.1, 0.2, 7), 1.0 / rng.uniform(0.5, 1.0, 7)
+    wobble = 4.0 if quick else 15.0
+    bench.run(wobble, lambda b: b.command(2, velocity=amp * np.sin(2 * math.pi * freq * b.now)), 0.002)
+    record('velocity_wobbler', bench, wobble)
+    # Fast quintics in TRAJECTORY_MODE (peak speeds near the limits), at 100 Hz.
+    bench = Bench(model)
+    seconds = 0.0
+    for target in targets[:3] if quick else targets:
+        q0, span, t0 = bench.q.copy(), 1.6, bench.now
+
+        def stream(b, q0=q0, q1=target, t0=t0, span=span):
+            s = min(max((b.now - t0) / span, 0.0), 1.0)
+            p = q0 + (q1 - q0) * (10 * s**3 - 15 * s**4 + 6 * s**5)
+            v = (q1 - q0) * (30 * s**2 - 60 * s**3 + 30 * s**4) / span
+            a = (q1 - q0) * (60 * s - 180 * s**2 + 120 * s**3) / span**2
+            b.command(4, position=p, velocity=v, acceleration=a)
+        bench.run(span + 0.4, stream)
+        seconds += span + 0.4
+    record('trajectory_quintics', bench, seconds)
+    # Gravity compensation suppressed for 0.3 s in torque mode, then held again.
+    bench = Bench(model)
+    bench.core.apply(cmds.SetTimeout(0.05))
+    bench.run(0.3, lambda b: (b.core.apply(cmds.Suppress('gravity')), b.command(3, effort=np.zeros(7))))
+    hold = bench.q.copy()
+    bench.run(1.5, lambda b: b.command(1, position=hold))
+    record('gravity_suppressed', bench, 1.8)
+    # Zero-G: a person pushes the arm around by the hand, then lets go.
+    bench = Bench(model)
+    bench.core.apply(cmds.CuffInput('cuff', True))
+    guide = 3.0 if quick else 8.0
+    bench.run(guide, lambda b: b.core.apply(cmds.SimWrench(
+        'right_hand', (10.0 * math.sin(1.3 * b.now), 10.0 * math.cos(0.9 * b.now), 3.0 * math.sin(2.1 * b.now),
+                       0.0, 0.0, 0.0), 0.01)))
+    bench.core.apply(cmds.CuffInput('cuff', False))
+    bench.run(1.0)
+    record('zero_g_guiding', bench, guide + 1.0)
+    return {'sim_s': round(sum(r['sim_s'] for r in runs.values()), 1),
+            'detections': sum(r['detections'] for r in runs.values()), 'runs': runs}
+
+
+def run(quick=False):
+    model = RobotModel.from_file()
+    t0 = time.monotonic()
+    out = {'costs': costs(model, 2000 if quick else 10000)}
+    out['latency'] = latency(model, quick)
+    out['normal_use'] = normal_use(model, quick)
+    out['targets'] = TARGETS
+    p99 = out['latency']['latency_ms']['p99']
+    out['verdict'] = {
+        'latency_p99_ms': p99 is not None and p99 <= TARGETS['latency_p99_ms']
+        and out['latency']['misses'] == 0,
+        'false_detections': out['normal_use']['detections'] == TARGETS['false_detections']}
+    out['wall_s'] = round(time.monotonic() - t0, 1)
+    return out
+
+
+if __name__ == '__main__':
+    print(json.dumps(run(quick='--quick' in sys.argv[1:]), indent=1))
