@@ -89,9 +89,11 @@ class RealtimeCore:
         self._interaction = None        # the interaction torques added in the latest tick
         self._halt_until = -math.inf    # a collision stop holds the arm until then
         self._halt_kind = ''
+        self._obstacles = 0             # sim obstacles placed
         self._in_contact = False        # sim truth: the arm touches an obstacle
         self._contact_at = math.nan     # loop time the latest contact began
         self._cuff = {}                 # input source → pressed (CuffInput)
+        self._cuff_held = False         # any of them
         self._resume = None             # the controller zero-G hands back to
         self._logs = []
         self._apply = {
@@ -210,6 +212,7 @@ class RealtimeCore:
             self._log('error', 'cuff', 'unknown zero-G input %r' % (c.source,))
             return
         self._cuff[c.source] = bool(c.pressed)
+        self._cuff_held = any(self._cuff.values())
 
     # --- sim control: each returns (success, message) --------------------------------------
     def _sim_estop(self, c):
@@ -257,6 +260,7 @@ class RealtimeCore:
             self.boards.add_obstacle(c.name, c.shape, c.position, c.quaternion, c.size)
         except (ValueError, NotImplementedError) as exc:
             return False, str(exc)
+        self._obstacles = len(self.boards.obstacles())
         return True, 'obstacle %r: %s of size %s at %s' % (c.name, c.shape, list(c.size), list(c.position))
 
     def _sim_remove_obstacle(self, c):
@@ -264,6 +268,7 @@ class RealtimeCore:
             self.boards.remove_obstacle(c.name)
         except (KeyError, NotImplementedError) as exc:
             return False, exc.args[0] if exc.args else str(exc)
+        self._obstacles = len(self.boards.obstacles())
         return True, 'obstacle %r removed' % (c.name,)
 
     # --- the pipeline's bookkeeping --------------------------------------------------------
@@ -298,7 +303,9 @@ class RealtimeCore:
         suppress_cuff_interaction keeps arriving; when let go, back to the controller in use
         before, at rest where the arm was let go."""
         zero_g = self.zero_g
-        wanted = any(self._cuff.values()) and not state.suppressed('cuff_interaction')
+        if not self._cuff_held and self.active is not zero_g:
+            return
+        wanted = self._cuff_held and not state.suppressed('cuff_interaction')
         if wanted and self.active is not zero_g:
             self._resume = self.active
             self._halt_until = -math.inf
@@ -367,7 +374,7 @@ class RealtimeCore:
         self.boards.advance(PERIOD)
         self.tick_count += 1
         self.now = self.tick_count * PERIOD
-        if self._simulated:
+        if self._obstacles:
             # The simulator's truth, for benches and tests that time contact → stop.
             touching = bool(self.boards.contacts())
             if touching and not self._in_contact:

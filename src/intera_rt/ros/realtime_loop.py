@@ -63,6 +63,7 @@ WRENCH_DAMPING = 1e-6                 # λ² of the endpoint wrench's damped lea
 # Zero-G inputs: the cuff's grasp, and the navigators' circle buttons (seed 000).
 CUFF_SIGNALS = ('right_cuff',)
 NAVIGATOR_SIGNALS = ('right_button_circle', 'head_button_circle')
+REALTIME_STATE_PERIOD = 0.1           # s of loop time between unchanged realtime_states
 CALL_TIMEOUT = 10.0                   # s a sim-control service waits for the core
 BOOT_TIMEOUT = 60.0                   # s the core may take to build its model
 
@@ -114,6 +115,7 @@ class RealtimeLoop:
         self._armature = self.model.limit_arrays(ARM_JOINTS)['armature']
         self.head_display = None        # last image sent to the head screen
         self._zero_g_inputs = {}         # device → pressed, as last sent to the core
+        self._realtime_key, self._realtime_at = None, -math.inf   # last realtime_state sent
         # The avoidance shapes' links, in the order the core's collision_avoidance stage
         # numbers them.
         armnav = rospy.get_param('/robot/armnav_robot_description', None)
@@ -394,7 +396,7 @@ class RealtimeLoop:
             self.pub_avoidance.publish(CollisionAvoidanceState(
                 header=header, other_arm=False, collision_object=self._avoidance_objects()))
         if wanted(self.pub_realtime):
-            self.pub_realtime.publish(self._realtime_state_msg(header))
+            self._publish_realtime_state(header)
 
     def _joint_state_msg(self, header):
         """/robot/joint_states in its wire form (the most listened-to state: its latency is
@@ -476,6 +478,23 @@ class RealtimeLoop:
         if self._avoidance_links is None or not self._optional('collision_avoidance.active'):
             return []
         return objects_from_mask(int(self._field('collision_avoidance.objects')), self._avoidance_links)
+
+    def _publish_realtime_state(self, header):
+        """/intera_rt/realtime_state on every change of what it reports (controller,
+        zero-G, suppressions, avoidance, detections, contacts), else every
+        REALTIME_STATE_PERIOD of loop time: its listeners (the motion controller and the
+        JTAS, for zero-G) need changes at once, not 100 Hz of the same."""
+        f, opt = self._field, self._optional
+        key = (f('controller'), f('cuff'), tuple(f('suppress.' + w) for w in SUPPRESS_TOPICS.values()),
+               opt('collision_avoidance.active'), f('collision'), opt('collision_detection.impact'),
+               opt('collision_detection.squish'), opt('collision_detection.hand_overwrench'),
+               f('contacts'), f('contact_at'), opt('collision_detection.detected_at'))
+        key = tuple(None if isinstance(k, float) and math.isnan(k) else k for k in key)
+        t = f('t')
+        if key == self._realtime_key and t - self._realtime_at < REALTIME_STATE_PERIOD - 1e-9:
+            return
+        self._realtime_key, self._realtime_at = key, t
+        self.pub_realtime.publish(self._realtime_state_msg(header))
 
     def _realtime_state_msg(self, header):
         f, opt = self._field, self._optional

@@ -1,4 +1,4 @@
-"""io_internal_camera: the internal cameras' IO node ('internal_camera') and their images.
+"""CameraIO, in the io node: the internal cameras' IO node ('internal_camera') and their images.
 
 IO framework topics: /io/internal_camera/{config,state,command} (the node config's plugin
 lists the cameras configured to launch under params.cameras, as the SDK's Cameras reads
@@ -179,9 +179,3 @@ class CameraIO:
                 if not self.devices[name].streaming:
                     break
                 time.sleep(0.005)
-
-
-def main():
-    rospy.init_node('io_internal_camera')
-    CameraIO()
-    rospy.spin()

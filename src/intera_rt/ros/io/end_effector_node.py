@@ -1,4 +1,4 @@
-"""io_end_effector: the end-effector IO node ('end_effector') and, when the robot boots
+"""EndEffectorIO, in the io node: the end-effector IO node ('end_effector') and, when the robot boots
 with one (`scripts/sawyer --gripper`, launch arg gripper:=true, param ~gripper), the
 Rethink electric parallel gripper 'right_gripper'.
 
@@ -160,9 +160,3 @@ class EndEffectorIO:
                 rate.sleep()
             except rospy.ROSException:
                 return
-
-
-def main():
-    rospy.init_node('io_end_effector')
-    EndEffectorIO(bool(rospy.get_param('~gripper', False)))
-    rospy.spin()

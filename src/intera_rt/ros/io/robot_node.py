@@ -1,4 +1,4 @@
-"""io_robot: the robot's own IO node ('robot') — cuff, navigators, lights — and the
+"""RobotIO, in the io node: the robot's own IO node ('robot') — cuff, navigators, lights — and the
 sim-control inputs a person gives them.
 
 IO framework topics (see framework): /io/robot/{config,state,command} and
@@ -156,9 +156,3 @@ class DigitalIO:
                               'digital output; outputs are %s' % (msg.name, ', '.join(sorted(self._writable))))
             return
         self.owner._set(device, msg.name, bool(msg.value))
-
-
-def main():
-    rospy.init_node('io_robot')
-    RobotIO()
-    rospy.spin()

@@ -1,0 +1,28 @@
+"""io: the robot's IO nodes in one ROS node (one process): 'robot' (cuff, navigators,
+lights: robot_node), 'end_effector' (optionally the electric gripper: end_effector_node) and
+'internal_camera' (the cameras and their images: camera_node).
+
+One process rather than three: under sim time every ROS node hears /clock, and at many
+times real time each idle node cost the lockstep speed about 0.5×. The price: while a
+camera streams, its rendering shares this interpreter with the device updates (a cuff
+grasp may wait for a frame's Python part, a few ms).
+
+Private parameters: ~gripper (bool), ~render_scale, ~<camera>/width|height|rate.
+"""
+import rospy
+
+from intera_rt.ros.io.camera_node import CameraIO
+from intera_rt.ros.io.end_effector_node import EndEffectorIO
+from intera_rt.ros.io.robot_node import RobotIO
+
+
+def main():
+    rospy.init_node('io')
+    RobotIO()
+    EndEffectorIO(bool(rospy.get_param('~gripper', False)))
+    CameraIO()
+    rospy.spin()
+
+
+if __name__ == '__main__':
+    main()
