@@ -89,6 +89,8 @@ class JointBoards:
     simulated = False
 
     def read(self) -> BoardsReading:
+        """The latest state. Its arrays may be the backend's own: callers must not write
+        into them (copy first)."""
         raise NotImplementedError
 
     def write(self, torque):

@@ -97,6 +97,7 @@ class EmbeddedBoards(JointBoards):
         # a controller holding a joint at its limit must not press on the stop).
         self.stop_lower, self.stop_upper = self.lower - HARD_STOP_MARGIN, self.upper + HARD_STOP_MARGIN
         self.effort_limit = lim['effort']
+        self._neg_effort_limit = -self.effort_limit
         self.damping, self.coulomb = lim['damping'], lim['friction']
         # Pinocchio 2.x leaves model.armature out of ABA/CRBA: add it to M ourselves.
         self._armature_matrix = np.zeros((self.pin.nv, self.pin.nv))
@@ -131,18 +132,19 @@ class EmbeddedBoards(JointBoards):
 
     # --- joint-boards interface -------------------------------------------------------
     def read(self):
-        return BoardsReading(self.q.copy(), self.qd.copy(), self.tau_transmitted.copy())
+        # The state arrays are replaced, never written, by each step: no copies needed.
+        return BoardsReading(self.q, self.qd, self.tau_transmitted)
 
     def write(self, torque):
         torque = np.asarray(torque, dtype=float)
-        if np.count_nonzero(~np.isfinite(torque)):          # never let a bad number into the plant
+        if not np.isfinite(torque.sum()):                    # never let a bad number into the plant
             torque = np.where(np.isfinite(torque), torque, 0.0)
-        self.tau_cmd = _clip(torque, -self.effort_limit, self.effort_limit)
+        self.tau_cmd = _clip(torque, self._neg_effort_limit, self.effort_limit)
 
     def set_brakes(self, engaged):
         self.brakes = bool(engaged)
         if self.brakes:
-            self.qd[:] = 0.0
+            self.qd = np.zeros(len(self.qd))
 
     def advance(self, dt):
         h = dt / self.substeps
@@ -165,7 +167,7 @@ class EmbeddedBoards(JointBoards):
         """At rest at `positions` (clipped to the limits); drops the external wrenches and the
         contacts of the last step (until the next step), keeps the obstacles."""
         self.q = _clip(np.asarray(positions, float), self.lower, self.upper)
-        self.qd[:] = 0.0
+        self.qd = np.zeros(len(self.qd))
         self._wrenches = []
         self._contacts = []
 
@@ -369,7 +371,8 @@ class EmbeddedBoards(JointBoards):
             if hits:
                 tau -= self._contact_torques_at_rest(hits)
             self.tau_transmitted = tau
-            self.qd[:] = 0.0
+            if np.count_nonzero(self.qd):
+                self.qd = np.zeros(len(self.qd))
             return
         self._full_v[idx] = self.qd
         tau = self.tau_cmd - self.damping * self.qd

@@ -367,7 +367,7 @@ class CollisionDetection(Monitor):
             self._slow_step()
         else:
             self._observe(h)
-        f2, t2 = self._hand_wrench(now)
+        f2, t2 = self._wrench2 if now < self._map_due else self._hand_wrench(now)
         # This reading becomes the previous one.
         self._q0, self._q1 = self._q1, self._q0
         self._v0, self._v1 = self._v1, self._v0

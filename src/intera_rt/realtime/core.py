@@ -68,6 +68,7 @@ class RealtimeCore:
         self.state = RobotStateMachine(enabled=enabled)
         self.arm = Arm(model)
         self.dynamics = self.arm.dynamics
+        self._neg_effort_limit = -self.arm.effort_limit
         self.suppressions = Suppressions()
         context = PluginContext(model, self.arm, options)
         self.controllers = {c.name: c(context) for c in CONTROLLERS}
@@ -106,7 +107,7 @@ class RealtimeCore:
             cmds.SimAddObstacle: self._sim_add_obstacle,
             cmds.SimRemoveObstacle: self._sim_remove_obstacle,
         }
-        q = self.boards.read().position
+        q = self.boards.read().position.copy()
         q[:7] = q_arm if q_arm is not None else q[:7]
         q[7] = q_head
         self._reset_pose(q)
@@ -249,7 +250,7 @@ class RealtimeCore:
             lim = self.model.limits[name]
             if not (math.isfinite(value) and lim.lower <= value <= lim.upper):
                 return False, '%s = %r is outside its limits [%.4f, %.4f]' % (name, value, lim.lower, lim.upper)
-        q = self.boards.read().position
+        q = self.boards.read().position.copy()
         for name, value in zip(names, c.positions):
             q[self.boards.joint_names.index(name)] = value
         self._reset_pose(q)
@@ -363,7 +364,7 @@ class RealtimeCore:
                     tau = tau + extra
                     if additive.interaction:
                         interaction = extra if interaction is None else interaction + extra
-            torque[:7] = clip(tau, -self.arm.effort_limit, self.arm.effort_limit)
+            torque[:7] = clip(tau, self._neg_effort_limit, self.arm.effort_limit)
             torque[7] = self.head.tick(PERIOD, state.q_head, state.qd_head)
             self._out, self._interaction = out, interaction
         elif not self.boards.brakes:
