@@ -7,6 +7,8 @@ one's dict into ``bench.json`` under the section's name.
 The sections, in the order they run (one module each under intera_rt.bench):
   realtime   tick compute time at 1 kHz, command -> state round trip, fastest lockstep
              (sim-time) speed, plugin costs; each against its own robot
+  plugins    the realtime stages' cost per tick, collision detection latency (contact →
+             stop) and false detections over normal-use runs (no robot)
   plant      the embedded plant's step with and without obstacles and contacts (no robot)
   ik         the IK solver's success rate and latency (no robot)
   jtas       trajectory tracking through the joint trajectory action server
@@ -24,11 +26,13 @@ import inspect
 import os
 import time
 
-SECTIONS = {'realtime': 'intera_rt.bench.realtime', 'plant': 'intera_rt.bench.plant',
+SECTIONS = {'realtime': 'intera_rt.bench.realtime', 'plugins': 'intera_rt.bench.plugins',
+            'plant': 'intera_rt.bench.plant',
             'ik': 'intera_rt.bench.ik', 'jtas': 'intera_rt.bench.jtas',
             'motion': 'intera_rt.bench.motion'}
 # The driver options each section takes (a section's own `duration` means something else).
-OPTIONS = {'realtime': ('out_dir', 'quick', 'duration'), 'plant': ('quick',)}
+OPTIONS = {'realtime': ('out_dir', 'quick', 'duration'), 'plant': ('quick',),
+           'plugins': ('quick',)}
 COMMON_OPTIONS = ('out_dir', 'quick')
 
 

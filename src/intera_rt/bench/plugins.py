@@ -10,7 +10,9 @@ latency     collision detection: JOINT motions driven into boxes (right_j0 sweep
             ratios 0.1-1.0 and several obstacle positions. Latency = the first tick the
             plant reports the contact → the tick the arm is stopped (the Halt applied).
             Every trial counts: one with no stop within 0.5 s of contact is a miss, one
-            stopped before any contact a false stop.
+            stopped before any contact a false stop. Contact time: the first reading that
+            shows it (the state after the plant's step); stop time: the end of the tick that
+            wrote the stop's first torques, so 1 ms is the floor.
 normal_use  sim seconds of normal use with every plugin on and the detections they raised
             (target 0): fast position moves to random collision-free poses at speed ratio
             1, the SDK's torque springs, its velocity wobbler, fast quintics in
@@ -66,7 +68,8 @@ class Bench:
         halted = self.core.now < self.core._halt_until
         self.core.tick()
         if not halted and self.core.now - 0.001 < self.core._halt_until:
-            self.halts.append(self.core.now - 0.001)    # the tick that applied the halt
+            # the end of the tick whose torques are the stop's first
+            self.halts.append(self.core.now)
 
     def run(self, seconds, each=None, every=0.01):
         n = max(1, int(round(every / 0.001)))
@@ -320,7 +323,26 @@ def run(quick=False):
         and out['latency']['misses'] == 0,
         'false_detections': out['normal_use']['detections'] == TARGETS['false_detections']}
     out['wall_s'] = round(time.monotonic() - t0, 1)
+    out['summary'] = _summary(out)
     return out
+
+
+def _summary(out):
+    lines = []
+    for scenario, stages in out['costs'].items():
+        parts = ['%s %.1f' % (name.replace('controller:', ''), v['mean'])
+                 for name, v in stages.items() if name != 'tick']
+        lines.append('%-10s tick mean %.1f p99 %.1f µs; %s' % (
+            scenario, stages['tick']['mean'], stages['tick']['p99'], ', '.join(parts)))
+    lat = out['latency']
+    lines.append('detection: %d trials, %d stopped, %d missed, %d stopped before contact; '
+                 'contact → stop p50 %s, p99 %s, max %s ms' % (
+                     lat['trials'], lat['stopped'], lat['misses'], lat['stopped_before_contact'],
+                     lat['latency_ms']['p50'], lat['latency_ms']['p99'], lat['latency_ms']['max']))
+    use = out['normal_use']
+    lines.append('normal use: %.1f s of sim time, %d detections (%s)' % (
+        use['sim_s'], use['detections'], ', '.join('%s %d' % (k, v['detections']) for k, v in use['runs'].items())))
+    return lines
 
 
 if __name__ == '__main__':
