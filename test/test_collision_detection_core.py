@@ -403,9 +403,9 @@ def test_guided_arm_is_no_collision_until_it_settles(model, settle):
     settle time (settle 1 ms) —; after the settle time a hit is."""
     arm = Arm(model, options={} if settle is None else {'settle': settle})
     arm.core.apply(cmds.CuffInput('cuff', True))
-    grip = [20.0, 10.0, 0.0, 0.0, 0.0, 0.0]
+    grip = [16.0, 8.0, 0.0, 0.0, 0.0, 0.0]
     q0 = arm.q.copy()
-    arm.run(0.5, lambda a: a.boards.apply_wrench('right_hand', grip, 0.01), 0.01)
+    arm.run(0.3, lambda a: a.boards.apply_wrench('right_hand', grip, 0.01), 0.01)
     assert arm.controller == 'zero_g'
     assert np.abs(arm.q - q0).max() > 0.2                       # the person moved it
     true = arm.joint_torque('right_hand', grip)

@@ -421,3 +421,22 @@ def test_velocity_scaling_slows_only_motion_that_closes_a_distance(model):
         on.tick()
         speeds.append(abs(state_field(on.state_vector(), 'cmd_v')[3]))
     assert max(speeds) > 0.99 * vmax
+
+
+# --- joint-speed safety ------------------------------------------------------------------------
+def test_a_huge_torque_command_is_braked_at_the_speed_limit(model):
+    """One TORQUE_MODE command of 1e6 N·m on right_j0 (saturated at 80 N·m): the arm
+    accelerates until right_j0 passes its velocity limit by 50 %, then the joint-speed
+    monitor brakes it and holds it; no collision is reported."""
+    sim = Sim(model)
+    vmax = model.limit_arrays(['right_j0'])['velocity'][0]
+    sim.command(3, ['right_j0'], effort=[1e6])
+    peak = 0.0
+    for _ in range(400):
+        sim.run(0.001)
+        peak = max(peak, abs(sim.field('qd')[0]))
+    assert peak < 1.8 * vmax, 'right_j0 reached %.2f rad/s (limit %.2f)' % (peak, vmax)
+    assert abs(sim.q[0] - NEUTRAL[0]) < 0.5
+    assert sim.controller == 'hold' and sim.field('collision') == 0.0
+    assert abs(sim.field('qd')[0]) < 0.05
+    assert any(k == 'halt:joint_speed' and 'right_j0 moving at' in t for _, k, t in sim.core.take_logs())

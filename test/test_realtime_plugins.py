@@ -49,15 +49,12 @@ def test_a_suppress_topic_suppresses_while_it_arrives_and_stops_within_0_2_s(rea
     during = realtime_state.between(sent[0] + 0.05, last)
     assert during and all(what in m.suppressed for m in during), \
         '%s must stay suppressed while %s arrives at 8 Hz' % (what, topic)
-    still = [m for m in realtime_state.between(last, stamp(after)) if what in m.suppressed]
     ended = stamp(after) - last
-    # The robot holds it for 0.2 s after the last message (it may have arrived a few ms
-    # after this node sent it), and reports it within one state period.
-    assert ended <= SUPPRESS_WINDOW + STATE_PERIOD + 0.02, \
-        '%s still suppressed %.3f s after the last %s' % (what, ended, topic)
-    assert still and stamp(still[-1]) - last >= SUPPRESS_WINDOW - STATE_PERIOD, \
-        '%s ended %.3f s after the last message, before its 0.2 s window' % (
-            what, stamp(still[-1]) - last if still else 0.0)
+    # The robot holds it for 0.2 s after the last message (which may reach it a few ms after
+    # this node sent it) and publishes the change in the state of that tick (states are
+    # 10 ms apart; realtime_state goes out on every change).
+    assert SUPPRESS_WINDOW - STATE_PERIOD <= ended <= SUPPRESS_WINDOW + STATE_PERIOD + 0.02, \
+        '%s ended %.3f s after the last %s, not 0.2 s' % (what, ended, topic)
 
 
 # --- collision detection with sim obstacles -------------------------------------------------
@@ -476,3 +473,28 @@ def test_links_are_not_pushed_apart_while_suppressed_or_in_trajectory_mode(sim, 
         pub.unregister()
         arm.set_speed_ratio(0.3)
         arm.set_positions(dict(zip(ARM, arm.q())))
+
+
+# --- joint-speed safety -----------------------------------------------------------------------
+def test_a_huge_torque_command_is_braked_not_flung(sim, realtime_state, rosout, clean):
+    """A single TORQUE_MODE command of 1e6 N·m on right_j0 (saturated at 80 N·m and
+    reported): the joint-speed monitor brakes the arm once right_j0 passes 1.5 × its
+    velocity limit; it never reaches 1.8 ×, nor moves far; no collision is reported."""
+    from sensor_msgs.msg import JointState
+    from test_joint_modes import Arm
+    arm = Arm()
+    js = Series('/robot/joint_states', JointState)
+    t0 = now()
+    try:
+        arm.set_timeout(0.2)
+        arm.set_torques({'right_j0': 1e6})
+        js.wait_until(t0 + 1.0)
+        msgs = js.between(t0, t0 + 1.0)
+        speed = max(abs(m.velocity[m.name.index('right_j0')]) for m in msgs)
+        moved = max(abs(m.position[m.name.index('right_j0')] - NEUTRAL[0]) for m in msgs)
+        assert speed < 1.8 * 1.74 and moved < 0.6, (speed, moved)
+        assert not any(m.collision for m in realtime_state.between(t0))
+    finally:
+        js.unregister()
+    wait_for(lambda: any('right_j0 moving at' in line and 'braking' in line for line in list(rosout)),
+             10.0, 'the braking log line')

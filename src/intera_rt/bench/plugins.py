@@ -13,8 +13,8 @@ latency     collision detection: JOINT motions driven into boxes (right_j0 sweep
             stopped before any contact a false stop. Contact time: the first reading that
             shows it (the state after the plant's step); stop time: the end of the tick that
             wrote the stop's first torques, so 1 ms is the floor.
-normal_use  sim seconds of normal use with every plugin on and the detections they raised
-            (target 0): fast position moves to random collision-free poses at speed ratio
+normal_use  sim seconds of normal use with every plugin on, the collision detections they
+            raised (target 0) and the joint-speed monitor's brakes: fast position moves to random collision-free poses at speed ratio
             1, the SDK's torque springs, its velocity wobbler, fast quintics in
             TRAJECTORY_MODE, gravity compensation suppressed briefly, zero-G guided by a
             person's push and let go.
@@ -47,6 +47,7 @@ class Bench:
         self.core = RealtimeCore(model, q_arm=list(q), options=options)
         self.model = model
         self.halts = []                               # loop times of each new halt
+        self.kinds = []                               # and what it was
         self.core.tick()
 
     @property
@@ -70,6 +71,7 @@ class Bench:
         if not halted and self.core.now - 0.001 < self.core._halt_until:
             # the end of the tick whose torques are the stop's first
             self.halts.append(self.core.now)
+            self.kinds.append(self.core._halt_kind)
 
     def run(self, seconds, each=None, every=0.01):
         n = max(1, int(round(every / 0.001)))
@@ -247,8 +249,10 @@ def normal_use(model, quick, seed=1):
     runs = {}
 
     def record(name, bench, seconds):
-        runs[name] = {'sim_s': round(seconds, 2), 'detections': len(bench.halts),
-                      'kinds': [bench.core._halt_kind] if bench.halts else []}
+        runs[name] = {'sim_s': round(seconds, 2),
+                      'detections': sum(k != 'joint_speed' for k in bench.kinds),
+                      'speed_brakes': sum(k == 'joint_speed' for k in bench.kinds),
+                      'kinds': list(bench.kinds)}
 
     # Fast position moves at speed ratio 1 between random collision-free poses.
     bench = Bench(model)
@@ -274,11 +278,13 @@ def normal_use(model, quick, seed=1):
     wobble = 4.0 if quick else 15.0
     bench.run(wobble, lambda b: b.command(2, velocity=amp * np.sin(2 * math.pi * freq * b.now)), 0.002)
     record('velocity_wobbler', bench, wobble)
-    # Fast quintics in TRAJECTORY_MODE (peak speeds near the limits), at 100 Hz.
+    # Fast quintics in TRAJECTORY_MODE (peak speeds just within the limits), at 100 Hz.
     bench = Bench(model)
     seconds = 0.0
+    vmax = model.limit_arrays(JOINTS)['velocity']
     for target in targets[:3] if quick else targets:
-        q0, span, t0 = bench.q.copy(), 1.6, bench.now
+        q0, t0 = bench.q.copy(), bench.now
+        span = 1.05 * 1.875 * float(np.max(np.abs(target - q0) / vmax))    # quintic peak 1.875 × mean
 
         def stream(b, q0=q0, q1=target, t0=t0, span=span):
             s = min(max((b.now - t0) / span, 0.0), 1.0)
@@ -307,7 +313,8 @@ def normal_use(model, quick, seed=1):
     bench.run(1.0)
     record('zero_g_guiding', bench, guide + 1.0)
     return {'sim_s': round(sum(r['sim_s'] for r in runs.values()), 1),
-            'detections': sum(r['detections'] for r in runs.values()), 'runs': runs}
+            'detections': sum(r['detections'] for r in runs.values()),
+            'speed_brakes': sum(r['speed_brakes'] for r in runs.values()), 'runs': runs}
 
 
 def run(quick=False):
@@ -340,8 +347,9 @@ def _summary(out):
                      lat['trials'], lat['stopped'], lat['misses'], lat['stopped_before_contact'],
                      lat['latency_ms']['p50'], lat['latency_ms']['p99'], lat['latency_ms']['max']))
     use = out['normal_use']
-    lines.append('normal use: %.1f s of sim time, %d detections (%s)' % (
-        use['sim_s'], use['detections'], ', '.join('%s %d' % (k, v['detections']) for k, v in use['runs'].items())))
+    lines.append('normal use: %.1f s of sim time, %d collision detections, %d joint-speed brakes (%s)' % (
+        use['sim_s'], use['detections'], use['speed_brakes'],
+        ', '.join('%s %s' % (k, v['kinds'] or 0) for k, v in use['runs'].items())))
     return lines
 
 

@@ -98,13 +98,15 @@ class Output:
 @dataclass
 class Halt:
     """A monitor's verdict: stop the arm now and hold it for `hold` s, refusing motion
-    commands meanwhile. `compliant`: while the monitor keeps reporting it, the hold yields
-    to what pushes the arm (its reference follows the measured pose) instead of pressing
-    back. `message` is logged (warn) once per halt."""
+    commands (and zero-G) meanwhile. `compliant`: while the monitor keeps reporting it, the
+    hold yields to what pushes the arm (its reference follows the measured pose) instead of
+    pressing back. `collision`: it is a detected collision (collision_detection_state is
+    true while it holds). `message` is logged (warn) once per halt."""
     kind: str
     message: str
     hold: float
     compliant: bool = False
+    collision: bool = True
 
 
 class PluginContext:

@@ -7,9 +7,10 @@ proportional to the overlap push the links apart. Active with every controller w
 Per pair overlapping by e = −clearance > 0, with g = ∂distance/∂q (7) and ḋ = g·q̇:
 
     f = max(0, k·e − c·ḋ)          (N; a spring-damper that never pulls)
-    τ = Σ g·f                      (N·m; each joint clipped at its effort limit, and faded
-                                    out over the last LIMIT_BAND before a joint limit it
-                                    would push the joint past)
+    τ = Σ g·f                      (N·m; faded out over the last LIMIT_BAND before a joint
+                                    limit it would push the joint past; each joint bounded
+                                    to MAX_SHARE of its effort limit and in its rate of
+                                    change to RATE_SHARE of it per tick)
 
 i.e. (J_b(p_b) − J_a(p_a))ᵀ·n·f with the witness points' world-aligned Jacobians.
 
@@ -51,6 +52,12 @@ from intera_rt.robot import ARM_JOINTS
 STIFFNESS = 10000.0            # N/m
 DAMPING = 500.0                # N·s/m: about critical for the 3–10 kg the contacts see
 LIMIT_BAND = 0.05              # rad before a joint limit over which a push toward it fades out
+# The push is bounded, per joint, to a share of the effort limit and in how fast it may
+# change: a controller driving the arm deep into an overlap must not be fought with
+# saturated torques that flip sign as pairs come and go (measured: a fast position move
+# through the head's shapes reached 1.55 × a joint's velocity limit that way).
+MAX_SHARE = 0.75               # of each joint's effort limit
+RATE_SHARE = 0.02              # of each joint's effort limit per tick (0 → MAX in 25 ms)
 
 
 class CollisionAvoidance(Additive):
@@ -77,6 +84,8 @@ class CollisionAvoidance(Additive):
         self.velocity_scaling = bool(option('velocity_scaling', False))
         lim = context.model.limit_arrays(ARM_JOINTS)
         self.effort_limit, self.lower, self.upper = lim['effort'], lim['lower'], lim['upper']
+        self._max = MAX_SHARE * self.effort_limit
+        self._step = RATE_SHARE * self.effort_limit
         self.torque = np.zeros(7)
         self._zero = self.torque
         self._active = False
@@ -88,7 +97,7 @@ class CollisionAvoidance(Additive):
             return self._idle()
         contacts = self.model.pushing(state.q, state.q_head)
         if not contacts:
-            return self._idle()
+            return self._release()
         tau = np.zeros(7)
         k, c, qd = self.stiffness, self.damping, state.qd
         pushing = False
@@ -103,11 +112,23 @@ class CollisionAvoidance(Additive):
         q = state.q
         fade = np.where(tau > 0.0, self.upper - q, q - self.lower) * (1.0 / LIMIT_BAND)
         tau *= clip(fade, 0.0, 1.0)
-        self.torque = clip(tau, -self.effort_limit, self.effort_limit)
+        tau = clip(tau, -self._max, self._max)
+        self.torque = self._rate_limited(tau)
         self._active = pushing
         self._depth = -min(contact.clearance for contact in contacts)
         self._objects = self.model.objects(contacts)
-        return self.torque if pushing else None
+        return self.torque if pushing or np.count_nonzero(self.torque) else None
+
+    def _rate_limited(self, tau):
+        """tau, its growth away from 0 limited per tick (a push builds up over ~25 ms;
+        it may always drop at once)."""
+        prev, step = self.torque, self._step
+        lo = np.where(prev >= 0.0, -step, prev - step)
+        hi = np.where(prev <= 0.0, step, prev + step)
+        return clip(tau, lo, hi)
+
+    def _release(self):
+        return self._idle()
 
     def _idle(self):
         self.torque = self._zero

@@ -90,6 +90,7 @@ class RealtimeCore:
         self._interaction = None        # the interaction torques added in the latest tick
         self._halt_until = -math.inf    # a collision stop holds the arm until then
         self._halt_kind = ''
+        self._halt_collision = False
         self._obstacles = 0             # sim obstacles placed
         self._in_contact = False        # sim truth: the arm touches an obstacle
         self._contact_at = math.nan     # loop time the latest contact began
@@ -149,7 +150,8 @@ class RealtimeCore:
         if self.active is self.zero_g:
             return 'zero-G is active (%s held)' % ' and '.join(sorted(k for k, v in self._cuff.items() if v))
         if self.now < self._halt_until:
-            return 'a collision was detected (%s): the arm holds for %.2f s more' % (
+            return '%s (%s): the arm holds for %.2f s more' % (
+                'a collision was detected' if self._halt_collision else 'the arm was braked',
                 self._halt_kind, self._halt_until - self.now)
         return None
 
@@ -306,10 +308,11 @@ class RealtimeCore:
         zero_g = self.zero_g
         if not self._cuff_held and self.active is not zero_g:
             return
-        wanted = self._cuff_held and not state.suppressed('cuff_interaction')
+        # (not while a monitor holds the arm: a brake or a collision stop comes first)
+        wanted = self._cuff_held and not state.suppressed('cuff_interaction') \
+            and state.now >= self._halt_until
         if wanted and self.active is not zero_g:
             self._resume = self.active
-            self._halt_until = -math.inf
             self._switch(zero_g, state, None)
             self._log('info', 'zero-g', 'zero-G: %s held, the arm moves freely'
                       % ' and '.join(sorted(k for k, v in self._cuff.items() if v)))
@@ -327,6 +330,7 @@ class RealtimeCore:
         self._halt_until = max(self._halt_until, state.now + halt.hold)
         if fresh:
             self._halt_kind = halt.kind
+            self._halt_collision = halt.collision
             self._log('warn', 'halt:' + halt.kind, halt.message)
         if fresh or halt.compliant or self.active is not self.hold:
             self._switch(self.hold, state, None)
@@ -415,7 +419,7 @@ class RealtimeCore:
         put('controller', CONTROLLER_NAMES.index(self.active.name))
         put('cuff', float(any(self._cuff.values())))
         halted = out is not None and self.now < self._halt_until
-        put('collision', float(halted))
+        put('collision', float(halted and self._halt_collision))
         put('halt_left', max(0.0, self._halt_until - self.now) if halted else 0.0)
         put('timeouts', self.timeouts)
         for what in SUPPRESS_TOPICS.values():

@@ -1,0 +1,57 @@
+"""Joint-speed safety: a monitor that brakes the arm when a joint moves faster than its
+velocity limit by more than a margin, whatever the active controller (torque mode and zero-G
+included), as a robot's safety layer does. The tracking controllers never command more than
+the limits; this catches what they do not command: a torque-mode client's saturated torques
+(one TORQUE_MODE command of 1e6 N·m used to fling right_j0 to ~9 rad/s), a push in zero-G.
+
+Options (context.option('joint_speed_limit', key, default)):
+    margin   0.5     a joint is over speed above (1 + margin) × its URDF velocity limit (in
+                     fast position moves that collision avoidance pushes off their path, up
+                     to 1.4 × has been seen; a runaway torque command reaches 5 ×)
+    hold     robot.COLLISION_HOLD (0.5 s): how long the arm is held after braking
+"""
+import math
+
+import numpy as np
+
+from intera_rt.control.base import Halt, Monitor
+from intera_rt.robot import ARM_JOINTS, COLLISION_HOLD
+
+MARGIN = 0.5
+
+
+class JointSpeedLimit(Monitor):
+    name = 'joint_speed_limit'
+    state_fields = (('tripped_at', 1),)
+
+    def __init__(self, context):
+        super().__init__(context)
+        margin = float(context.option(self.name, 'margin', MARGIN))
+        hold = float(context.option(self.name, 'hold', COLLISION_HOLD))
+        if not (math.isfinite(margin) and margin >= 0.0):
+            raise ValueError('joint_speed_limit margin must be a number ≥ 0, got %r' % (margin,))
+        if not (math.isfinite(hold) and hold > 0.0):
+            raise ValueError('joint_speed_limit hold must be a number > 0, got %r' % (hold,))
+        self.limit = context.model.limit_arrays(ARM_JOINTS)['velocity']
+        self.trip = (1.0 + margin) * self.limit
+        self.margin, self.hold = margin, hold
+        self.tripped_at = math.nan
+        self._held_until = -math.inf
+
+    def update(self, state, controller):
+        over = np.abs(state.qd) > self.trip
+        if not np.count_nonzero(over) or state.now < self._held_until:
+            return None
+        j = int(np.argmax(np.abs(state.qd) / self.trip))
+        self.tripped_at = state.now
+        self._held_until = state.now + self.hold
+        return Halt('joint_speed', '%s moving at %.2f rad/s, over its %.2f rad/s limit by more '
+                    'than %d %%: braking' % (ARM_JOINTS[j], abs(state.qd[j]), self.limit[j],
+                                             round(100 * self.margin)),
+                    self.hold, collision=False)
+
+    def reset(self, state):
+        self._held_until = -math.inf
+
+    def report(self, put):
+        put('tripped_at', self.tripped_at)
