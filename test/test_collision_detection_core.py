@@ -16,7 +16,7 @@ from intera_rt.control import commands as cmds
 from intera_rt.control.base import PluginContext
 from intera_rt.control.collision_detection import CollisionDetection
 from intera_rt.model import ARM_JOINTS, RobotModel
-from intera_rt.realtime.core import CONTROLLER_NAMES, RealtimeCore
+from intera_rt.realtime.core import RealtimeCore
 from intera_rt.robot import COLLISION_HOLD, NEUTRAL, SUPPRESS_WINDOW
 
 DT = 0.001

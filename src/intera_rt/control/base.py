@@ -11,13 +11,14 @@ One tick (intera_rt.realtime.core.RealtimeCore.tick):
     boards write ← the sum, saturated at the effort limits
 
 Stages are pure objects: time comes in ArmState.now, nothing reads a clock. A stage is one
-module under control/ plus one line in control.registry; the core never names a stage.
+module under control/ plus one line in control.registry. The core picks the active
+controller by a joint command's mode (Controller.joint_command_mode) and names two: the
+first registered controller, which the arm falls back to (hold), and `zero_g`, which the
+cuff selects.
 Models: ros2_control's controller `update(time, period)`, dm_control's task hooks.
 """
 import math
 from dataclasses import dataclass
-
-import numpy as np
 
 from intera_rt.robot import SUPPRESS_WINDOW
 
@@ -205,6 +206,3 @@ class Additive(Stage):
         """Joint torques (7) to add this tick, or None for none."""
         return None
 
-
-def zeros7():
-    return np.zeros(7)
