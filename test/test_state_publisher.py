@@ -1,6 +1,7 @@
 """robot_state_publisher (intera_rt's own), as a tf client sees it: the fixed joints latched
 on /tf_static, every movable joint on /tf at each /robot/joint_states stamp, and a bad
-joint state logged and ignored."""
+joint state (sent to a second instance with its own topics: tests never publish the robot's
+own topics) logged and ignored."""
 import threading
 
 import numpy as np
@@ -113,38 +114,60 @@ def test_tf_gives_the_hand_pose_forward_kinematics_gives(robot):
 
 BAD_STATES = {
     'fewer positions than names': (['right_j0', 'right_j1'], [0.5], 'ERROR',
-                                   '/robot/joint_states with 2 names but 1 positions: ignored'),
+                                   'joint_states with 2 names but 1 positions: ignored'),
     'a position that is not a number': (['head_pan'], [float('nan')], 'WARN',
                                         'position of head_pan is not finite: left out of /tf'),
 }
+PRIVATE_NS = '/bad_input_test'
+
+
+@pytest.fixture(scope='module')
+def private_publisher(robot):
+    """A second robot_state_publisher, with its input and outputs in a namespace of its own:
+    bad joint states go to it, not to the robot's own /robot/joint_states."""
+    import subprocess
+    import rospy
+    from intera_rt.robot_process import REPO
+    rospy.set_param(PRIVATE_NS + '/robot_description', rospy.get_param('/robot_description'))
+    proc = subprocess.Popen([str(REPO / 'nodes' / 'robot_state_publisher'), '__ns:=' + PRIVATE_NS,
+                             'joint_states:=%s/joint_states' % PRIVATE_NS,
+                             '/tf:=%s/tf' % PRIVATE_NS, '/tf_static:=%s/tf_static' % PRIVATE_NS,
+                             '_publish_frequency:=1000.0'],
+                            env=robot.environ(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    yield PRIVATE_NS + '/robot_state_publisher'
+    proc.terminate()
+    proc.wait(10)
 
 
 @pytest.mark.parametrize('case', BAD_STATES)
-def test_a_bad_joint_state_is_logged_and_has_no_effect(robot, case):
+def test_a_bad_joint_state_is_logged_and_has_no_effect(private_publisher, case):
     import rospy
     from rosgraph_msgs.msg import Log
     from sensor_msgs.msg import JointState
     from tf2_msgs.msg import TFMessage
     names, positions, level, text = BAD_STATES[case]
-    pub = rospy.Publisher('/robot/joint_states', JointState, queue_size=1)
+    pub = rospy.Publisher(PRIVATE_NS + '/joint_states', JointState, queue_size=1)
     bad = JointState(name=names, position=positions)
+    good = JointState(name=sorted(MOVABLE), position=[0.1] * len(MOVABLE))
 
     def logged(recorder):
-        return any(m.name == NODE and m.level == getattr(Log, level) and text in m.msg
+        return any(m.name == private_publisher and m.level == getattr(Log, level) and text in m.msg
                    for m in recorder.snapshot())
 
-    def send():
-        bad.header.stamp = rospy.Time.now()
-        pub.publish(bad)
-        return logged(log)
-    with Recorder('/rosout', Log) as log, Recorder('/tf', TFMessage) as tf:
-        wait_for(lambda: pub.get_num_connections() >= 4, 10.0, 'the robot\'s nodes to hear the test')
-        wait_for(send, 10.0, 'the complaint of robot_state_publisher', interval=0.2)
-        pub.unregister()
-        n = len(tf.snapshot())
-        wait_for(lambda: len(tf.snapshot()) >= n + 10, 5.0, '/tf to go on')
+    def send(msg):
+        msg.header.stamp = rospy.Time.now()
+        pub.publish(msg)
+    with Recorder('/rosout', Log) as log, Recorder(PRIVATE_NS + '/tf', TFMessage) as tf:
+        wait_for(lambda: pub.get_num_connections() >= 1, 20.0, 'the private publisher to hear the test')
+        wait_for(lambda: send(bad) or logged(log), 10.0, 'the complaint of robot_state_publisher',
+                 interval=0.2)
+        bad_ones = len(tf.snapshot())
+        wait_for(lambda: send(good) or len(tf.snapshot()) > bad_ones, 10.0, '/tf from a good state',
+                 interval=0.1)
         msgs = tf.snapshot()
-    # Only the robot's own states made it to /tf: every joint, every value finite.
+    pub.unregister()
+    # Nothing of the bad states made it to /tf; the good one did, every joint, finite.
+    assert bad_ones == 0
     for msg in msgs:
         assert len(msg.transforms) == len(MOVABLE)
         assert all(np.isfinite([t.transform.rotation.w, t.transform.rotation.z]).all()

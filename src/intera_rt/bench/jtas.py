@@ -25,8 +25,9 @@ import threading
 import numpy as np
 
 from intera_rt.bench import own_robot, wait_for
+from intera_rt.robot import ARM_JOINTS
 
-ARM = ['right_j%d' % i for i in range(7)]
+ARM = list(ARM_JOINTS)
 ACTION = '/robot/limb/right/follow_joint_trajectory'
 TARGET_RMS = 0.005
 

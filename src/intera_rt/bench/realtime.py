@@ -48,8 +48,9 @@ import time
 import numpy as np
 
 from intera_rt.bench import own_robot, wait_for
+from intera_rt.robot import ARM_JOINTS
 
-ARM = ['right_j%d' % i for i in range(7)]
+ARM = list(ARM_JOINTS)
 NS = '/robot/limb/right/'
 TARGETS = {'tick_p99_us': 500.0, 'tick_overruns': 0, 'roundtrip_p99_ms': 3.0,
            'lockstep_speedup': 10.0}

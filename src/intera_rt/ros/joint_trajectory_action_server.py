@@ -81,9 +81,9 @@ from std_msgs.msg import Float64
 from trajectory_msgs.msg import JointTrajectoryPoint
 
 from intera_rt.motion import joint_trajectory as jt
+from intera_rt.robot import ARM_JOINTS
 
 MODES = ('position_w_id', 'position', 'velocity')
-DEFAULT_ARM = ['right_j%d' % i for i in range(7)]
 DEFAULT_SPEED_RATIO = 0.3       # the robot's set_speed_ratio default
 STALE_JOINT_STATES = 2.0        # s of robot time without /robot/joint_states: abort
 STALE_CONFIRM = 0.5             # wall s the condition must persist (a starved process catching up)
@@ -137,7 +137,7 @@ class JointTrajectoryActionServer:
         self.lead = float(rospy.get_param('~command_lead', 0.002))
         if not (math.isfinite(self.lead) and 0 <= self.lead <= 0.1):
             raise ValueError('~command_lead must be within [0, 0.1] s, got %r' % self.lead)
-        self.arm = list(rospy.get_param('/robot_config/right_config/joint_names', DEFAULT_ARM))
+        self.arm = list(rospy.get_param('/robot_config/right_config/joint_names', list(ARM_JOINTS)))
 
         self._joints = None          # (stamp s, q, qd, monotonic wall time received)
         self._joints_cond = threading.Condition()
