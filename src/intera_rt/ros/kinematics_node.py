@@ -3,8 +3,9 @@
 Serves
   /ExternalTools/right/PositionKinematicsNode/IKService  intera_core_msgs/SolvePositionIK
   /ExternalTools/right/PositionKinematicsNode/FKService  intera_core_msgs/SolvePositionFK
-Reads /robot_description (re-read when a request names a tip the model does not have, so
-a URDF fragment added later is picked up), /robot/joint_states (the current angles: the
+Reads /robot_description and follows its changes (URDF fragments from /robot/urdf, as
+realtime_loop announces them on /intera_rt/robot_description; the parameter is also re-read
+when a request names a tip the model does not have), /robot/joint_states (the current angles: the
 SEED_CURRENT seed, the angles of joints a request leaves out) and /tf (poses given in a
 frame other than base).
 
@@ -14,7 +15,11 @@ the field and value; an unknown tip gives IK_ENDPOINT_DOES_NOT_EXIST / isValid F
 call is answered (the SDK's Limb.fk_request cannot cope with a failed call).
 The intera 5.3 SolvePositionIK request has no allow-collision field: a solution in
 self-collision is always reported as IK_IN_COLLISION (with the solution in joints[i]).
+
+The tips clients ask for (beyond right_hand) are announced on /intera_rt/requested_tips
+(a JSON list, latched): realtime_loop adds those on the arm to tip_states.
 """
+import json
 import math
 import sys
 import threading
@@ -28,6 +33,7 @@ from geometry_msgs.msg import Point, Pose, PoseStamped, Quaternion
 from intera_core_msgs.srv import (SolvePositionFK, SolvePositionFKResponse, SolvePositionIK,
                                   SolvePositionIKResponse)
 from sensor_msgs.msg import JointState
+from std_msgs.msg import String
 
 from intera_rt.model import RobotModel
 from intera_rt.model.collision import CollisionModel, CollisionModelError
@@ -35,6 +41,7 @@ from intera_rt.model.ik import (DEFAULT_NULLSPACE_GAIN, IK_ENDPOINT_DOES_NOT_EXI
                                 IKInputError, IKSolver, UnknownTipError, joint_values,
                                 validate_pose)
 from intera_rt.robot import ARM_JOINTS, HEAD_JOINTS, NEUTRAL
+from intera_rt.ros.urdf_fragments import DESCRIPTION_TOPIC, REQUESTED_TIPS_TOPIC
 
 SERVICE_NS = '/ExternalTools/right/PositionKinematicsNode/'
 DEFAULT_TIP = 'right_hand'
@@ -42,6 +49,7 @@ BASE_FRAMES = ('', 'base')
 TF_WAIT = 0.3                 # s (wall clock) to wait for a transform before failing the entry
 TF_CONNECT = 3.0              # s (wall clock) /tf may take to connect after its first use
 RELOAD_EVERY = 1.0            # s between re-reads of /robot_description for unknown tips
+MAX_REQUESTED_TIPS = 16       # tips announced to tip_states
 
 
 class FrameError(ValueError):
@@ -49,17 +57,25 @@ class FrameError(ValueError):
 
 
 class Kinematics:
-    """Model, collision model and solver built from one URDF text."""
+    """Model, collision model and solver built from one URDF text. With `previous` (the
+    model this one replaces), a description whose collision model cannot be built (e.g. a
+    tool fragment with meshes) keeps the previous collision model: the arm's own shapes
+    stay checked, the tool's are not."""
 
-    def __init__(self, urdf_xml):
+    def __init__(self, urdf_xml, previous=None):
         self.urdf_xml = urdf_xml
         self.model = RobotModel(urdf_xml)
         try:
             self.collision = CollisionModel(urdf_xml)
         except CollisionModelError as exc:
-            rospy.logerr('PositionKinematicsNode: %s; collision checks are off '
-                         '(inCollision always False, no IK_IN_COLLISION)', exc)
-            self.collision = None
+            if previous is not None and previous.collision is not None:
+                rospy.logwarn('PositionKinematicsNode: %s; keeping the previous collision model '
+                              '(the new links are not checked for self-collision)', exc)
+                self.collision = previous.collision
+            else:
+                rospy.logerr('PositionKinematicsNode: %s; collision checks are off '
+                             '(inCollision always False, no IK_IN_COLLISION)', exc)
+                self.collision = None
         self.solver = IKSolver(self.model, self.collision)
         self.joint_names = set(self.model.limits)
 
@@ -81,6 +97,9 @@ class PositionKinematicsNode:
         # node does not pay for every transform the robot publishes at 100 Hz.
         self.tf_buffer = self.tf_listener = None
         self._tf_listening_since = None
+        self._requested_tips = []
+        self.pub_tips = rospy.Publisher(REQUESTED_TIPS_TOPIC, String, queue_size=1, latch=True)
+        rospy.Subscriber(DESCRIPTION_TOPIC, String, self._on_description, queue_size=1)
         rospy.Subscriber('/robot/joint_states', JointState, self._on_joint_states,
                          queue_size=1, tcp_nodelay=True)
         self.ik_service = rospy.Service(SERVICE_NS + 'IKService', SolvePositionIK, self._serve_ik)
@@ -107,6 +126,28 @@ class PositionKinematicsNode:
                                         'taking the current angles as neutral')
         return current
 
+    def _on_description(self, msg):
+        """The robot's description changed (a URDF fragment): serve the new model."""
+        if msg.data == self.kin.urdf_xml:
+            return
+        try:
+            kin = Kinematics(msg.data, previous=self.kin)
+        except Exception as exc:
+            rospy.logerr('PositionKinematicsNode: new robot description not usable, keeping the '
+                         'previous model: %s', exc)
+            return
+        self.kin = kin                    # requests read self.kin once per entry
+        rospy.loginfo('PositionKinematicsNode: robot description changed: model reloaded')
+
+    def _asked(self, tip):
+        """A client was answered for `tip`: announce it for tip_states."""
+        if tip == DEFAULT_TIP or tip in self._requested_tips:
+            return
+        if len(self._requested_tips) >= MAX_REQUESTED_TIPS:
+            return
+        self._requested_tips.append(tip)
+        self.pub_tips.publish(String(data=json.dumps(self._requested_tips)))
+
     def _maybe_reload(self):
         """Re-read /robot_description (rate-limited); True when the model changed."""
         now = time.monotonic()
@@ -121,7 +162,7 @@ class PositionKinematicsNode:
         if not xml or xml == self.kin.urdf_xml:
             return False
         try:
-            self.kin = Kinematics(xml)
+            self.kin = Kinematics(xml, previous=self.kin)
         except Exception as exc:
             rospy.logerr('PositionKinematicsNode: new /robot_description not usable, keeping '
                          'the previous model: %s', exc)
@@ -197,6 +238,7 @@ class PositionKinematicsNode:
     def _solve_entry(self, req, i, current, tip):
         solver = self.kin.solver
         solver.tip(tip)                 # unknown tip first: -3 even when the pose is bad too
+        self._asked(tip)
         position, orientation = self._pose_in_base(req.pose_stamp[i], 'pose_stamp[%d]' % i)
         seed = None
         if i < len(req.seed_angles) and req.seed_angles[i].name:
@@ -266,6 +308,7 @@ class PositionKinematicsNode:
         values.update(joint_values(cfg.name, cfg.position, 'configuration[%d]' % i,
                                    allowed=kin.joint_names))
         position, quat = kin.solver.fk_named(tip, values)
+        self._asked(tip)
         q_arm = [values[n] for n in ARM_JOINTS]
         colliding = kin.solver.in_collision(q_arm, values.get(HEAD_JOINTS[0], 0.0))
         pose = PoseStamped()

@@ -27,7 +27,9 @@ Like any other client, it reaches the arm only through the robot's public interf
        /intera_rt/realtime_state (zero-G activated by the cuff → the motion ends with
        ZERO_G_ACTIVATED_DURING_TRAJECTORY), /robot/limb/right/suppress_collision_avoidance
        (std_msgs/Empty at ≥ 5 Hz: no pre-motion self-collision check)
-The robot model (/robot_description) is re-read when a goal names an endpoint it lacks.
+The robot model (/robot_description) follows the robot's description when a URDF fragment
+changes it (announced on /intera_rt/robot_description), and is re-read when a goal names
+an endpoint it lacks.
 """
 import queue
 import sys
@@ -46,7 +48,7 @@ from intera_motion_msgs.msg import (InterpolatedPath, MotionCommandAction, Motio
                                     MotionCommandResult, MotionStatus, TrajectoryAnalysis,
                                     WaypointSimple)
 from sensor_msgs.msg import JointState
-from std_msgs.msg import Empty
+from std_msgs.msg import Empty, String
 
 from intera_rt.model import RobotModel
 from intera_rt.motion import analysis as motion_analysis
@@ -56,6 +58,7 @@ from intera_rt.motion.errors import (CONTROLLER_NOT_FOLLOWING, ENDPOINT_DOES_NOT
 from intera_rt.motion.execution import Measurement, Tracker
 from intera_rt.motion.geometry import matrix_to_quat
 from intera_rt.motion.planner import MotionPlanner
+from intera_rt.ros.urdf_fragments import DESCRIPTION_TOPIC
 from intera_rt.robot import ARM_JOINTS, NEUTRAL, SUPPRESS_WINDOW
 
 ACTION = '/motion/motion_command'
@@ -73,9 +76,11 @@ MIN_RESULT_DELAY = 0.05         # s
 
 
 class Model:
-    """Robot model, collision model and planner built from one URDF text."""
+    """Robot model, collision model and planner built from one URDF text. With `previous`
+    (the model this one replaces), a description whose collision model cannot be built
+    (e.g. a tool fragment with meshes) keeps the previous collision model."""
 
-    def __init__(self, urdf_xml):
+    def __init__(self, urdf_xml, previous=None):
         self.urdf_xml = urdf_xml
         self.robot = RobotModel(urdf_xml) if urdf_xml else RobotModel.from_file()
         self.collision = None
@@ -83,8 +88,13 @@ class Model:
             from intera_rt.model.collision import CollisionModel
             self.collision = CollisionModel(self.robot.urdf_xml)
         except Exception as exc:  # noqa: BLE001 - keep planning without collision checks
-            rospy.logerr('motion_controller: no self-collision model (%s): planned paths are not '
-                         'checked for self-collision', exc)
+            if previous is not None and previous.collision is not None:
+                self.collision = previous.collision
+                rospy.logwarn('motion_controller: %s; keeping the previous self-collision model '
+                              '(the new links are not checked)', exc)
+            else:
+                rospy.logerr('motion_controller: no self-collision model (%s): planned paths are '
+                             'not checked for self-collision', exc)
         self.planner = MotionPlanner(self.robot, self.collision)
         lim = self.robot.limit_arrays(list(ARM_JOINTS))
         self.vel_limit, self.accel_limit = lim['velocity'], lim['accel']
@@ -152,6 +162,7 @@ class MotionController:
         rospy.Subscriber(NS + 'suppress_collision_avoidance', Empty, self._on_suppress, queue_size=1)
         rospy.Subscriber('/intera_rt/realtime_state', RealtimeState, self._on_realtime_state,
                          queue_size=1)
+        rospy.Subscriber(DESCRIPTION_TOPIC, String, self._on_description, queue_size=1)
         self.server = actionlib.ActionServer(ACTION, MotionCommandAction, self._on_goal, self._on_cancel,
                                              auto_start=False)
         self._threads = [threading.Thread(target=self._guard, args=(self._execute_loop,), daemon=True,
@@ -331,6 +342,18 @@ class MotionController:
             time.sleep(0.01)
         return self.joint_state
 
+    def _on_description(self, msg):
+        """The robot's description changed (a URDF fragment): plan with the new model."""
+        if msg.data == self.model.urdf_xml:
+            return
+        try:
+            model = Model(msg.data, previous=self.model)
+        except Exception as exc:  # noqa: BLE001
+            rospy.logerr('motion_controller: cannot use the new robot description: %s', exc)
+            return
+        self.model = model        # a goal takes self.model once
+        rospy.loginfo('motion_controller: robot description changed: model reloaded')
+
     def _reload_model(self):
         if time.monotonic() - self._last_reload < RELOAD_EVERY:
             return False
@@ -339,7 +362,7 @@ class MotionController:
         if not urdf or urdf == self.model.urdf_xml:
             return False
         try:
-            self.model = Model(urdf)
+            self.model = Model(urdf, previous=self.model)
         except Exception as exc:  # noqa: BLE001
             rospy.logerr('motion_controller: cannot use the new /robot_description: %s', exc)
             return False

@@ -38,7 +38,7 @@ from intera_rt_msgs.srv import (AddObstacle, AddObstacleResponse, ApplyWrench,
                                 SetJointPositions, SetJointPositionsResponse)
 from rosgraph_msgs.msg import Clock
 from sensor_msgs.msg import Image, JointState
-from std_msgs.msg import Bool, Empty, Float64, Header
+from std_msgs.msg import Bool, Empty, Float64, Header, String
 from std_srvs.srv import SetBool, SetBoolResponse
 
 from intera_rt.boards import check_backend
@@ -52,12 +52,13 @@ from intera_rt.realtime.core import CONTROLLER_NAMES, PERIOD, STATE_SLICES, stat
 from intera_rt.robot import (ARM_JOINTS, BOARD_JOINTS, HEAD_JOINTS, HEAD_NAMED_POSES,
                              NAMED_POSES, SUPPRESS_TOPICS)
 from intera_rt.ros.direct import SerializedMessage, Throttle, periodic_publisher, wire_string
+from intera_rt.ros.urdf_fragments import REQUESTED_TIPS_TOPIC, UrdfFragments, normal_priority
 # Joint order of /robot/joint_states (documented in README): head first, as the robot does.
 JOINT_STATE_ORDER = HEAD_JOINTS + ARM_JOINTS
 _JS_INDEX = [BOARD_JOINTS.index(n) for n in JOINT_STATE_ORDER]
 _JS_COUNT = struct.pack('<I', len(JOINT_STATE_ORDER))
 _JS_NAMES = _JS_COUNT + b''.join(wire_string(n) for n in JOINT_STATE_ORDER)
-TIP_NAMES = ('right_hand', 'right_hand_camera')
+TIP_NAMES = ('right_hand', 'right_hand_camera')   # the robot's own; URDF fragments add theirs
 SIM_NS = '/intera_rt/sim/'
 WRENCH_DAMPING = 1e-6                 # λ² of the endpoint wrench's damped least squares
 # Zero-G inputs: the cuff's grasp, and the navigators' circle buttons (seed 000).
@@ -123,6 +124,12 @@ class RealtimeLoop:
             with open(default_armnav_path()) as f:
                 armnav = f.read()
         self._avoidance_links = shape_links(armnav) if 'collision_avoidance.objects' in STATE_SLICES else None
+        # Tip kinematics (tip_states) follow /robot/urdf fragments: (model, tip names),
+        # swapped whole. Gravity stays the boot model's: the arm's core and plant do not
+        # carry a tool's mass.
+        self._tip_view = (self.model, TIP_NAMES)
+        self._requested_tips = []        # tips clients asked IK/FK for
+        self._tips_lock = threading.Lock()
         self._state = None               # the core's latest state vector
         self._state_wall = 0.0           # wall time of that state's tick
         self._joint_state_seq = 0        # header.seq of /robot/joint_states
@@ -230,6 +237,9 @@ class RealtimeLoop:
         for topic, what in SUPPRESS_TOPICS.items():
             sub(ns + topic, Empty, lambda _, what=what: send(cmds.Suppress(what)), queue_size=10)
         sub('/robot/head/command_head_pan', HeadPanCommand, self._on_head, queue_size=10)
+        # URDF fragments (/robot/urdf) and the tips clients ask for: tip_states.
+        self.fragments = UrdfFragments(self.model.urdf_xml, self._on_model_change)
+        sub(REQUESTED_TIPS_TOPIC, String, self._on_requested_tips, queue_size=2)
         sub('/robot/head_display', Image, self._on_head_display, queue_size=2)
         sub(ns + 'interaction_control_command', InteractionControlCommand, self._on_interaction,
             queue_size=10)
@@ -275,6 +285,36 @@ class RealtimeLoop:
         self.head_display = msg
         self.log_throttled(rospy.loginfo, 'display', 'head display: %dx%d %s image'
                            % (msg.width, msg.height, msg.encoding))
+
+    def _on_model_change(self, change):
+        """A fragment changed the robot's description: tip_states follows it."""
+        self._set_tips(change.model)
+
+    def _on_requested_tips(self, msg):
+        normal_priority()                # builds KDL chains: not at the adapter's priority
+        try:
+            names = json.loads(msg.data)
+        except ValueError:
+            names = None
+        if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
+            rospy.logwarn('realtime_loop: %s: expected a JSON list of link names, got %r'
+                          % (REQUESTED_TIPS_TOPIC, msg.data[:200]))
+            return
+        self._requested_tips = names
+        self._set_tips()
+
+    def _set_tips(self, model=None):
+        """tip_states' tips for `model` (None: the current one): the robot's own, the
+        fragments' links on the arm, the tips clients asked for."""
+        with self._tips_lock:
+            model = model or self._tip_view[0]
+            tips = TIP_NAMES + tuple(self.fragments.manager.tips(model, self._requested_tips,
+                                                                  exclude=TIP_NAMES))
+            for tip in tips:             # KDL chains built here, not at 100 Hz
+                model.chain(tip)
+            if tips != self._tip_view[1]:
+                rospy.loginfo('realtime_loop: tip_states: %s', ', '.join(tips))
+            self._tip_view = (model, tips)
 
     def _on_interaction(self, msg):
         if msg.interaction_control_active:
@@ -381,11 +421,13 @@ class RealtimeLoop:
             self.pub_sea.publish(self._sea_msg(header))
         all_tips = wanted(self.pub_tips)
         if all_tips or wanted(self.pub_endpoint):
-            tips = [self._endpoint_msg(tip, header.stamp) for tip in (TIP_NAMES if all_tips else TIP_NAMES[:1])]
+            model, names = self._tip_view
+            names = names if all_tips else names[:1]
+            tips = [self._endpoint_msg(model, tip, header.stamp) for tip in names]
             self.pub_endpoint.publish(tips[0])
             if all_tips:
                 self.pub_tips.publish(EndpointStates(header=Header(stamp=header.stamp, frame_id='base'),
-                                                     names=list(TIP_NAMES), states=tips))
+                                                     names=list(names), states=tips))
         self.pub_state.publish(self._robot_state_msg())
         if wanted(self.pub_head):
             self.pub_head.publish(self._head_state_msg())
@@ -409,16 +451,16 @@ class RealtimeLoop:
             _JS_COUNT, self._field('qd')[_JS_INDEX].astype('<f8').tobytes(),
             _JS_COUNT, self._field('effort')[_JS_INDEX].astype('<f8').tobytes())))
 
-    def _endpoint_msg(self, tip, stamp):
+    def _endpoint_msg(self, model, tip, stamp):
         q, qd, eff = self._field('q')[:7], self._field('qd')[:7], self._field('effort')[:7]
-        dyn = self.model.arm_dynamics
-        n = self.model.chain(tip).n                  # the joints that move the tip
-        p, quat, jac = dyn.tip(tip, q)
+        n = model.chain(tip).n                       # the joints that move the tip
+        p, quat, jac = model.arm_dynamics.tip(tip, q)
         jac = jac[:, :n]
         twist = jac @ qd[:n]
         # The wrench the arm exerts at the tip, from what the joints transmit beyond the
         # whole arm's weight (links past the tip included: their weight is not external).
-        tau_ext = (eff - dyn.gravity(q))[:n]
+        # The boot model's weight: the core and plant carry no fragment's mass.
+        tau_ext = (eff - self.model.arm_dynamics.gravity(q))[:n]
         # τ = Jᵀ w, solved in the least-squares sense with a little damping (it stays
         # bounded at a singular wrist instead of blowing up along the lost direction).
         jjt = jac @ jac.T

@@ -8,6 +8,12 @@ joint is republished at most this often in its stamps' time); ~use_tf_static and
 ~ignore_timestamp keep their defaults (true, false), and tf_prefix, which tf2 dropped, is
 not supported.
 
+Unlike ROS's, it follows the robot's description when a URDF fragment changes it (the new
+description arrives on the latched /intera_rt/robot_description): /tf_static is
+republished with the new fixed joints, /tf carries the new movable ones that
+joint_states names. A frame a fragment takes away stays in the buffers of tf listeners
+that already heard it (static transforms never expire in tf2); new listeners do not see it.
+
 Why not ROS's own: Debian's build (1.15.2) asks the master two questions for every
 joint_states message it gets. Under sim time at full speed that took a quarter of a core
 in rosmaster and a sixth in the node: the simulation ran at 8.8x real time with it and
@@ -25,6 +31,8 @@ from geometry_msgs.msg import TransformStamped
 
 from intera_rt.model.joint_frames import JointFrames
 from intera_rt.ros.direct import SerializedMessage, Throttle, periodic_publisher, wire_string
+from intera_rt.ros.urdf_fragments import DESCRIPTION_TOPIC
+from std_msgs.msg import String
 
 OLD_WARNING = 30.0                    # s: a joint state this much older than now is reported
 
@@ -65,10 +73,11 @@ class StatePublisher:
         self.interval_ns = int(round(1e9 / max(frequency, 1.0)))
         self.last_published = {}         # joint → stamp (ns) of its last transform on /tf
         self.last_callback = None        # ROS time of the last message, to see time jump back
-        self._layouts = {}
+        self.urdf = urdf
         self.pub_tf = periodic_publisher('/tf', TFMessage, self.log_throttled)
         self.pub_static = rospy.Publisher('/tf_static', TFMessage, queue_size=1, latch=True)
-        self.pub_static.publish(self._fixed_message(rospy.Time.now()))
+        self.pub_static.publish(self._fixed_message(self.frames, rospy.Time.now()))
+        rospy.Subscriber(DESCRIPTION_TOPIC, String, self._on_description, queue_size=1)
         self.topic = rospy.resolve_name('joint_states')
         rospy.Subscriber(self.topic, JointState, self._on_joint_states, queue_size=1,
                          tcp_nodelay=True)
@@ -77,9 +86,34 @@ class StatePublisher:
                       len(self.frames.fixed))
 
     # --- fixed joints ------------------------------------------------------------------
-    def _fixed_message(self, stamp):
+    def _on_description(self, msg):
+        """The robot's description changed (a URDF fragment): new frames on /tf_static and /tf."""
+        if msg.data == self.urdf:
+            return
+        try:
+            frames = JointFrames.from_xml(msg.data)
+        except Exception as exc:        # noqa: BLE001 - whatever the URDF parser raises
+            rospy.logerr('robot_state_publisher: cannot read the new robot description, keeping '
+                         'the previous frames: %s', exc)
+            return
+        # One swap the joint_states callback sees whole: frames and their layouts.
+        self.urdf = msg.data
+        self._frames_layouts = (frames, {})
+        self.pub_static.publish(self._fixed_message(frames, rospy.Time.now()))
+        rospy.loginfo('robot_state_publisher: robot description changed: %d movable joints on '
+                      '/tf, %d fixed on /tf_static', len(frames.movable), len(frames.fixed))
+
+    @property
+    def frames(self):
+        return self._frames_layouts[0]
+
+    @frames.setter
+    def frames(self, frames):
+        self._frames_layouts = (frames, {})
+
+    def _fixed_message(self, frames, stamp):
         msg = TFMessage()
-        for parent, child, xyz, quat in self.frames.fixed:
+        for parent, child, xyz, quat in frames.fixed:
             t = TransformStamped()
             t.header.stamp = stamp
             t.header.frame_id, t.child_frame_id = parent, child
@@ -125,9 +159,10 @@ class StatePublisher:
             self._publish(msg.name, msg.position, stamp)
 
     def _publish(self, names, positions, stamp):
+        frames, layouts = self._frames_layouts
         named = dict(zip(names, positions))
-        if self.frames.mimic:
-            self.frames.positions_with_mimic(named)
+        if frames.mimic:
+            frames.positions_with_mimic(named)
         if not all(map(math.isfinite, named.values())):
             bad = [n for n, v in named.items() if not math.isfinite(v)]
             self.log_throttled(rospy.logwarn, 'not finite',
@@ -135,13 +170,13 @@ class StatePublisher:
                                'of /tf' % ', '.join(bad))
             named = {n: v for n, v in named.items() if math.isfinite(v)}
         key = tuple(named)
-        layout = self._layouts.get(key)
+        layout = layouts.get(key)
         if layout is None:
-            index = self.frames.index
-            layout = self._layouts[key] = _Layout(self.frames, [index[n] for n in key if n in index])
+            index = frames.index
+            layout = layouts[key] = _Layout(frames, [index[n] for n in key if n in index])
         if not len(layout.indices):      # no joint of the robot's tree in the message
             return
-        movable = self.frames.movable
+        movable = frames.movable
         xyz, quat = layout.joints.transforms([named[movable[i]] for i in layout.indices])
         self.pub_tf.publish(layout.message(stamp, xyz, quat))
 
