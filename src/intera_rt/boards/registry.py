@@ -17,6 +17,7 @@ from intera_rt.boards.base import JointBoards, parse_option_value
 BACKENDS = {
     'embedded': 'intera_rt.boards.embedded:EmbeddedBoards',
     'mujoco': 'intera_rt.boards.mujoco_boards:MujocoBoards',
+    'remote': 'intera_rt.boards.remote:RemoteBoards',
 }
 
 
