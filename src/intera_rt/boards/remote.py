@@ -40,6 +40,7 @@ With option `serve` (default) the backend starts a board process itself
 (intera_rt.boards.board_server: the embedded plant behind this protocol, paced at 1 kHz by
 the wall clock) on a free loopback port; otherwise it talks to the boards at `address`.
 """
+import collections
 import os
 import select
 import socket
@@ -62,6 +63,7 @@ FLAG_CLEAR = 2                        # in a COMMAND: clear the fault
 MAX_MISSED = 20                       # cycles bridged before the boards are faulted
 WAIT = 1.5 * LOOP_PERIOD              # s a cycle waits for its STATE before it is bridged
 CONNECT_TIMEOUT = 10.0                # s for the first STATE
+ROUND_TRIPS = 100000                  # round trips kept for the bench
 
 
 def pack_state(seq, ack, t, position, velocity, effort, brakes, fault=''):
@@ -171,6 +173,11 @@ class RemoteBoards(JointBoards):
         self._deadline = 0.0          # monotonic time the current cycle is bridged at
         self.missed = 0               # bridged cycles in a row
         self.stats = {'states': 0, 'dropped_late': 0, 'bridged': 0, 'malformed': 0}
+        # Round trips: a COMMAND's send time, by seq (the last 256), and the time until a
+        # STATE acknowledged it (s; the last ROUND_TRIPS, for the bench).
+        self._sent_seq = [0] * 256
+        self._sent_t = [0.0] * 256
+        self.round_trips = collections.deque(maxlen=ROUND_TRIPS)
 
     # --- lifecycle -----------------------------------------------------------------------
     def on_configure(self):
@@ -265,6 +272,9 @@ class RemoteBoards(JointBoards):
                 continue
             self._seq = seq
             self.stats['states'] += 1
+            if ack and self._sent_seq[ack & 255] == ack:
+                self.round_trips.append(time.perf_counter() - self._sent_t[ack & 255])
+                self._sent_seq[ack & 255] = 0
             if fault and self._cleared_at and not newer(ack, self._cleared_at - 1):
                 fault = ''            # from before the boards saw the robot's clear
             # (never back in time: a bridged cycle may have run ahead of the boards' clock)
@@ -276,6 +286,8 @@ class RemoteBoards(JointBoards):
 
     def _send(self):
         self._cmd_seq += 1
+        k = self._cmd_seq & 255
+        self._sent_seq[k], self._sent_t[k] = self._cmd_seq & 0xFFFFFFFF, time.perf_counter()
         self._sock.sendto(pack_command(self._cmd_seq, self._seq, self._torque, self.brakes,
                                        self._clear), self.address)
 

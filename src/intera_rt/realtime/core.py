@@ -73,7 +73,6 @@ class RealtimeCore:
         self.boards = make_boards(backend, model, backend_options)
         if tuple(self.boards.joint_names) != BOARD_JOINTS:
             raise ValueError('backend %r orders its joints %s' % (backend, self.boards.joint_names))
-        self._simulated = self.boards.simulated
         self._capabilities = self.boards.capabilities
         self._owns_clock = self.boards.owns_clock
         self.boards.configure()
