@@ -34,6 +34,7 @@ viewer in this process, synchronised at ~60 Hz of sim time; it needs a display.
 """
 import math
 import os
+import threading
 
 import mujoco
 import numpy as np
@@ -299,6 +300,7 @@ class MujocoBoards(JointBoards):
         self._contacts_at = -1
         self._contacts = []
         self._viewer = None
+        self._viewer_threads = ()
         self._scratch = np.zeros(m.nv)
         self._index()
         self._hold()
@@ -309,8 +311,15 @@ class MujocoBoards(JointBoards):
             self._open_viewer()
 
     def on_shutdown(self):
+        self._close_viewer()
+
+    def _close_viewer(self):
+        """Close the viewer and wait for its thread (GLFW torn down under a live window
+        thread crashes the interpreter at exit)."""
         if self._viewer is not None:
             self._viewer.close()
+            for thread in self._viewer_threads:
+                thread.join(2.0)
             self._viewer = None
 
     def _open_viewer(self):
@@ -318,10 +327,12 @@ class MujocoBoards(JointBoards):
             raise BoardsError("the MuJoCo viewer needs a display (DISPLAY is not set): run "
                               "without --viewer, or under X (e.g. xvfb-run)")
         import mujoco.viewer
+        before = set(threading.enumerate())
         try:
             self._viewer = mujoco.viewer.launch_passive(self.m, self.d)
         except Exception as exc:  # noqa: BLE001 - GLFW's errors come in many types
             raise BoardsError('the MuJoCo viewer could not open: %s' % exc) from exc
+        self._viewer_threads = set(threading.enumerate()) - before
 
     # --- the cycle -----------------------------------------------------------------------
     def read(self, time=None, period=None):
@@ -502,7 +513,7 @@ class MujocoBoards(JointBoards):
             self._hold()
         self._contacts_at = -1
         if self._viewer is not None:            # the viewer shows one model: reopen it
-            self._viewer.close()
+            self._close_viewer()
             self._open_viewer()
 
     def _read_contacts(self):
