@@ -8,7 +8,8 @@ Fixtures:
              pytestmark = pytest.mark.sawyer_args(['--sim-time'])
          or a module-level ``SAWYER_ARGS = ['--sim-time']``.
          One module using ``robot`` per pytest process (scripts/test runs
-         one process per file).
+         one process per file).  INTERA_RT_TEST_BACKEND=mujoco adds
+         ``--backend mujoco`` to every robot (unless the module names one).
 
 Modules that do not use ``robot`` start no master and never import rospy.
 """
@@ -51,9 +52,16 @@ def _sawyer_args(request):
     marker = request.node.get_closest_marker('sawyer_args')
     if marker is not None:
         if len(marker.args) == 1 and isinstance(marker.args[0], (list, tuple)):
-            return [str(a) for a in marker.args[0]]
-        return [str(a) for a in marker.args]
-    return [str(a) for a in getattr(request.module, 'SAWYER_ARGS', [])]
+            args = [str(a) for a in marker.args[0]]
+        else:
+            args = [str(a) for a in marker.args]
+    else:
+        args = [str(a) for a in getattr(request.module, 'SAWYER_ARGS', [])]
+    # INTERA_RT_TEST_BACKEND=mujoco runs every robot on that backend (a module that names
+    # its own --backend keeps it).
+    if '--backend' not in args and rosharness.backend_under_test() != 'embedded':
+        args = ['--backend', rosharness.backend_under_test()] + args
+    return args
 
 
 @pytest.fixture(scope='module')

@@ -22,6 +22,12 @@ from intera_rt.robot_process import POLL_INTERVAL, ROBOT_STATE_TOPIC, RobotProce
 BOOT_TIMEOUT = 60.0     # s, scripts/sawyer start until /robot/state arrives
 
 
+def backend_under_test():
+    """The joint-boards backend every robot of this test run boots on: the
+    INTERA_RT_TEST_BACKEND environment variable (default embedded)."""
+    return os.environ.get('INTERA_RT_TEST_BACKEND', '').strip() or 'embedded'
+
+
 # ---------------------------------------------------------------------------
 # Generic waiting
 # ---------------------------------------------------------------------------

@@ -6,6 +6,7 @@ import re
 import xml.etree.ElementTree as ET
 
 import pytest
+from rosharness import backend_under_test
 
 RIGHT_JOINTS = ['right_j%d' % i for i in range(7)]
 
@@ -66,7 +67,8 @@ def test_robot_description(params):
 
 def test_realtime_loop_private_params(params):
     private = _get(params, '/realtime_loop')
-    assert private['backend'] == 'embedded'
+    assert private['backend'] == backend_under_test()
+    assert private.get('backend_options', {}) == {}      # (an empty dict sets no parameter)
     assert private['pose'] == 'neutral'
     assert private['disabled'] is False
     assert private['sim_time'] is False

@@ -17,6 +17,12 @@ SAWYER = Path(__file__).resolve().parents[1] / 'scripts' / 'sawyer'
     (['--pose', '0,0,0,0,0,0,nan'], 'not finite'),
     (['--pose', '0,0,0,0,0,0,9'], 'right_j6 = 9 is outside its limits'),
     (['--backend', 'no_such_backend'], "unknown backend 'no_such_backend'"),
+    (['--backend', 'mujoco', '--backend-option', 'tabel=true'],
+     "backend 'mujoco' takes no option 'tabel'; its options: contact_timeconst, substeps, table, viewer"),
+    (['--backend', 'mujoco', '--backend-option', 'table'], "--backend-option 'table': expected KEY=VALUE"),
+    (['--backend', 'mujoco', '--backend-option', 'substeps=two'],
+     "backend option substeps must be an integer, got 'two'"),
+    (['--viewer'], "backend 'embedded' takes no option 'viewer'"),
 ])
 def test_bad_options_are_refused(args, fragment):
     env = dict(os.environ, ROS_MASTER_URI='http://127.0.0.1:9')   # nothing may be started
@@ -24,3 +30,11 @@ def test_bad_options_are_refused(args, fragment):
     assert proc.returncode == 2, proc.stdout + proc.stderr
     assert fragment in proc.stderr
     assert 'roslaunch' not in proc.stdout
+
+
+def test_backend_options_are_listed():
+    proc = subprocess.run([str(SAWYER), '--backend', 'mujoco', '--backend-option', 'help'],
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    assert 'table (bool, default False): a table in front of the robot' in proc.stdout
+    assert 'viewer (bool, default False)' in proc.stdout

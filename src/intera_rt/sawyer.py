@@ -3,13 +3,14 @@
 Usage (normally through ``scripts/sawyer``, which sets up the environment):
 
     scripts/sawyer [--sim-time [--speed X|max]] [--backend NAME]
+                   [--backend-option KEY=VALUE ...] [--viewer]
                    [--pose neutral|shipping|A0,A1,...,A6] [--disabled]
                    [--gripper] [--velocity-scaling] [--screen]
 
 Validates the options, then runs
 
     roslaunch intera_rt sawyer.launch sim_time:=... speed:=... backend:=...
-              pose:=... disabled:=... gripper:=...
+              backend_options:={...} pose:=... disabled:=... gripper:=...
 
 in the foreground.  roslaunch starts a ROS master at ROS_MASTER_URI when
 none answers there (so a private robot on another port is just
@@ -19,6 +20,7 @@ the master, if it started one); the exit code is roslaunch's.
 """
 
 import argparse
+import json
 import math
 import os
 import re
@@ -95,7 +97,16 @@ def build_parser():
              '(default 1.0; only with --sim-time)')
     parser.add_argument(
         '--backend', default='embedded', metavar='NAME',
-        help='simulation backend (default: embedded)')
+        help='joint-boards backend: embedded (default; light physics) or mujoco '
+             '(MuJoCo physics); see README "Backends"')
+    parser.add_argument(
+        '--backend-option', action='append', default=[], metavar='KEY=VALUE',
+        dest='backend_options',
+        help="an option of the backend, e.g. --backend-option table=true (repeatable; "
+             "'--backend-option help' lists the backend's options)")
+    parser.add_argument(
+        '--viewer', action='store_true',
+        help="open the backend's interactive viewer (mujoco; needs a display)")
     parser.add_argument(
         '--pose', type=parse_pose, default='neutral',
         metavar='neutral|shipping|A0,...,A6',
@@ -143,9 +154,26 @@ def parse_args(argv=None):
     if args.speed is None:
         args.speed = '1.0'
     from intera_rt.boards import check_backend
+    from intera_rt.boards.registry import option_help
+    options = {}
+    for item in args.backend_options:
+        if item.strip() == 'help':
+            try:
+                lines = option_help(args.backend)
+            except (ValueError, ImportError) as exc:
+                parser.error(str(exc))
+            print('options of the %s backend (--backend-option KEY=VALUE):' % args.backend)
+            print('\n'.join('  ' + line for line in lines) or '  none')
+            parser.exit(0)
+        key, sep, value = item.partition('=')
+        if not sep or not key.strip():
+            parser.error('--backend-option %r: expected KEY=VALUE' % item)
+        options[key.strip()] = value.strip()
+    if args.viewer:
+        options['viewer'] = 'true'
     try:
-        check_backend(args.backend)
-    except ValueError as exc:
+        args.backend_options = check_backend(args.backend, options)
+    except (ValueError, ImportError) as exc:
         parser.error(str(exc))
     if args.pose not in NAMED_POSES:
         # Check limits here: a required node that exits makes roslaunch stop with code 0.
@@ -168,6 +196,8 @@ def roslaunch_command(args):
         'sim_time:=%s' % ('true' if args.sim_time else 'false'),
         'speed:=%s' % args.speed,
         'backend:=%s' % args.backend,
+        # a YAML flow mapping: the launch file loads it as ~backend_options
+        'backend_options:=%s' % json.dumps(getattr(args, 'backend_options', {}) or {}),
         'pose:=%s' % args.pose,
         'disabled:=%s' % ('true' if args.disabled else 'false'),
         'gripper:=%s' % ('true' if args.gripper else 'false'),

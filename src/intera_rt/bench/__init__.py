@@ -9,7 +9,10 @@ The sections, in the order they run (one module each under intera_rt.bench):
              (sim-time) speed, plugin costs; each against its own robot
   plugins    the realtime stages' cost per tick, collision detection latency (contact →
              stop) and false detections over normal-use runs (no robot)
-  plant      the embedded plant's step with and without obstacles and contacts (no robot)
+  plant      each simulated plant's step (embedded, MuJoCo) with and without obstacles and
+             contacts (no robot)
+  boards     the core's tick on each backend, the out-of-process boards' round trip and
+             loss (no robot)
   ik         the IK solver's success rate and latency (no robot)
   jtas       trajectory tracking through the joint trajectory action server
   motion     the motion controller's planning latency and motion quality
@@ -27,12 +30,12 @@ import os
 import time
 
 SECTIONS = {'realtime': 'intera_rt.bench.realtime', 'plugins': 'intera_rt.bench.plugins',
-            'plant': 'intera_rt.bench.plant',
+            'plant': 'intera_rt.bench.plant', 'boards': 'intera_rt.bench.boards',
             'ik': 'intera_rt.bench.ik', 'jtas': 'intera_rt.bench.jtas',
             'motion': 'intera_rt.bench.motion'}
 # The driver options each section takes (a section's own `duration` means something else).
 OPTIONS = {'realtime': ('out_dir', 'quick', 'duration'), 'plant': ('quick',),
-           'plugins': ('quick',)}
+           'plugins': ('quick',), 'boards': ('quick',)}
 COMMON_OPTIONS = ('out_dir', 'quick')
 
 

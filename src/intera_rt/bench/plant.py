@@ -1,6 +1,7 @@
-"""Plant benchmark: cost of one 1 kHz tick of the embedded plant (EmbeddedBoards.advance),
-without obstacles, with one obstacle out of the arm's reach, one within reach but not
-touching, one the hand presses against (one contact), and one pressed at two points.
+"""Plant benchmark: cost of one 1 kHz tick of each simulated plant (JointBoards.advance of the
+embedded plant and of MuJoCo, side by side), without obstacles, with one obstacle out of the
+arm's reach, one within reach but not touching, one the hand presses against (one contact),
+and one pressed at two points.
 
     scripts/env python -m intera_rt.bench.plant     # prints the run() dict as JSON
 
@@ -15,7 +16,7 @@ import time
 
 import numpy as np
 
-from intera_rt.boards.embedded import EmbeddedBoards
+from intera_rt.boards import make_boards
 from intera_rt.model import RobotModel
 from intera_rt.robot import NEUTRAL
 
@@ -50,8 +51,11 @@ def cases(model):
     }
 
 
-def _ticks(model, case, obstacle, n, warmup):
-    boards = EmbeddedBoards(model)
+BACKENDS = ('embedded', 'mujoco')
+
+
+def _ticks(model, case, obstacle, n, warmup, backend='embedded'):
+    boards = make_boards(backend, model)
     q_ref = np.r_[NEUTRAL, 0.0]
     boards.reset_pose(q_ref)
     boards.set_brakes(False)
@@ -80,15 +84,24 @@ def _ticks(model, case, obstacle, n, warmup):
 
 def run(quick=False, ticks=20000):
     """{case: {'mean_us', 'p50_us', 'p99_us', 'ticks', 'contacts' (the links touching at
-    the end)}}."""
+    the end)}} of the embedded plant, the same under 'mujoco', and summary lines."""
     model = RobotModel.from_file()
     n = 2000 if quick else ticks
-    out = {'note': 'us per EmbeddedBoards.advance(0.001), substeps 1'}
-    for case, obstacle in cases(model).items():
-        times, contacts = _ticks(model, case, obstacle, n, warmup=2000)
-        out[case] = {'mean_us': float(times.mean()), 'p50_us': float(np.percentile(times, 50)),
-                     'p99_us': float(np.percentile(times, 99)), 'ticks': n,
-                     'contacts': sorted(c.link for c in contacts)}
+    out = {'note': 'us per JointBoards.advance(0.001), substeps 1: the embedded plant at the '
+                   'top level, MuJoCo under "mujoco"'}
+    summary = ['us per advance(1 ms), mean / p99: %s' % ' | '.join(BACKENDS)]
+    for backend in BACKENDS:
+        into = out if backend == 'embedded' else out.setdefault(backend, {})
+        for case, obstacle in cases(model).items():
+            times, contacts = _ticks(model, case, obstacle, n, 2000, backend)
+            into[case] = {'mean_us': float(times.mean()), 'p50_us': float(np.percentile(times, 50)),
+                          'p99_us': float(np.percentile(times, 99)), 'ticks': n,
+                          'contacts': sorted(c.link for c in contacts)}
+    for case in cases(model):
+        summary.append('  %-9s %s' % (case, ' | '.join(
+            '%.0f / %.0f (%d contacts)' % (r['mean_us'], r['p99_us'], len(r['contacts']))
+            for r in (out[case], out['mujoco'][case]))))
+    out['summary'] = summary
     return out
 
 

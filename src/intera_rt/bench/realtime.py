@@ -31,7 +31,8 @@ platform   no robot: a bare 1 kHz loop paced, prioritised and accounted like the
            a pipe round trip between two idle processes (what each process-to-process hop
            of the ROS round trip costs here).
 lockstep   --sim-time --speed max: sim seconds per wall second (from the tick counter in
-           /diagnostics, and from /clock), over 10 s.
+           /diagnostics, and from /clock), over 10 s; lockstep_mujoco the same on
+           --backend mujoco, in the same run.
 
 run() returns the section's dict and writes tick_hist.png and roundtrip_cdf.png.
 Child entry point: python -m intera_rt.bench.realtime measure NAME --result FILE ...
@@ -383,7 +384,9 @@ def measure_platform(duration):
 MEASURES = {'tick': (measure_tick, []),
             'platform': (measure_platform, None),
             'roundtrip': (measure_roundtrip, []),
-            'lockstep': (measure_lockstep, ['--sim-time', '--speed', 'max'])}
+            'lockstep': (measure_lockstep, ['--sim-time', '--speed', 'max']),
+            'lockstep_mujoco': (measure_lockstep, ['--sim-time', '--speed', 'max',
+                                                   '--backend', 'mujoco'])}
 
 
 def _child(argv):
@@ -443,7 +446,8 @@ def run(out_dir='bench_out', quick=False, duration=60.0):
     plans = [('platform', dict(duration=duration)),
              ('tick', dict(duration=duration)),
              ('roundtrip', dict(samples=40 if quick else 200)),
-             ('lockstep', dict(duration=3.0 if quick else 10.0))]
+             ('lockstep', dict(duration=3.0 if quick else 10.0)),
+             ('lockstep_mujoco', dict(duration=3.0 if quick else 10.0))]
     for name, kwargs in plans:
         print('[bench]   realtime/%s ...' % name, flush=True)
         try:
@@ -513,6 +517,11 @@ def _summary(out):
                      % (s['speedup'], s['speedup_from_clock'], s['tick_mean_us']))
         lines.append('  target >= %.0fx: %s' % (TARGETS['lockstep_speedup'],
                                                 ok[out['verdict']['lockstep_speedup']]))
+    if 'lockstep_mujoco' in out:
+        s = out['lockstep_mujoco']
+        lines.append('lockstep --speed max on --backend mujoco: %.2f sim s per wall s (/clock: %.2f), '
+                     'tick mean %.0f us, p99 %.0f us'
+                     % (s['speedup'], s['speedup_from_clock'], s['tick_mean_us'], s['tick_p99_us']))
     return lines
 
 

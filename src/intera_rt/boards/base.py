@@ -1,9 +1,34 @@
-"""The joint-boards interface between the realtime loop and the arm.
+"""The joint-boards interface: the realtime loop's hardware abstraction.
 
-Each cycle the loop reads joint positions, velocities and measured (transmitted) torques and
-writes one torque per joint. Simulated backends also take the sim-control inputs (external
-wrench, pose reset, obstacles in the cell) and report the simulation's truth (contacts);
-hardware refuses what it cannot do and says so.
+Modelled on ros2_control's SystemInterface (a lifecycle; `read(time, period)` and
+`write(time, period)` with the time passed in) and on franka_gazebo's FrankaHWSim (a
+simulator implements the robot's own interfaces): the core drives every backend — the
+embedded plant, MuJoCo, a remote board process, hardware — through this one class.
+
+Declared state, each cycle (BoardsReading): joint positions, velocities, measured
+(transmitted) torques, whether the brakes are engaged, the boards' time, and a fault field
+('' while the boards are healthy; otherwise the text the robot's error log shows).
+
+Lifecycle:  unconfigured --configure()--> inactive --activate()--> active
+            active --deactivate()--> inactive;  any --shutdown()--> finalized
+A backend may do all its work in its constructor (the embedded plant does) and have no-op
+hooks (on_configure, on_activate, on_deactivate, on_shutdown).
+
+Who owns the clock:
+  owns_clock False  a lockstep simulation: the core owns time, `advance(period)` steps the
+                    plant once per tick (embedded, MuJoCo).
+  owns_clock True   the boards pace the loop (hardware, Gazebo, a remote board process):
+                    `wait_cycle()` blocks until their next state, and the core's time
+                    follows `BoardsReading.time`; `advance` is refused.
+
+Sim-only abilities, listed in `capabilities` (CAPABILITIES): teleport (reset_pose),
+wrench (apply_wrench), obstacles (add/remove_obstacle, obstacles), contacts,
+fault_injection (inject_fault). A backend without one refuses it with Unsupported, a
+NotImplementedError whose message names the backend and the ability.
+
+Backends are listed in intera_rt.boards.registry (make_boards, check_backend); their
+options (`OPTIONS`) come from `scripts/sawyer --backend-option KEY=VALUE` or the
+realtime_loop's `~backend_options` dictionary.
 """
 import math
 from dataclasses import dataclass
@@ -16,12 +41,67 @@ import numpy as np
 OBSTACLE_SHAPES = {'box': 3, 'sphere': 1}
 MAX_OBSTACLE_SIZE = 10.0     # m: any larger is a typo (mm for m), not a workcell
 
+# The sim-only abilities a backend may have (JointBoards.capabilities).
+CAPABILITIES = ('teleport', 'wrench', 'obstacles', 'contacts', 'fault_injection')
+LIFECYCLE = ('unconfigured', 'inactive', 'active', 'finalized')
+
+
+class Unsupported(NotImplementedError):
+    """A sim-only ability this backend does not have (the message names both)."""
+
+
+class BoardsError(RuntimeError):
+    """The boards could not be configured, activated or driven (the message says why)."""
+
 
 @dataclass
 class BoardsReading:
-    position: np.ndarray
-    velocity: np.ndarray
-    effort: np.ndarray     # torque each joint transmits to its link (SEA deflection on the robot)
+    """The boards' state at one cycle. Its arrays may be the backend's own: callers must not
+    write into them (copy first)."""
+    position: np.ndarray   # rad
+    velocity: np.ndarray   # rad/s
+    effort: np.ndarray     # N·m each joint transmits to its link (SEA deflection on the robot)
+    time: float = math.nan  # s: the boards' time of this state (plant time in simulation)
+    brakes: bool = True    # engaged: each joint held where it is
+    fault: str = ''        # '' healthy; else what is wrong, e.g. 'right_j3 board: over-temperature'
+
+
+class BackendOption(NamedTuple):
+    """One option a backend takes (JointBoards.OPTIONS)."""
+    type: type               # bool, int, float or str
+    default: object
+    help: str
+
+
+def parse_option_value(option, key, value):
+    """`value` (a Python value from a ROS parameter, or a string from the command line) as
+    option's type; ValueError naming the option and the value otherwise."""
+    kind = option.type
+    if isinstance(value, str) and kind is not str:
+        text = value.strip().lower()
+        if kind is bool:
+            if text in ('true', '1', 'yes', 'on'):
+                return True
+            if text in ('false', '0', 'no', 'off'):
+                return False
+            raise ValueError('backend option %s must be true or false, got %r' % (key, value))
+        try:
+            value = kind(text)
+        except ValueError:
+            raise ValueError('backend option %s must be %s, got %r'
+                             % (key, 'an integer' if kind is int else 'a number', value)) from None
+    if kind is bool and not isinstance(value, bool):
+        raise ValueError('backend option %s must be true or false, got %r' % (key, value))
+    if kind is int and (isinstance(value, bool) or not isinstance(value, int)):
+        raise ValueError('backend option %s must be an integer, got %r' % (key, value))
+    if kind is float:
+        if isinstance(value, bool) or not isinstance(value, (int, float)) \
+                or not math.isfinite(value):
+            raise ValueError('backend option %s must be a finite number, got %r' % (key, value))
+        value = float(value)
+    if kind is str and not isinstance(value, str):
+        raise ValueError('backend option %s must be a string, got %r' % (key, value))
+    return value
 
 
 class Obstacle(NamedTuple):
@@ -83,18 +163,80 @@ def check_obstacle(name, shape, position, quaternion, size):
 
 
 class JointBoards:
-    """Abstract plant. Joint order is `joint_names`, fixed at construction."""
+    """The joint boards behind the realtime loop. Joint order is `joint_names`, fixed at
+    construction. Subclasses implement read, write, set_brakes and (lockstep) advance or
+    (clock-owning) wait_cycle, plus whatever sim-only abilities they list in
+    `capabilities`."""
 
+    name = ''                       # the registry key
     joint_names = ()
-    simulated = False
+    simulated = False               # a simulator: the robot offers its sim-control services
+    owns_clock = False              # True: the boards pace the loop and their time is its time
+    capabilities = frozenset()      # the sim-only abilities it has (CAPABILITIES)
+    OPTIONS = {}                    # option name → BackendOption
 
-    def read(self) -> BoardsReading:
-        """The latest state. Its arrays may be the backend's own: callers must not write
-        into them (copy first)."""
+    lifecycle = 'unconfigured'
+    brakes = True                   # engaged (every backend starts braked)
+    _fault = ''
+
+    # --- lifecycle (ros2_control's) -------------------------------------------------------
+    def configure(self):
+        """Connect to / build the boards. unconfigured → inactive."""
+        self._transition('configure', ('unconfigured',), 'inactive', self.on_configure)
+
+    def activate(self):
+        """Start the boards' cycle (commands are taken from now on). inactive → active."""
+        self._transition('activate', ('inactive',), 'active', self.on_activate)
+
+    def deactivate(self):
+        """Brakes on, zero torque, stop commanding. active → inactive."""
+        def hook():
+            self.set_brakes(True)
+            self.write(np.zeros(len(self.joint_names)))
+            self.on_deactivate()
+        self._transition('deactivate', ('active',), 'inactive', hook)
+
+    def shutdown(self):
+        """Release everything (windows, sockets, processes); from any state, once."""
+        if self.lifecycle == 'finalized':
+            return
+        if self.lifecycle == 'active':
+            self.deactivate()
+        self.on_shutdown()
+        self.lifecycle = 'finalized'
+
+    def _transition(self, what, allowed, to, hook):
+        if self.lifecycle not in allowed:
+            raise BoardsError('%s: cannot %s from the %s state' % (self.describe(), what, self.lifecycle))
+        hook()
+        self.lifecycle = to
+
+    def on_configure(self):
+        """Hook: build / connect (BoardsError when it cannot)."""
+
+    def on_activate(self):
+        """Hook: start the boards' cycle."""
+
+    def on_deactivate(self):
+        """Hook: after brakes on and zero torque."""
+
+    def on_shutdown(self):
+        """Hook: release resources."""
+
+    def describe(self):
+        """How messages name these boards, e.g. 'the mujoco backend'."""
+        return 'the %s backend' % (self.name or type(self).__name__)
+
+    # --- the cycle -----------------------------------------------------------------------
+    def read(self, time=None, period=None) -> BoardsReading:
+        """The latest state (never waits). `time`, `period`: the loop's time of this cycle
+        and its period (s), as ros2_control passes them; a backend may log or check them.
+        Reading twice without a cycle in between gives the same state."""
         raise NotImplementedError
 
-    def write(self, torque):
-        """Command one torque per joint for the coming cycle (saturated at effort limits)."""
+    def write(self, torque, time=None, period=None):
+        """Command one torque per joint (N·m) for the cycle starting at `time` (saturated at
+        the effort limits; non-finite values are taken as 0)."""
         raise NotImplementedError
 
     def set_brakes(self, engaged):
@@ -102,16 +244,57 @@ class JointBoards:
         raise NotImplementedError
 
     def advance(self, dt):
-        """Let dt seconds of plant time pass (simulation); hardware paces itself."""
-        raise NotImplementedError
+        """Lockstep simulation: let dt seconds of plant time pass (the core calls it once per
+        tick, after write). Boards that own the clock refuse it."""
+        raise BoardsError('%s owns the clock: it cannot be advanced' % self.describe())
 
-    # sim-control inputs; hardware backends refuse them
+    def wait_cycle(self, timeout):
+        """Boards that own the clock: block until their next state arrives (at most
+        `timeout` s); True when one did. A lockstep simulation returns True at once."""
+        return True
+
+    # --- faults --------------------------------------------------------------------------
+    @property
+    def fault(self):
+        """'' while healthy; else what is wrong (latched until clear_fault())."""
+        return self._fault
+
+    def report_fault(self, text):
+        """Backends call this on a fault; the first stays until cleared."""
+        if not self._fault:
+            self._fault = str(text) or 'unspecified fault'
+
+    def clear_fault(self):
+        """Ask the boards to clear a latched fault (the robot's reset does). Returns '' when
+        they are healthy again, else why the fault remains."""
+        why = self.on_clear_fault()
+        if not why:
+            self._fault = ''
+        return why
+
+    def on_clear_fault(self):
+        """Hook: '' when the fault condition is gone, else why it is not."""
+        return ''
+
+    def inject_fault(self, text):
+        """Simulation: make the boards report `text` as a fault, as a board would."""
+        self._require('fault_injection', 'simulate a board fault')
+        self.report_fault(text)
+
+    # --- sim-only abilities; a backend without one refuses it -------------------------------
+    def _require(self, capability, what):
+        if capability not in self.capabilities:
+            raise Unsupported('%s cannot %s' % (self.describe(), what))
+
     def apply_wrench(self, link, wrench, duration):
-        raise NotImplementedError('%s cannot apply external wrenches' % type(self).__name__)
+        """Push `wrench` (force xyz N, torque xyz N·m; in base, about the link origin) on
+        `link` for `duration` s. KeyError when there is no such link."""
+        self._require('wrench', 'apply external wrenches')
 
     def reset_pose(self, positions):
-        """Put the arm at `positions` at rest; drops external wrenches, keeps obstacles."""
-        raise NotImplementedError('%s cannot be reset to a pose' % type(self).__name__)
+        """Teleport: the arm at rest at `positions` (clipped to the limits); drops external
+        wrenches, keeps obstacles. Hardware refuses: it boots where the arm is."""
+        self._require('teleport', 'be reset to a pose (it boots where the arm is)')
 
     def add_obstacle(self, name, shape, position, quaternion, size):
         """Place a fixed obstacle in the cell, or move/reshape the one named `name`.
@@ -126,35 +309,16 @@ class JointBoards:
                 Each in (0, 10] m.
         ValueError naming field and value on bad input (the cell is left as it was).
         """
-        raise NotImplementedError('%s cannot place obstacles' % type(self).__name__)
+        self._require('obstacles', 'place obstacles')
 
     def remove_obstacle(self, name):
         """Take obstacle `name` out of the cell; KeyError naming it when there is none."""
-        raise NotImplementedError('%s cannot remove obstacles' % type(self).__name__)
+        self._require('obstacles', 'remove obstacles')
 
     def obstacles(self):
         """The obstacles in the cell: a list of Obstacle records, in the order first added."""
-        raise NotImplementedError('%s has no obstacles' % type(self).__name__)
+        self._require('obstacles', 'report obstacles')
 
     def contacts(self):
         """The contacts of the latest physics step: a list of Contact records."""
-        raise NotImplementedError('%s cannot report contacts' % type(self).__name__)
-
-
-def _embedded(model, **kw):
-    from intera_rt.boards.embedded import EmbeddedBoards
-    return EmbeddedBoards(model, **kw)
-
-
-BACKENDS = {'embedded': _embedded}
-
-
-def check_backend(name):
-    """ValueError naming the choices when there is no backend `name`."""
-    if name not in BACKENDS:
-        raise ValueError('unknown backend %r; available: %s' % (name, ', '.join(sorted(BACKENDS))))
-
-
-def make_boards(name, model, **kw):
-    check_backend(name)
-    return BACKENDS[name](model, **kw)
+        self._require('contacts', 'report contacts')

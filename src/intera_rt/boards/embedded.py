@@ -44,7 +44,8 @@ import numpy as np
 import pinocchio as pin
 from scipy.linalg.lapack import dposv, dpotrs
 
-from intera_rt.boards.base import BoardsReading, Contact, JointBoards, check_obstacle
+from intera_rt.boards.base import (CAPABILITIES, BackendOption, BoardsReading, Contact, JointBoards,
+                                   check_obstacle)
 from intera_rt.model import ARM_JOINTS, HEAD_JOINTS
 from intera_rt.model.robot_model import BASE_FRAME
 from intera_rt.numeric import clip as _clip
@@ -65,7 +66,14 @@ class _LinkShape:
 
 
 class EmbeddedBoards(JointBoards):
+    name = 'embedded'
     simulated = True
+    capabilities = frozenset(CAPABILITIES)
+    OPTIONS = {
+        'substeps': BackendOption(int, 1, 'physics steps per 1 ms tick'),
+        'contact_stiffness': BackendOption(float, CONTACT_STIFFNESS, 'obstacle contact stiffness k (N/m)'),
+        'contact_damping': BackendOption(float, CONTACT_DAMPING, 'obstacle contact damping c (N·s/m)'),
+    }
 
     def __init__(self, model, joint_names=ARM_JOINTS + HEAD_JOINTS, substeps=1,
                  contact_stiffness=CONTACT_STIFFNESS, contact_damping=CONTACT_DAMPING):
@@ -86,6 +94,9 @@ class EmbeddedBoards(JointBoards):
         self.contact_stiffness, self.contact_damping = k, c
         self.joint_names = tuple(joint_names)
         self.substeps = int(substeps)
+        if self.substeps < 1:
+            raise ValueError('substeps must be >= 1, got %r' % (substeps,))
+        self.time = 0.0                # s of plant time
         self._urdf_xml = model.urdf_xml
         self.pin = pin.buildModelFromXML(model.urdf_xml)
         self.data = self.pin.createData()
@@ -131,11 +142,12 @@ class EmbeddedBoards(JointBoards):
         self._world_base = None if base.isIdentity() else base.copy()
 
     # --- joint-boards interface -------------------------------------------------------
-    def read(self):
+    def read(self, time=None, period=None):
         # The state arrays are replaced, never written, by each step: no copies needed.
-        return BoardsReading(self.q, self.qd, self.tau_transmitted)
+        return BoardsReading(self.q, self.qd, self.tau_transmitted, self.time, self.brakes,
+                             self._fault)
 
-    def write(self, torque):
+    def write(self, torque, time=None, period=None):
         torque = np.asarray(torque, dtype=float)
         if not np.isfinite(torque.sum()):                    # never let a bad number into the plant
             torque = np.where(np.isfinite(torque), torque, 0.0)
@@ -150,6 +162,7 @@ class EmbeddedBoards(JointBoards):
         h = dt / self.substeps
         for _ in range(self.substeps):
             self._step(h)
+        self.time += dt
         for w in self._wrenches:
             w[2] -= dt
         self._wrenches = [w for w in self._wrenches if w[2] > 0.0]
@@ -385,7 +398,10 @@ class EmbeddedBoards(JointBoards):
         # M is symmetric positive definite: a Cholesky solve that reads its upper triangle.
         chol, qdd_full, info = dposv(mass, self._full_tau - bias, lower=0)
         if info != 0:               # cannot happen for a valid model; never integrate junk
-            raise FloatingPointError('mass matrix not positive definite (dposv info %d)' % info)
+            self.report_fault('embedded plant: mass matrix not positive definite at q = %s'
+                              % np.round(self.q, 4).tolist())
+            self.set_brakes(True)
+            return
         if hits:
             self._contact_forces(hits, chol, qdd_full, h)
         qd_free = self.qd + h * qdd_full[idx]

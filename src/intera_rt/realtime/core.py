@@ -11,6 +11,12 @@ zero-G while the cuff is grasped — and never names a stage otherwise.
 It runs in a process of its own (intera_rt.realtime.process) so that nothing else holds
 the interpreter while a tick is due; the ROS adapter (intera_rt.ros.realtime_loop) talks
 to it through a pipe.
+
+The boards (intera_rt.boards: embedded, MuJoCo, ...) are driven through their interface
+only: lifecycle at boot and close(), read(time, period) / write(torque, time, period) each
+tick, advance(period) when the core owns the clock (lockstep simulation) or their time
+followed when they own it; a fault they report puts the robot in error (reset asks them to
+clear it); sim-only abilities are used where `capabilities` lists them, refused otherwise.
 """
 import math
 
@@ -58,13 +64,19 @@ def state_field(vector, name):
 
 class RealtimeCore:
     def __init__(self, model, backend='embedded', q_arm=None, q_head=0.0, enabled=True,
-                 options=None):
-        """options: stage name → {key: value} (realtime_loop's ROS parameters)."""
+                 options=None, backend_options=None):
+        """options: stage name → {key: value} (realtime_loop's ROS parameters);
+        backend_options: the boards backend's options (boards.registry). q_arm, q_head: the
+        pose to boot in where the boards can be teleported; elsewhere the arm boots where it
+        is."""
         self.model = model
-        self.boards = make_boards(backend, model)
+        self.boards = make_boards(backend, model, backend_options)
         if tuple(self.boards.joint_names) != BOARD_JOINTS:
             raise ValueError('backend %r orders its joints %s' % (backend, self.boards.joint_names))
-        self._simulated = self.boards.simulated
+        self._capabilities = self.boards.capabilities
+        self._owns_clock = self.boards.owns_clock
+        self.boards.configure()
+        self.boards.activate()
         self.state = RobotStateMachine(enabled=enabled)
         self.arm = Arm(model)
         self.dynamics = self.arm.dynamics
@@ -97,6 +109,7 @@ class RealtimeCore:
         self._cuff = {}                 # input source → pressed (CuffInput)
         self._cuff_held = False         # any of them
         self._resume = None             # the controller zero-G hands back to
+        self._board_fault = ''          # the boards' fault that put the robot in error
         self._logs = []
         self._apply = {
             cmds.JointCommand: self._joint_command, cmds.SetEnable: self._set_enable,
@@ -108,10 +121,23 @@ class RealtimeCore:
             cmds.SimAddObstacle: self._sim_add_obstacle,
             cmds.SimRemoveObstacle: self._sim_remove_obstacle,
         }
-        q = self.boards.read().position.copy()
-        q[:7] = q_arm if q_arm is not None else q[:7]
-        q[7] = q_head
-        self._reset_pose(q)
+        reading = self.boards.read()
+        # Loop time starts at boot; boards that own the clock may count from anywhere.
+        self._t0 = reading.time if self._owns_clock and math.isfinite(reading.time) else 0.0
+        if 'teleport' in self._capabilities:
+            q = reading.position.copy()
+            q[:7] = q_arm if q_arm is not None else q[:7]
+            q[7] = q_head
+            self._reset_pose(q)
+        else:
+            # Hardware boots where the arm is.
+            self._restart(self._arm_state(reading))
+            self._log('info', 'boot', 'booting where the arm is (%s cannot be teleported): %s'
+                      % (self.boards.describe(), np.round(reading.position, 3).tolist()))
+
+    def close(self):
+        """Brakes on and the boards shut down (their lifecycle's end)."""
+        self.boards.shutdown()
 
     # --- logging: (level, throttle key, text); the adapter throttles and logs ------------
     def _log(self, level, key, text):
@@ -139,6 +165,13 @@ class RealtimeCore:
         self.state.stop()
 
     def _reset(self, _c):
+        if self.boards.fault:
+            why = self.boards.clear_fault()
+            if why:
+                self._log('warn', 'reset', 'set_super_reset: reset refused: the joint boards '
+                          'still report a fault (%s): %s' % (self.boards.fault, why))
+                return
+        self._board_fault = ''
         why = self.state.reset()
         if why:
             self._log('warn', 'reset', 'set_super_reset: ' + why)
@@ -235,14 +268,16 @@ class RealtimeCore:
                 or not (math.isfinite(duration) and duration > 0):
             return False, ('wrench must be 6 finite values and duration finite and > 0 (got %r, '
                            'duration %r)' % (list(values), duration))
-        if not self.boards.simulated:
-            return False, '%s cannot apply external wrenches' % type(self.boards).__name__
+        if 'wrench' not in self._capabilities:
+            return False, '%s cannot apply external wrenches' % self.boards.describe()
         if not self.model.has_frame(c.link):
             return False, 'no link named %r in the robot model' % c.link
         self.boards.apply_wrench(c.link, values, duration)
         return True, 'applying %s on %s for %.3f s' % (list(values), c.link, duration)
 
     def _sim_positions(self, c):
+        if 'teleport' not in self._capabilities:
+            return False, '%s cannot be reset to a pose' % self.boards.describe()
         names = list(c.names) or list(ARM_JOINTS)
         if len(names) != len(c.positions):
             return False, '%d names but %d positions' % (len(names), len(c.positions))
@@ -276,7 +311,7 @@ class RealtimeCore:
 
     # --- the pipeline's bookkeeping --------------------------------------------------------
     def _arm_state(self, reading=None):
-        r = self.boards.read() if reading is None else reading
+        r = self.boards.read(self.now, PERIOD) if reading is None else reading
         q, qd, eff = r.position, r.velocity, r.effort
         return ArmState(self.now, PERIOD, q[:7], qd[:7], eff[:7], q[7], qd[7], self.dynamics,
                         self.suppressions)
@@ -336,11 +371,25 @@ class RealtimeCore:
             self._switch(self.hold, state, None)
 
     # --- the tick ----------------------------------------------------------------------
+    def _on_fault(self, fault):
+        """The boards report a fault: the robot goes to error (brakes on) and says why."""
+        if fault != self._board_fault or not self.state.error:
+            self._board_fault = fault
+            self.state.set_error(True)
+            self._log('error', 'boards-fault', 'joint boards fault: %s; the robot is in error '
+                      '(set_super_reset clears it once the boards do)' % fault)
+
     def tick(self):
-        state = self._arm_state()
+        boards = self.boards
+        reading = boards.read(self.now, PERIOD)
+        if self._owns_clock:
+            self.now = reading.time - self._t0
+        if reading.fault:
+            self._on_fault(reading.fault)
+        state = self._arm_state(reading)
         torque = np.zeros(N_BOARD)
         if self.state.motion_allowed:
-            if self.boards.brakes:
+            if reading.brakes:
                 self.boards.set_brakes(False)
                 self._restart(state)
             self._supervise_zero_g(state)
@@ -371,15 +420,16 @@ class RealtimeCore:
             torque[:7] = clip(tau, self._neg_effort_limit, self.arm.effort_limit)
             torque[7] = self.head.tick(PERIOD, state.q_head, state.qd_head)
             self._out, self._interaction = out, interaction
-        elif not self.boards.brakes:
+        elif not reading.brakes:
             self.boards.set_brakes(True)
             self._out = self._interaction = None
             self._resume = None
-        self.boards.write(torque)
-        self.boards.advance(PERIOD)
+        boards.write(torque, self.now, PERIOD)
         self.tick_count += 1
-        self.now = self.tick_count * PERIOD
-        if self._obstacles:
+        if not self._owns_clock:
+            boards.advance(PERIOD)
+            self.now = self.tick_count * PERIOD
+        if self._obstacles and 'contacts' in self._capabilities:
             # The simulator's truth, for benches and tests that time contact → stop.
             touching = bool(self.boards.contacts())
             if touching and not self._in_contact:
@@ -424,7 +474,7 @@ class RealtimeCore:
         put('timeouts', self.timeouts)
         for what in SUPPRESS_TOPICS.values():
             put('suppress.' + what, float(self.suppressions.active(what, self.now)))
-        if self._simulated:
+        if 'contacts' in self._capabilities:
             put('contacts', len(self.boards.contacts()))
             put('contact_at', self._contact_at)
         for stage in self._stages:

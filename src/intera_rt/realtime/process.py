@@ -47,6 +47,7 @@ PIPE_BUFFER = 4 << 20                 # bytes the core may run ahead of a slow a
 CLOCK_MAX_STEP = 0.02                 # s of sim time between two /clock messages, at most
 RUN_AHEAD = 2 * PUBLISH_EVERY         # ticks (sim time) past the last published state
 MCL_CURRENT, MCL_FUTURE = 1, 2        # mlockall flags (Linux)
+BOARDS_WAIT = 10 * PERIOD             # s: the longest wait for boards that own the clock
 
 
 class TickStats:
@@ -104,16 +105,24 @@ def _grow_send_buffer(conn):
 
 
 def main(conn, config):
-    """config: urdf, backend, q_arm, q_head, enabled, sim_time, speed (inf = max),
-    priority, tick_log, options (stage name → {key: value})."""
+    """config: urdf, backend, backend_options, q_arm, q_head, enabled, sim_time, speed
+    (inf = max), priority, tick_log, options (stage name → {key: value})."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)      # the adapter decides when to stop
     try:
         model = RobotModel(config['urdf']) if config.get('urdf') else RobotModel.from_file()
         core = RealtimeCore(model, config.get('backend', 'embedded'), config['q_arm'],
-                            config['q_head'], config.get('enabled', True), config.get('options'))
+                            config['q_head'], config.get('enabled', True), config.get('options'),
+                            config.get('backend_options'))
     except Exception as exc:  # noqa: BLE001 - the adapter reports it and exits
         conn.send(('failed', '%s: %s' % (type(exc).__name__, exc)))
         return
+    try:
+        _run(conn, core, config)
+    finally:
+        core.close()                                   # brakes on, the boards shut down
+
+
+def _run(conn, core, config):
     _grow_send_buffer(conn)
     stats = TickStats(log_path=config.get('tick_log', ''))
     sim_time, speed = config.get('sim_time', False), config.get('speed', 1.0)
@@ -122,6 +131,8 @@ def main(conn, config):
     # adapter a write per node; at 20 ms rather than 10 the lockstep speed gained ~12 %).
     clock_every = 1 if speed <= 1.0 else int(math.ceil(min(round(CLOCK_MAX_STEP / PERIOD), speed)))
     wall_period = 0.0 if (sim_time and math.isinf(speed)) else PERIOD / (speed if sim_time else 1.0)
+    if core.boards.owns_clock:
+        wall_period = 0.0                              # the boards' cycle paces the loop
     priority = _sim_priority() if sim_time else _realtime_priority(config.get('priority', 50))
     _quiet_runtime()
     conn.send(('ready', core.state_vector(), priority, core.boards.simulated))
@@ -137,8 +148,12 @@ def _loop(conn, core, stats, sim_time, clock_every, wall_period):
     published = [core.tick_count]          # the last tick whose state the adapter has out
     poller = select.poll()
     poller.register(conn.fileno(), select.POLLIN)
+    boards_clock = core.boards.owns_clock  # wait for the boards' next state, tick on it
     while True:
-        if sim_time and core.tick_count - published[0] >= RUN_AHEAD:
+        if boards_clock:
+            # (a board silent past its own timeout reports a fault, which the tick sees)
+            core.boards.wait_cycle(BOARDS_WAIT)
+        elif sim_time and core.tick_count - published[0] >= RUN_AHEAD:
             # Lockstep: wait for the adapter (applying what it sends meanwhile).
             if not _receive(conn, poller, core, published, timeout=1.0):
                 return

@@ -103,7 +103,11 @@ class RealtimeLoop:
         if not self.speed > 0:
             raise ValueError('~speed must be > 0 or "max", got %r' % speed)
         backend = rospy.get_param('~backend', 'embedded')
-        check_backend(backend)            # before spawning the core: a clear error at once
+        backend_options = rospy.get_param('~backend_options', {}) or {}
+        if not isinstance(backend_options, dict):
+            raise ValueError('~backend_options must be a dictionary, got %r' % (backend_options,))
+        # Before spawning the core: a clear error at once.
+        backend_options = check_backend(backend, backend_options)
         urdf = rospy.get_param('/robot_description', None)
         self.model = RobotModel(urdf) if urdf else RobotModel.from_file()
         q_arm = parse_pose(rospy.get_param('~pose', 'neutral'))
@@ -139,7 +143,8 @@ class RealtimeLoop:
         self._send_lock = threading.Lock()
         self._reply_cond = threading.Condition()
         self.proc, self.conn = rt_process.start(dict(
-            urdf=urdf, backend=backend, q_arm=q_arm, q_head=q_head, options=self._stage_options(),
+            urdf=urdf, backend=backend, backend_options=backend_options, q_arm=q_arm,
+            q_head=q_head, options=self._stage_options(),
             enabled=not rospy.get_param('~disabled', False), sim_time=self.sim_time,
             speed=self.speed, priority=int(rospy.get_param('~realtime_priority', 50)),
             tick_log=rospy.get_param('~tick_log', os.environ.get('INTERA_RT_TICK_LOG', ''))))
@@ -150,7 +155,8 @@ class RealtimeLoop:
             raise RuntimeError('the realtime core failed to start: %s' % (ready[1],))
         self._state, self._state_wall = ready[1], time.time()
         self.simulated = ready[3]
-        rospy.loginfo('realtime_loop: %s backend, %s, %s; core process %d: %s', backend,
+        rospy.loginfo('realtime_loop: %s backend%s, %s, %s; core process %d: %s', backend,
+                      ' %s' % backend_options if backend_options else '',
                       'sim time at %s x real time' % ('max' if math.isinf(self.speed) else self.speed)
                       if self.sim_time else 'wall clock',
                       'disabled' if rospy.get_param('~disabled', False) else 'enabled',
@@ -588,7 +594,7 @@ def main(argv=None):
     rospy.init_node('realtime_loop', argv=argv)
     try:
         loop = RealtimeLoop()
-    except (ValueError, KeyError, RuntimeError) as exc:
+    except (ValueError, KeyError, RuntimeError, ImportError) as exc:
         rospy.logfatal('realtime_loop: %s', exc)
         sys.exit(2)
     loop.run()
