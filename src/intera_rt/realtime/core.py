@@ -21,6 +21,7 @@ from intera_rt.control import commands as cmds
 from intera_rt.control.arm import Arm
 from intera_rt.control.base import ArmState, CommandRejected, PluginContext, Stage, Suppressions
 from intera_rt.control.head import HeadController
+from intera_rt.control.homing import JointHoming
 from intera_rt.control.joint_command import MODE_NAMES
 from intera_rt.control.registry import ADDITIVES, CONTROLLERS, MONITORS
 from intera_rt.control.state_machine import RobotStateMachine
@@ -37,7 +38,7 @@ _FIELDS = [('t', 1), ('tick', 1), ('q', N_BOARD), ('qd', N_BOARD), ('effort', N_
            ('cmd_p', 7), ('cmd_v', 7), ('cmd_a', 7), ('cmd_effort', 7), ('interaction', 7),
            ('controlled', 1), ('enabled', 1), ('stopped', 1), ('error', 1),
            ('homed', 1), ('estop_button', 1), ('estop_source', 1), ('low_voltage', 1),
-           ('head_turning', 1), ('pan_mode', 1), ('controller', 1), ('cuff', 1),
+           ('homing', 7), ('head_turning', 1), ('pan_mode', 1), ('controller', 1), ('cuff', 1),
            ('collision', 1), ('halt_left', 1), ('timeouts', 1), ('contacts', 1), ('contact_at', 1)]
 _FIELDS += [('suppress.' + what, 1) for what in SUPPRESS_TOPICS.values()]
 for _stage in MONITORS + ADDITIVES + CONTROLLERS:
@@ -58,14 +59,16 @@ def state_field(vector, name):
 
 class RealtimeCore:
     def __init__(self, model, backend='embedded', q_arm=None, q_head=0.0, enabled=True,
-                 options=None):
-        """options: stage name → {key: value} (realtime_loop's ROS parameters)."""
+                 options=None, homed=True):
+        """options: stage name → {key: value} (realtime_loop's ROS parameters); homed:
+        False boots every arm joint NOT_HOMED (control.homing)."""
         self.model = model
         self.boards = make_boards(backend, model)
         if tuple(self.boards.joint_names) != BOARD_JOINTS:
             raise ValueError('backend %r orders its joints %s' % (backend, self.boards.joint_names))
         self._simulated = self.boards.simulated
         self.state = RobotStateMachine(enabled=enabled)
+        self.homing = JointHoming(ARM_JOINTS, homed=homed)
         self.arm = Arm(model)
         self.dynamics = self.arm.dynamics
         self._neg_effort_limit = -self.arm.effort_limit
@@ -102,6 +105,7 @@ class RealtimeCore:
             cmds.Stop: self._stop, cmds.Reset: self._reset, cmds.SetTimeout: self._set_timeout,
             cmds.SetSpeedRatio: self._set_speed_ratio, cmds.Suppress: self._suppress,
             cmds.HeadCommand: self._head_command, cmds.CuffInput: self._cuff_input,
+            cmds.HomingCommand: self._homing_command,
             cmds.SimEstop: self._sim_estop, cmds.SimError: self._sim_error,
             cmds.SimWrench: self._sim_wrench, cmds.SimJointPositions: self._sim_positions,
             cmds.SimAddObstacle: self._sim_add_obstacle,
@@ -143,7 +147,7 @@ class RealtimeCore:
             self._log('warn', 'reset', 'set_super_reset: ' + why)
 
     def _why_not_commandable(self):
-        why = self.state.why_not_moving()
+        why = self.state.why_not_moving() or self.homing.why_not_homed()
         if why:
             return why
         if self.active is self.zero_g:
@@ -207,6 +211,19 @@ class RealtimeCore:
             self.head.command(c.target, c.speed_ratio, c.pan_mode)
         except CommandRejected as exc:
             self._log('error', 'head', 'command_head_pan rejected: %s' % exc)
+
+    def _homing_command(self, c):
+        why = self.state.why_not_moving()
+        if why:
+            self._log('warn', 'homing-ignored', 'set_homing_mode ignored: %s' % why)
+            return
+        try:
+            started = self.homing.command(c.names, c.commands, self.now)
+        except CommandRejected as exc:
+            self._log('error', 'homing-rejected:' + exc.kind, 'set_homing_mode rejected: %s' % exc)
+            return
+        if started:
+            self._log('info', 'homing', 'homing %s' % ', '.join(started))
 
     def _cuff_input(self, c):
         if c.source not in ('cuff', 'navigator'):
@@ -371,6 +388,13 @@ class RealtimeCore:
             self.boards.set_brakes(True)
             self._out = self._interaction = None
             self._resume = None
+            if self.homing.busy:
+                self._log('warn', 'homing-interrupted', 'homing of %s interrupted (%s): not homed'
+                          % (', '.join(self.homing.interrupt()), self.state.why_not_moving()))
+        if self.homing.busy:
+            done = self.homing.update(self.now)
+            if done and self.homing.all_homed:
+                self._log('info', 'homed', 'homing done: every joint of the arm is homed')
         self.boards.write(torque)
         self.boards.advance(PERIOD)
         self.tick_count += 1
@@ -406,8 +430,10 @@ class RealtimeCore:
                 put('interaction', self._interaction)
         else:                               # brakes on: nothing commanded
             put('cmd_p', r.position[:7])
-        for name in ('enabled', 'stopped', 'error', 'homed', 'low_voltage'):
+        for name in ('enabled', 'stopped', 'error', 'low_voltage'):
             put(name, float(getattr(st, name)))
+        put('homed', float(self.homing.all_homed))
+        put('homing', self.homing.states)
         put('estop_button', st.estop_button)
         put('estop_source', st.estop_source)
         put('head_turning', float(self.head.turning(r.position[7])))
