@@ -5,12 +5,14 @@ Usage (normally through ``scripts/sawyer``, which sets up the environment):
     scripts/sawyer [--sim-time [--speed X|max]] [--backend NAME]
                    [--backend-option KEY=VALUE ...] [--viewer]
                    [--pose neutral|shipping|A0,A1,...,A6] [--disabled]
-                   [--gripper] [--velocity-scaling] [--screen]
+                   [--unhomed] [--gripper] [--velocity-scaling] [--no-jtas]
+                   [--screen]
 
 Validates the options, then runs
 
     roslaunch intera_rt sawyer.launch sim_time:=... speed:=... backend:=...
-              backend_options:={...} pose:=... disabled:=... gripper:=...
+              backend_options:={...} pose:=... disabled:=... unhomed:=... gripper:=...
+              jtas:=...
 
 in the foreground.  roslaunch starts a ROS master at ROS_MASTER_URI when
 none answers there (so a private robot on another port is just
@@ -116,6 +118,10 @@ def build_parser():
         '--disabled', action='store_true',
         help='boot with the robot disabled')
     parser.add_argument(
+        '--unhomed', action='store_true',
+        help='boot with the arm not homed: /robot/homing_states NOT_HOMED, motion refused '
+             'until homed (/robot/set_homing_mode, e.g. the SDK\'s home_joints.py)')
+    parser.add_argument(
         '--gripper', action='store_true',
         help='an electric parallel gripper on the flange (the end_effector IO node '
              'reports right_gripper; default: nothing attached)')
@@ -123,6 +129,10 @@ def build_parser():
         '--velocity-scaling', action='store_true',
         help='beyond the robot: slow position and velocity moves that close in on a '
              'self-collision (distance-aware, directional; default: off, as the robot)')
+    parser.add_argument(
+        '--no-jtas', dest='jtas', action='store_false',
+        help='leave out the built-in joint trajectory action server (run the SDK\'s '
+             'joint_trajectory_action_server.py instead)')
     parser.add_argument(
         '--screen', action='store_true',
         help="pass --screen to roslaunch (every node's output to the "
@@ -200,8 +210,10 @@ def roslaunch_command(args):
         'backend_options:=%s' % json.dumps(getattr(args, 'backend_options', {}) or {}),
         'pose:=%s' % args.pose,
         'disabled:=%s' % ('true' if args.disabled else 'false'),
+        'unhomed:=%s' % ('true' if args.unhomed else 'false'),
         'gripper:=%s' % ('true' if args.gripper else 'false'),
         'velocity_scaling:=%s' % ('true' if args.velocity_scaling else 'false'),
+        'jtas:=%s' % ('true' if args.jtas else 'false'),
     ]
     return cmd
 

@@ -62,6 +62,14 @@ class HeadCommand:
 
 
 @dataclass(frozen=True)
+class HomingCommand:
+    """/robot/set_homing_mode: per joint NONE (0), MANUAL (1) or AUTO (2)
+    (control.homing)."""
+    names: Tuple[str, ...]
+    commands: Tuple[int, ...]
+
+
+@dataclass(frozen=True)
 class CuffInput:
     """What the cuff's sensors report: grasped (its groove held), or the navigator's circle
     button held — either asks for zero-G. `source` names which input, so both may be held

@@ -1,6 +1,7 @@
 """The robot's enable state machine (what /robot/state reports).
 
-enabled / stopped / error / E-stop button and source, as RobotAssemblyState defines them.
+enabled / stopped / error / E-stop button and source, as RobotAssemblyState defines them
+(its `homed` is the core's control.homing).
 Disabled or stopped: brakes on, joint commands refused.
 """
 from dataclasses import dataclass
@@ -26,7 +27,6 @@ class RobotStateMachine:
     enabled: bool = True
     stopped: bool = False
     error: bool = False
-    homed: bool = True
     estop_button: int = EstopButton.UNPRESSED
     estop_source: int = EstopSource.NONE
     low_voltage: bool = False

@@ -10,6 +10,12 @@ an ambient term, a light from above and a weak headlight, so shapes read as soli
 as flat silhouettes. Shapes that contain the camera (the head's shell around the head
 camera) are left out, and surfaces nearer than the camera's near clip are not drawn.
 
+Screens: an image can be shown on the front (+z) face of a link's box — the head's
+`screen` shows what was sent to /robot/head_display. A screen is self-lit (its pixels are
+drawn as they are, not shaded) and shows through the shapes of its parent link that
+enclose it: the URDF's primitive head is a sphere around its screen, where on the robot the
+screen is the head's face.
+
 Camera frame: x right, y down, z along the view (the optical convention). World: the
 URDF's root frame (base), z up.
 """
@@ -48,6 +54,7 @@ class Scene:
         robot = URDF.from_xml_string(urdf_xml.encode() if isinstance(urdf_xml, str) else urdf_xml)
         self.root = robot.get_root()
         self.frames = JointFrames(robot)
+        self.parents = {j.child: j.parent for j in robot.joints}
         colors = {m.name: tuple(m.color.rgba[:3]) for m in (robot.materials or [])
                   if m.color is not None}
         self.shapes = []
@@ -67,10 +74,32 @@ class Scene:
             low = min(low, float((pose[:3, :3] @ _corners(s).T)[2].min() + pose[2, 3]))
         return low if math.isfinite(low) else -1.0
 
+    def shells(self, link):
+        """The shapes of `link`'s parent that enclose the origin of `link`'s shapes (at the
+        zero pose): what a screen on `link` shows through."""
+        cache = self.__dict__.setdefault('_shells', {})
+        if link not in cache:
+            cache[link] = self._find_shells(link)
+        return cache[link]
+
+    def _find_shells(self, link):
+        parent = self.parents.get(link)
+        poses = self.link_poses({})
+        inner = [poses[s.link] @ s.origin for s in self.shapes if s.link == link]
+        out = []
+        for s in self.shapes:
+            if s.link != parent or s.link not in poses:
+                continue
+            to_shape = np.linalg.inv(poses[s.link] @ s.origin)
+            if any(_inside(s, (to_shape @ p[:, 3])[:3]) for p in inner):
+                out.append(s)
+        return out
+
     def only(self, links):
         """A copy of the scene with the shapes of `links` only (same floor)."""
         part = Scene.__new__(Scene)
         part.root, part.frames, part.floor_z = self.root, self.frames, self.floor_z
+        part.parents = self.parents
         part.shapes = [s for s in self.shapes if s.link in links]
         return part
 
@@ -179,10 +208,13 @@ class Camera:
         return v0, v1, u0, u1
 
 
-def render(scene, positions, camera_pose, camera):
+def render(scene, positions, camera_pose, camera, screens=None):
     """Render the scene at joint `positions` from `camera_pose` (4×4, camera frame in the
     root frame).
 
+    Args:
+        screens: {link: (H, W, 3) float32 linear rgb}: images shown on the +z face of each
+            link's box (rows from +y down, columns along +x; see the module's docstring).
     Returns:
         rgb: (height, width, 3) float32 in [0, 1] (linear, before exposure).
         depth: (height, width) float32, ray length to the nearest robot surface (inf where
@@ -196,7 +228,9 @@ def render(scene, positions, camera_pose, camera):
     depth = np.full((h, w), np.inf, np.float32)
     light_cam = (rot.T @ LIGHT_DIR).astype(np.float32)
     world_to_cam = np.linalg.inv(camera_pose)
-    for shape, pose in scene.posed(positions):
+    posed = scene.posed(positions)
+    owner = np.full((h, w), -1, np.int32) if screens else None     # which shape is seen
+    for k, (shape, pose) in enumerate(posed):
         rel = world_to_cam @ pose                     # shape frame → camera frame
         r = rel[:3, :3].astype(np.float32)
         o = (-(r.T @ rel[:3, 3])).astype(np.float32)  # the camera's origin in the shape frame
@@ -224,8 +258,56 @@ def render(scene, positions, camera_pose, camera):
         region = rgb[v0:v1, u0:u1].reshape(-1, 3)
         region[idx] = shape.color[None, :] * lam[:, None]
         rgb[v0:v1, u0:u1] = region.reshape(v1 - v0, u1 - u0, 3)
+        if owner is not None:
+            oregion = owner[v0:v1, u0:u1].reshape(-1)
+            oregion[idx] = k
+            owner[v0:v1, u0:u1] = oregion.reshape(v1 - v0, u1 - u0)
+    for link, image in (screens or {}).items():
+        _draw_screen(scene, posed, owner, link, image, world_to_cam, cam, rgb, depth)
     np.clip(rgb, 0.0, 1.0, out=rgb)
     return rgb, depth
+
+
+def _draw_screen(scene, posed, owner, link, image, world_to_cam, cam, rgb, depth):
+    """`image` on the +z face of `link`'s box, where nothing but its shells is nearer."""
+    k = next((i for i, (s, _) in enumerate(posed) if s.link == link and s.kind == BOX), None)
+    if k is None:
+        return
+    shape, pose = posed[k]
+    ex, ey, ez = shape.dims
+    rel = world_to_cam @ pose
+    r = rel[:3, :3].astype(np.float32)
+    o = (-(r.T @ rel[:3, 3])).astype(np.float32)
+    if o[2] <= ez:                                   # the camera is behind the screen's face
+        return
+    face = np.array([[sx * ex, sy * ey, ez] for sx in (-1, 1) for sy in (-1, 1)] * 2)
+    box = cam.bbox(face @ rel[:3, :3].T + rel[:3, 3])
+    if box is None:
+        return
+    v0, v1, u0, u1 = box
+    d = cam.rays[v0:v1, u0:u1].reshape(-1, 3)
+    ds = d @ r
+    with np.errstate(divide='ignore', invalid='ignore'):
+        t = (ez - o[2]) / ds[:, 2]
+    x, y = o[0] + t * ds[:, 0], o[1] + t * ds[:, 1]
+    shell_shapes = scene.shells(link)
+    shells = [i for i, (s, _) in enumerate(posed) if any(s is x for x in shell_shapes)]
+    seen_owner = owner[v0:v1, u0:u1].reshape(-1)
+    zregion = depth[v0:v1, u0:u1].reshape(-1)
+    through = np.isin(seen_owner, shells) if shells else np.zeros(len(t), bool)
+    hit = ((ds[:, 2] < 0) & (t >= cam.near) & (np.abs(x) <= ex) & (np.abs(y) <= ey)
+           & ((t < zregion) | through))
+    if not hit.any():
+        return
+    idx = np.nonzero(hit)[0]
+    rows, cols = image.shape[:2]
+    col = np.clip(((x[idx] + ex) / (2 * ex) * cols).astype(np.intp), 0, cols - 1)
+    row = np.clip(((ey - y[idx]) / (2 * ey) * rows).astype(np.intp), 0, rows - 1)
+    zregion[idx] = t[idx]
+    depth[v0:v1, u0:u1] = zregion.reshape(v1 - v0, u1 - u0)
+    region = rgb[v0:v1, u0:u1].reshape(-1, 3)
+    region[idx] = image[row, col]
+    rgb[v0:v1, u0:u1] = region.reshape(v1 - v0, u1 - u0, 3)
 
 
 def _background(scene, cam, rot, eye):

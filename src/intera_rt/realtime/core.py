@@ -27,6 +27,7 @@ from intera_rt.control import commands as cmds
 from intera_rt.control.arm import Arm
 from intera_rt.control.base import ArmState, CommandRejected, PluginContext, Stage, Suppressions
 from intera_rt.control.head import HeadController
+from intera_rt.control.homing import JointHoming
 from intera_rt.control.joint_command import MODE_NAMES
 from intera_rt.control.registry import ADDITIVES, CONTROLLERS, MONITORS
 from intera_rt.control.state_machine import RobotStateMachine
@@ -43,7 +44,7 @@ _FIELDS = [('t', 1), ('tick', 1), ('q', N_BOARD), ('qd', N_BOARD), ('effort', N_
            ('cmd_p', 7), ('cmd_v', 7), ('cmd_a', 7), ('cmd_effort', 7), ('interaction', 7),
            ('controlled', 1), ('enabled', 1), ('stopped', 1), ('error', 1),
            ('homed', 1), ('estop_button', 1), ('estop_source', 1), ('low_voltage', 1),
-           ('head_turning', 1), ('pan_mode', 1), ('controller', 1), ('cuff', 1),
+           ('homing', 7), ('head_turning', 1), ('pan_mode', 1), ('controller', 1), ('cuff', 1),
            ('collision', 1), ('halt_left', 1), ('timeouts', 1), ('contacts', 1), ('contact_at', 1)]
 _FIELDS += [('suppress.' + what, 1) for what in SUPPRESS_TOPICS.values()]
 for _stage in MONITORS + ADDITIVES + CONTROLLERS:
@@ -64,11 +65,11 @@ def state_field(vector, name):
 
 class RealtimeCore:
     def __init__(self, model, backend='embedded', q_arm=None, q_head=0.0, enabled=True,
-                 options=None, backend_options=None):
+                 options=None, backend_options=None, homed=True):
         """options: stage name → {key: value} (realtime_loop's ROS parameters);
         backend_options: the boards backend's options (boards.registry). q_arm, q_head: the
         pose to boot in where the boards can be teleported; elsewhere the arm boots where it
-        is."""
+        is. homed: False boots every arm joint NOT_HOMED (control.homing)."""
         self.model = model
         self.boards = make_boards(backend, model, backend_options)
         if tuple(self.boards.joint_names) != BOARD_JOINTS:
@@ -78,6 +79,7 @@ class RealtimeCore:
         self.boards.configure()
         self.boards.activate()
         self.state = RobotStateMachine(enabled=enabled)
+        self.homing = JointHoming(ARM_JOINTS, homed=homed)
         self.arm = Arm(model)
         self.dynamics = self.arm.dynamics
         self._neg_effort_limit = -self.arm.effort_limit
@@ -116,6 +118,7 @@ class RealtimeCore:
             cmds.Stop: self._stop, cmds.Reset: self._reset, cmds.SetTimeout: self._set_timeout,
             cmds.SetSpeedRatio: self._set_speed_ratio, cmds.Suppress: self._suppress,
             cmds.HeadCommand: self._head_command, cmds.CuffInput: self._cuff_input,
+            cmds.HomingCommand: self._homing_command,
             cmds.SimEstop: self._sim_estop, cmds.SimError: self._sim_error,
             cmds.SimWrench: self._sim_wrench, cmds.SimJointPositions: self._sim_positions,
             cmds.SimAddObstacle: self._sim_add_obstacle,
@@ -177,7 +180,7 @@ class RealtimeCore:
             self._log('warn', 'reset', 'set_super_reset: ' + why)
 
     def _why_not_commandable(self):
-        why = self.state.why_not_moving()
+        why = self.state.why_not_moving() or self.homing.why_not_homed()
         if why:
             return why
         if self.active is self.zero_g:
@@ -242,6 +245,19 @@ class RealtimeCore:
             self.head.command(c.target, c.speed_ratio, c.pan_mode)
         except CommandRejected as exc:
             self._log('error', 'head', 'command_head_pan rejected: %s' % exc)
+
+    def _homing_command(self, c):
+        why = self.state.why_not_moving()
+        if why:
+            self._log('warn', 'homing-ignored', 'set_homing_mode ignored: %s' % why)
+            return
+        try:
+            started = self.homing.command(c.names, c.commands, self.now)
+        except CommandRejected as exc:
+            self._log('error', 'homing-rejected:' + exc.kind, 'set_homing_mode rejected: %s' % exc)
+            return
+        if started:
+            self._log('info', 'homing', 'homing %s' % ', '.join(started))
 
     def _cuff_input(self, c):
         if c.source not in ('cuff', 'navigator'):
@@ -424,6 +440,13 @@ class RealtimeCore:
             self.boards.set_brakes(True)
             self._out = self._interaction = None
             self._resume = None
+            if self.homing.busy:
+                self._log('warn', 'homing-interrupted', 'homing of %s interrupted (%s): not homed'
+                          % (', '.join(self.homing.interrupt()), self.state.why_not_moving()))
+        if self.homing.busy:
+            done = self.homing.update(self.now)
+            if done and self.homing.all_homed:
+                self._log('info', 'homed', 'homing done: every joint of the arm is homed')
         boards.write(torque, self.now, PERIOD)
         self.tick_count += 1
         if not self._owns_clock:
@@ -460,8 +483,10 @@ class RealtimeCore:
                 put('interaction', self._interaction)
         else:                               # brakes on: nothing commanded
             put('cmd_p', r.position[:7])
-        for name in ('enabled', 'stopped', 'error', 'homed', 'low_voltage'):
+        for name in ('enabled', 'stopped', 'error', 'low_voltage'):
             put(name, float(getattr(st, name)))
+        put('homed', float(self.homing.all_homed))
+        put('homing', self.homing.states)
         put('estop_button', st.estop_button)
         put('estop_source', st.estop_source)
         put('head_turning', float(self.head.turning(r.position[7])))

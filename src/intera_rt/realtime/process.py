@@ -105,14 +105,14 @@ def _grow_send_buffer(conn):
 
 
 def main(conn, config):
-    """config: urdf, backend, backend_options, q_arm, q_head, enabled, sim_time, speed
-    (inf = max), priority, tick_log, options (stage name → {key: value})."""
+    """config: urdf, backend, backend_options, q_arm, q_head, enabled, homed, sim_time,
+    speed (inf = max), priority, tick_log, options (stage name → {key: value})."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)      # the adapter decides when to stop
     try:
         model = RobotModel(config['urdf']) if config.get('urdf') else RobotModel.from_file()
         core = RealtimeCore(model, config.get('backend', 'embedded'), config['q_arm'],
                             config['q_head'], config.get('enabled', True), config.get('options'),
-                            config.get('backend_options'))
+                            config.get('backend_options'), homed=config.get('homed', True))
     except Exception as exc:  # noqa: BLE001 - the adapter reports it and exits
         conn.send(('failed', '%s: %s' % (type(exc).__name__, exc)))
         return

@@ -55,6 +55,21 @@ immediate.
 Every command names all seven arm joints: joints a goal leaves out are brought to rest and
 held (the robot's TRAJECTORY_MODE would keep extrapolating a joint a command leaves out).
 
+Another server of the same action (the SDK's own joint_trajectory_action_server.py, say):
+this one yields to it, so that two servers never drive the arm at once. It listens to the
+action's status topic (another server's status there wakes it at once; a goal that comes
+meanwhile waits for the check), and every OTHER_SERVER_CHECK s asks the master which nodes
+publish the action's status/result/feedback topics (what an action server advertises),
+checking each is alive.
+When another is, it logs one line naming it and stops serving (its action topics
+unregistered: it takes no goals and sends no arm commands). A goal it was running is
+aborted at once, and the arm brought to rest (a stop ramp of at most ~0.5 s) before it
+stops serving; its client sees the goal aborted "another action server (...) took over",
+or LOST — an actionlib client loses track of a goal when another server's status arrives
+without it, which can come first. When the other server goes away, this one serves again
+(another line). To leave it out altogether: `scripts/sawyer --no-jtas` (launch arg
+jtas:=false).
+
 Cuff: the server aborts when /io/robot/cuff/state (intera_core_msgs/IODeviceStatus) shows
 signal right_cuff with a true/nonzero value (the io_robot node's cuff device; in simulation
 a person's grasp is /intera_rt/sim/cuff), as the SDK's server does, or when the robot
@@ -66,11 +81,13 @@ import math
 import sys
 import threading
 import time
+import xmlrpc.client
 
 import actionlib
 import numpy as np
+import rosgraph
 import rospy
-from actionlib_msgs.msg import GoalStatus
+from actionlib_msgs.msg import GoalStatus, GoalStatusArray
 from control_msgs.msg import (FollowJointTrajectoryAction, FollowJointTrajectoryFeedback,
                               FollowJointTrajectoryResult)
 from intera_core_msgs.msg import (CollisionDetectionState, IODeviceStatus, JointCommand,
@@ -89,6 +106,18 @@ STALE_JOINT_STATES = 2.0        # s of robot time without /robot/joint_states: a
 STALE_CONFIRM = 0.5             # wall s the condition must persist (a starved process catching up)
 SILENT_ROBOT = 30.0             # wall s without joint states: abort even if the clock stopped too
 LIMB_NS = '/robot/limb/right/'
+OTHER_SERVER_CHECK = 0.5        # wall s between looks for another server of the action
+NODE_PING_TIMEOUT = 1.0         # s an alive node takes at most to answer the master API
+
+
+class _PingTransport(xmlrpc.client.Transport):
+    """XML-RPC with a timeout on its own connection (the process-wide default timeout would
+    also apply to rospy's sockets)."""
+
+    def make_connection(self, host):
+        conn = super().make_connection(host)
+        conn.timeout = NODE_PING_TIMEOUT
+        return conn
 
 
 class _Active:
@@ -151,6 +180,8 @@ class JointTrajectoryActionServer:
         self._ratio_set = False
         self.active = None
         self.stopping = None
+        self.yielded_to = None       # the other server's node name(s) while this one yields
+        self._serving = False
 
         self.limits = self._wait_for_limits()
         self.defaults = jt.Tolerances.uniform(len(self.arm), **self.defaults_args)
@@ -185,10 +216,92 @@ class JointTrajectoryActionServer:
         # actionlib calls the goal/cancel callbacks holding this (re-entrant) lock; the
         # control loop takes the same one, so there is a single lock order.
         self.lock = self.server.lock
-        self.server.start()
+        self._master = rosgraph.Master(rospy.get_name())
+        self._master_lock = threading.Lock()     # (one XML-RPC connection: one call at a time)
+        self._look = threading.Event()           # look for other servers now
+        self._suspect = False                    # another node's status seen, not yet checked
+        rospy.Subscriber(self.action_ns + '/status', GoalStatusArray, self._on_status, queue_size=1)
+        with self.lock:
+            self._yield_to(self._other_servers())
         self._thread = threading.Thread(target=self._run, name='jtas_control', daemon=True)
         self._thread.start()
+        threading.Thread(target=self._watch_others, name='jtas_others', daemon=True).start()
         rospy.on_shutdown(self._on_shutdown)
+
+    # --- another server of the action: yield to it --------------------------------------------
+    def _other_servers(self):
+        """The other live nodes that advertise the action's server topics (sorted), or []
+        when the master cannot be asked."""
+        topics = {self.action_ns + suffix for suffix in ('/status', '/result', '/feedback')}
+        me = rospy.get_name()
+        try:
+            with self._master_lock:
+                pubs = self._master.getSystemState()[0]
+        except Exception:   # noqa: BLE001 - master unreachable: keep the current decision
+            return sorted(self.yielded_to or ())
+        nodes = {n for topic, names in pubs if topic in topics for n in names if n != me}
+        return sorted(n for n in nodes if self._alive(n))
+
+    def _alive(self, node):
+        """A node the master lists answers its API (one killed without unregistering does
+        not)."""
+        try:
+            with self._master_lock:
+                uri = self._master.lookupNode(node)
+            xmlrpc.client.ServerProxy(uri, transport=_PingTransport()).getPid(rospy.get_name())
+            return True
+        except Exception:   # noqa: BLE001 - unknown, unreachable or dead
+            return False
+
+    def _on_status(self, msg):
+        header = getattr(msg, '_connection_header', None) or {}
+        if self.yielded_to is None and header.get('callerid') not in (None, rospy.get_name()):
+            self._suspect = True
+            self._look.set()
+
+    def _yield_to(self, others):
+        """Serve the action when no other server does; else stop serving (holding
+        self.lock). A running goal is aborted at once (its result sent), the arm then
+        brought to rest before this server stops serving."""
+        if others:
+            if self.yielded_to is None:
+                self.yielded_to = others
+                rospy.logwarn('joint_trajectory_action_server: another server of %s is running '
+                              '(%s): yielding to it; this server takes no goals and sends no arm '
+                              'commands while it runs', self.action_ns, ', '.join(others))
+                act = self.active
+                if act is not None:
+                    text = 'aborted: another action server (%s) took over %s' % (
+                        ', '.join(others), self.action_ns)
+                    self._abort(act, jt.PATH_TOLERANCE_VIOLATED, text,
+                                stop=self._robot_why_not() is None)
+                    if self.stopping is not None:      # the result now, not after the ramp
+                        self.stopping.finish(self)
+            if self._serving and self.stopping is None:
+                self.server.stop()           # (a stop ramp in progress ends first: _cycle)
+                self._serving = False
+        else:
+            if self.yielded_to is not None:
+                rospy.logwarn('joint_trajectory_action_server: the other server of %s (%s) has '
+                              'gone: serving it again', self.action_ns, ', '.join(self.yielded_to))
+                self.yielded_to = None
+            if not self._serving:
+                # Goals that came while yielded were the other server's: forget them.
+                self.server.status_list = []
+                self.server.start()
+                self._serving = True
+
+    def _watch_others(self):
+        while not rospy.is_shutdown():
+            self._look.wait(OTHER_SERVER_CHECK)
+            self._look.clear()
+            others = self._other_servers()
+            with self.lock:
+                if rospy.is_shutdown():
+                    return
+                self._yield_to(others)
+                if not others:
+                    self._suspect = False
 
     # --- inputs ------------------------------------------------------------------------
     def _wait_for_limits(self):
@@ -295,6 +408,16 @@ class JointTrajectoryActionServer:
 
     # --- action callbacks (actionlib holds self.lock) -------------------------------------
     def _on_goal(self, gh):
+        if self.yielded_to is None and self._suspect:
+            # Another server's status came and is not checked yet: check before taking it
+            # (a master call, a few ms; otherwise goals cost no master call).
+            self._yield_to(self._other_servers())
+        if self.yielded_to is not None:
+            # The other server answers it: nothing from this one (not even a rejection,
+            # which would reach the client as this server's verdict).
+            rospy.loginfo('joint_trajectory_action_server: goal %s left to %s',
+                          gh.get_goal_id().id, ', '.join(self.yielded_to))
+            return
         goal = gh.get_goal()
         why = self._robot_why_not()
         if why is None and self._joints is None:
@@ -414,6 +537,8 @@ class JointTrajectoryActionServer:
             self._run_active(now)
         elif self.stopping is not None:
             self._run_stopping(now)
+            if self.stopping is None and self.yielded_to is not None:
+                self._yield_to(self.yielded_to)        # the ramp is over: stop serving now
         else:
             self._collision_event = False
             if self._ratio_set:
@@ -554,8 +679,9 @@ def main(argv=None):
         sys.exit(2)
     except rospy.ROSInterruptException:
         return
-    rospy.loginfo('Joint Trajectory Action Server Running: %s mode, %.0f Hz, action %s',
-                  server.mode, server.rate, server.action_ns)
+    rospy.loginfo('Joint Trajectory Action Server Running: %s mode, %.0f Hz, action %s%s',
+                  server.mode, server.rate, server.action_ns,
+                  ' (yielded to %s)' % ', '.join(server.yielded_to) if server.yielded_to else '')
     rospy.spin()
 
 

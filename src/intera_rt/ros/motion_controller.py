@@ -30,6 +30,9 @@ Like any other client, it reaches the arm only through the robot's public interf
 The robot model (/robot_description) follows the robot's description when a URDF fragment
 changes it (announced on /intera_rt/robot_description), and is re-read when a goal names
 an endpoint it lacks.
+
+The same process serves /calibration_command (intera_rt.ros.calibration), as a client of
+/motion/motion_command.
 """
 import queue
 import sys
@@ -580,6 +583,10 @@ def main(argv=None):
     rospy.init_node('motion_controller', argv=argv)
     sys.setswitchinterval(0.0005)     # the executor thread must not wait on the planner's CPU
     MotionController()
+    # The arm calibration routine (/calibration_command), a client of this node's action:
+    # here rather than a node of its own, which would cost lockstep speed under sim time.
+    from intera_rt.ros.calibration import ArmCalibration
+    ArmCalibration()
     rospy.spin()
 
 

@@ -7,6 +7,10 @@ sim-control services become typed commands (control.commands) the core applies b
 ticks (every input takes effect at a tick boundary: deterministic under sim time); the state
 the core sends every 10 ticks becomes the robot's state topics.
 
+Homing: /robot/homing_states (latched) on every change and every HOMING_STATES_PERIOD;
+/robot/set_homing_mode becomes a HomingCommand (control.homing). `~unhomed` boots the arm
+NOT_HOMED: it refuses motion commands until homed.
+
 Zero-G input: the cuff's grasp (right_cuff in /io/robot/cuff/state) and the navigator's
 circle buttons (/io/robot/navigator/state), as the IO devices report them.
 
@@ -37,7 +41,7 @@ from intera_rt_msgs.srv import (AddObstacle, AddObstacleResponse, ApplyWrench,
                                 ApplyWrenchResponse, RemoveObstacle, RemoveObstacleResponse,
                                 SetJointPositions, SetJointPositionsResponse)
 from rosgraph_msgs.msg import Clock
-from sensor_msgs.msg import Image, JointState
+from sensor_msgs.msg import JointState
 from std_msgs.msg import Bool, Empty, Float64, Header, String
 from std_srvs.srv import SetBool, SetBoolResponse
 
@@ -65,6 +69,7 @@ WRENCH_DAMPING = 1e-6                 # λ² of the endpoint wrench's damped lea
 CUFF_SIGNALS = ('right_cuff',)
 NAVIGATOR_SIGNALS = ('right_button_circle', 'head_button_circle')
 REALTIME_STATE_PERIOD = 0.1           # s of loop time between unchanged realtime_states
+HOMING_STATES_PERIOD = 1.0            # s of loop time between unchanged homing_states
 CALL_TIMEOUT = 10.0                   # s a sim-control service waits for the core
 BOOT_TIMEOUT = 60.0                   # s the core may take to build its model
 
@@ -118,9 +123,9 @@ class RealtimeLoop:
         q_head = HEAD_NAMED_POSES['neutral']
         # The model terms SEAJointState reports are computed here, off the realtime path.
         self._armature = self.model.limit_arrays(ARM_JOINTS)['armature']
-        self.head_display = None        # last image sent to the head screen
         self._zero_g_inputs = {}         # device → pressed, as last sent to the core
         self._realtime_key, self._realtime_at = None, -math.inf   # last realtime_state sent
+        self._homing_key, self._homing_at = None, -math.inf       # last homing_states sent
         # The avoidance shapes' links, in the order the core's collision_avoidance stage
         # numbers them.
         armnav = rospy.get_param('/robot/armnav_robot_description', None)
@@ -145,7 +150,8 @@ class RealtimeLoop:
         self.proc, self.conn = rt_process.start(dict(
             urdf=urdf, backend=backend, backend_options=backend_options, q_arm=q_arm,
             q_head=q_head, options=self._stage_options(),
-            enabled=not rospy.get_param('~disabled', False), sim_time=self.sim_time,
+            enabled=not rospy.get_param('~disabled', False),
+            homed=not rospy.get_param('~unhomed', False), sim_time=self.sim_time,
             speed=self.speed, priority=int(rospy.get_param('~realtime_priority', 50)),
             tick_log=rospy.get_param('~tick_log', os.environ.get('INTERA_RT_TICK_LOG', ''))))
         if not self.conn.poll(BOOT_TIMEOUT):
@@ -155,11 +161,12 @@ class RealtimeLoop:
             raise RuntimeError('the realtime core failed to start: %s' % (ready[1],))
         self._state, self._state_wall = ready[1], time.time()
         self.simulated = ready[3]
-        rospy.loginfo('realtime_loop: %s backend%s, %s, %s; core process %d: %s', backend,
+        rospy.loginfo('realtime_loop: %s backend%s, %s, %s%s; core process %d: %s', backend,
                       ' %s' % backend_options if backend_options else '',
                       'sim time at %s x real time' % ('max' if math.isinf(self.speed) else self.speed)
                       if self.sim_time else 'wall clock',
                       'disabled' if rospy.get_param('~disabled', False) else 'enabled',
+                      ', not homed' if rospy.get_param('~unhomed', False) else '',
                       self.proc.pid, ready[2])
         self._setup_ros()
 
@@ -226,7 +233,7 @@ class RealtimeLoop:
         self.pub_limits = pub('/robot/joint_limits', JointLimits, queue_size=1, latch=True)
         self.pub_clock = periodic('/clock', Clock) if self.sim_time else None
         self.pub_limits.publish(self._joint_limits_msg())
-        self.pub_homing.publish(HomingState(name=list(ARM_JOINTS), state=[HomingState.HOMED] * 7))
+        self._publish_homing()
 
         sub = rospy.Subscriber
         send = self._send
@@ -246,7 +253,6 @@ class RealtimeLoop:
         # URDF fragments (/robot/urdf) and the tips clients ask for: tip_states.
         self.fragments = UrdfFragments(self.model.urdf_xml, self._on_model_change)
         sub(REQUESTED_TIPS_TOPIC, String, self._on_requested_tips, queue_size=2)
-        sub('/robot/head_display', Image, self._on_head_display, queue_size=2)
         sub(ns + 'interaction_control_command', InteractionControlCommand, self._on_interaction,
             queue_size=10)
         # Zero-G inputs, as the IO devices report them.
@@ -272,8 +278,7 @@ class RealtimeLoop:
 
     # --- inputs -----------------------------------------------------------------------
     def _on_homing(self, msg):
-        # The arm boots homed (absolute encoders); homing requests succeed at once.
-        self.pub_homing.publish(HomingState(name=list(ARM_JOINTS), state=[HomingState.HOMED] * 7))
+        self._send(cmds.HomingCommand(tuple(msg.name), tuple(msg.command)))
 
     def _on_joint_command(self, msg):
         stamp = msg.header.stamp
@@ -286,11 +291,6 @@ class RealtimeLoop:
     def _on_head(self, msg):
         self._send(cmds.HeadCommand(msg.target, msg.speed_ratio,
                                     None if msg.pan_mode == HeadPanCommand.NO_MODE_CHANGE else msg.pan_mode))
-
-    def _on_head_display(self, msg):
-        self.head_display = msg
-        self.log_throttled(rospy.loginfo, 'display', 'head display: %dx%d %s image'
-                           % (msg.width, msg.height, msg.encoding))
 
     def _on_model_change(self, change):
         """A fragment changed the robot's description: tip_states follows it."""
@@ -445,6 +445,7 @@ class RealtimeLoop:
                 header=header, other_arm=False, collision_object=self._avoidance_objects()))
         if wanted(self.pub_realtime):
             self._publish_realtime_state(header)
+        self._publish_homing()
 
     def _joint_state_msg(self, header):
         """/robot/joint_states in its wire form (the most listened-to state: its latency is
@@ -543,6 +544,16 @@ class RealtimeLoop:
             return
         self._realtime_key, self._realtime_at = key, t
         self.pub_realtime.publish(self._realtime_state_msg(header))
+
+    def _publish_homing(self):
+        """/robot/homing_states on every change, else every HOMING_STATES_PERIOD of loop time
+        (latched: a new subscriber has the latest at once)."""
+        key = tuple(int(s) for s in self._field('homing'))
+        t = self._field('t')
+        if key == self._homing_key and t - self._homing_at < HOMING_STATES_PERIOD - 1e-9:
+            return
+        self._homing_key, self._homing_at = key, t
+        self.pub_homing.publish(HomingState(name=list(ARM_JOINTS), state=list(key)))
 
     def _realtime_state_msg(self, header):
         f, opt = self._field, self._optional

@@ -14,7 +14,8 @@ under /io/internal_camera/<camera>/, header.frame_id the camera's optical frame 
 (head_camera; right_hand_camera_optical), stamped with the joint state they show.
 They are rendered (intera_rt.io.render) from the robot's visual shapes at its current
 joint angles (/robot/joint_states, subscribed only while a camera streams) seen from the
-camera's frame, then scaled by exposure, gain and strobe.
+camera's frame, then scaled by exposure, gain and strobe; the head's screen shows what
+/robot/head_display last showed (HeadDisplayIO), when a camera sees it.
 
 CPU: a frame is rendered only while a camera streams and something subscribes to its
 images, at most at the camera's rate in both ROS and wall-clock time, with its rays at
@@ -70,13 +71,14 @@ class CameraStream:
     def wanted(self):
         return any(p.get_num_connections() > 0 for p in self.pubs + [self.pub_info])
 
-    def publish(self, positions, stamp, brightness):
+    def publish(self, positions, stamp, brightness, screens=(0, None)):
+        """One frame; `screens`: (version, {link: image}) of the displays to draw."""
         key = (tuple(sorted((n, round(q / POSITION_RESOLUTION)) for n, q in positions.items())),
-               round(brightness, 4))
+               round(brightness, 4), screens[0])
         if key != self._key:
             t0 = time.perf_counter()
             poses = self.scene.link_poses(positions)
-            rgb, _ = render(self.scene, positions, poses[self.frame], self.camera)
+            rgb, _ = render(self.scene, positions, poses[self.frame], self.camera, screens[1])
             img = to_bgr8(rgb, brightness) if self.color else to_mono8(rgb, brightness)
             self._data = resize_nearest(img, self.height, self.width).tobytes()
             self._key = key
@@ -94,7 +96,9 @@ class CameraStream:
 
 
 class CameraIO:
-    def __init__(self):
+    def __init__(self, display=None):
+        """display: a HeadDisplayIO whose screen the cameras show (None: none drawn)."""
+        self.display = display
         configured = rospy.get_param('/robot_config/camera_config', {}) or {}
         render_scale = float(rospy.get_param('~render_scale', 0.5))
         if not 0.05 <= render_scale <= 1.0:
@@ -166,7 +170,8 @@ class CameraIO:
             period = 1.0 / float(stream.device.spec['rate'])
             t_wall, t_ros = time.monotonic(), rospy.get_time()
             if stream.wanted():
-                stream.publish(self._positions, self._stamp or rospy.Time.now(), brightness)
+                stream.publish(self._positions, self._stamp or rospy.Time.now(), brightness,
+                               self.display.screens() if self.display else (0, None))
             if stream.renders and time.monotonic() - last_log > STAT_EVERY:
                 last_log = time.monotonic()
                 rospy.loginfo('io_internal_camera: %s %dx%d: %d frames rendered, %.1f ms each on '

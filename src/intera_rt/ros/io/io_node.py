@@ -1,6 +1,7 @@
 """io: the robot's IO nodes in one ROS node (one process): 'robot' (cuff, navigators,
-lights: robot_node), 'end_effector' (optionally the electric gripper: end_effector_node) and
-'internal_camera' (the cameras and their images: camera_node).
+lights: robot_node), 'end_effector' (optionally the electric gripper: end_effector_node),
+'internal_camera' (the cameras and their images: camera_node) and the head's screen
+(/robot/head_display: head_display).
 
 One process rather than three: under sim time every ROS node hears /clock, and at many
 times real time each idle node cost the lockstep speed about 0.5×. The price: while a
@@ -13,6 +14,7 @@ import rospy
 
 from intera_rt.ros.io.camera_node import CameraIO
 from intera_rt.ros.io.end_effector_node import EndEffectorIO
+from intera_rt.ros.io.head_display import HeadDisplayIO
 from intera_rt.ros.io.robot_node import RobotIO
 
 
@@ -20,7 +22,7 @@ def main():
     rospy.init_node('io')
     RobotIO()
     EndEffectorIO(bool(rospy.get_param('~gripper', False)))
-    CameraIO()
+    CameraIO(display=HeadDisplayIO())
     rospy.spin()
 
 
