@@ -92,8 +92,9 @@ class Output:
         self.position = position
         self.velocity = velocity
         self.acceleration = acceleration
-        # SEAJointState commanded_effort: the user's torques in torque mode, else `torque`.
-        self.effort = torque if effort is None else effort
+        # SEAJointState commanded_effort: the user's torques in torque mode; None: the torque
+        # the loop sends the boards (gravity and additive torques included, saturated).
+        self.effort = effort
 
 
 @dataclass

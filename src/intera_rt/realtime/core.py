@@ -102,6 +102,7 @@ class RealtimeCore:
         self._last_command = -math.inf
         self._out = None                # the active controller's latest Output (None: brakes on)
         self._interaction = None        # the interaction torques added in the latest tick
+        self._applied = None            # the torques written to the boards in the latest tick
         self._halt_until = -math.inf    # a collision stop holds the arm until then
         self._halt_kind = ''
         self._halt_collision = False
@@ -435,7 +436,7 @@ class RealtimeCore:
                         interaction = extra if interaction is None else interaction + extra
             torque[:7] = clip(tau, self._neg_effort_limit, self.arm.effort_limit)
             torque[7] = self.head.tick(PERIOD, state.q_head, state.qd_head)
-            self._out, self._interaction = out, interaction
+            self._out, self._interaction, self._applied = out, interaction, torque
         elif not reading.brakes:
             self.boards.set_brakes(True)
             self._out = self._interaction = None
@@ -477,7 +478,7 @@ class RealtimeCore:
             put('cmd_p', out.position)
             put('cmd_v', out.velocity)
             put('cmd_a', out.acceleration)
-            put('cmd_effort', out.effort)
+            put('cmd_effort', out.effort if out.effort is not None else self._applied[:7])
             put('controlled', 1.0)
             if self._interaction is not None:
                 put('interaction', self._interaction)
