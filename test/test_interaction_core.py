@@ -234,6 +234,44 @@ def test_force_with_motion_limit_stops_at_its_bound(model):
     assert abs(sim.displacement(start)[0][2] - dp[2]) < 1e-3, 'it did not stay at its bound'
 
 
+def test_the_interaction_frame_sets_the_axes_and_the_endpoint_frame_follows_the_hand(model):
+    """A frame turned 90° about z (its x along base y): 500 N/m on its x, 1300 on the rest;
+    a 20 N push along base y gives way 20/500 m. In the endpoint frame (right_hand's z
+    points down at neutral), a force of +10 N along z presses a table below with 10 N."""
+    sim = Sim(model)
+    s45 = math.sqrt(0.5)
+    sim.apply(interaction(K=(500.0, 1300.0, 1300.0, 30.0, 30.0, 30.0),
+                          frame_orientation=(0.0, 0.0, s45, s45)))
+    start = sim.pose()
+    sim.run(2.0, sim.push((0, 20.0, 0, 0, 0, 0)))
+    dp = sim.displacement(start)[0]
+    assert dp[1] == pytest.approx(20.0 / 500.0, rel=0.10), dp
+    sim = Sim(model)
+    sim.table_below()
+    sim.apply(interaction(mode=(1, 1, FORCE, 1, 1, 1), force=(0, 0, 10.0, 0, 0, 0),
+                          in_endpoint_frame=True))
+    sim.run(2.5)
+    assert sim.contact_force()[2] == pytest.approx(10.0, rel=0.10), sim.contact_force()
+    assert sim.collisions == 0
+
+
+def test_force_control_damping_limits_the_speed_in_free_space_unless_disabled(model):
+    """5 N up in free space for 0.3 s: with the force control's damping the hand creeps
+    (5 N / 288 N·s/m ≈ 2 cm/s); with disable_damping_in_force_control it accelerates."""
+    speeds = {}
+    for disabled in (False, True):
+        sim = Sim(model)
+        start = sim.pose()
+        sim.apply(interaction(mode=(1, 1, FORCE, 1, 1, 1), force=(0, 0, 5.0, 0, 0, 0),
+                              disable_damping_in_force_control=disabled))
+        sim.run(0.3)
+        before = sim.displacement(start)[0][2]
+        sim.run(0.05)
+        speeds[disabled] = (sim.displacement(start)[0][2] - before) / 0.05
+    assert 0.0 < speeds[False] < 0.025, speeds
+    assert speeds[True] > 4 * speeds[False], speeds
+
+
 # --- constrained zero-G --------------------------------------------------------------------
 def test_constrained_zero_g_frees_exactly_the_chosen_axes(model):
     """constrained_zeroG.py -ph: zero stiffness on x and y, max_impedance on the others. A

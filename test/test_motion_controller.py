@@ -266,7 +266,8 @@ def test_cartesian_with_another_active_endpoint(ros):
 
 
 def test_interaction_options_are_accepted_and_passed_on(ros):
-    """go_to_joint_angles_in_contact style: interaction_control with its parameters."""
+    """go_to_joint_angles_in_contact style: interaction_control with its parameters, which the
+    robot's interaction controller applies while the motion moves its reference."""
     from intera_core_msgs.msg import InteractionControlCommand
     teleport(ros)
     g = joint_goal(ros, BIAS, ratio=0.5)
@@ -286,7 +287,12 @@ def test_interaction_options_are_accepted_and_passed_on(ros):
         state, result = send(ros, g)          # (republished at 10 Hz while it moves)
         msg = rec.wait(5.0)
     assert state == SUCCEEDED and result.result
-    assert np.abs(angles(ros) - BIAS).max() < 0.01
+    # Compliant all the way (500 N/m, 10 N·m/rad, the nullspace at 5-10 N·m/rad): the motion
+    # ends once the arm has settled near the goal, and the arm stays in interaction control.
+    assert np.abs(angles(ros) - BIAS).max() < 0.05
+    from rosharness import wait_for_message
+    from intera_rt_msgs.msg import RealtimeState
+    assert wait_for_message('/intera_rt/realtime_state', RealtimeState).controller == 'interaction'
     assert msg.interaction_control_active and list(msg.K_impedance) == p.K_impedance
     assert list(msg.K_nullspace) == p.K_nullspace
 

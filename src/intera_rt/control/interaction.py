@@ -15,18 +15,35 @@ Control law, each tick (the 6 axes are x, y, z, rx, ry, rz of the interaction fr
     F_i = f_i − D_i v_i                        FORCE_MODE (2); D_i = 0 when
                                                disable_damping_in_force_control
     F_i = f_i − D_i v_i − K_w (|e_i| − b)⁺ sgn e_i
-                                               FORCE_WITH_MOTION_LIMIT_MODE (4): a wall at
-                                               b = 0.12 m / 0.2618 rad from the reference
-    τ   = J_aᵀ F + (I − Jᵀ(JJᵀ)⁻¹J)(K_ns (q_ns − q) − D_ns q̇)
+                                               FORCE_WITH_MOTION_LIMIT_MODE (4): a wall
+                                               (K_w 10⁴ N/m, 10³ N·m/rad, damped) at b =
+                                               0.12 m / 0.2618 rad from the reference; the
+                                               hand stops f/K_w past it (5 mm at 50 N)
+    τ   = J_aᵀ (F + u + h) + (I − Jᵀ(JJᵀ)⁻¹J)(K_ns (q_ns − q) − D_ns q̇)
     f is force_command: the wrench the endpoint applies to the world (N, N·m). In a steady
     push the displacement is F_ext/K on each impedance axis: the nullspace term is
     projected out of the endpoint's directions (any generalized inverse of J keeps the
-    equilibrium exact), so it moves only the elbow.
-    The rotational virtual wall: an orientation error beyond 82.5° meets a stiff
-    (300 N·m/rad) wall on the impedance axes, unless rotations_for_constrained_zeroG (which
+    equilibrium exact), so it moves only the elbow. The projector (and the wrench map
+    (JJᵀ)⁻¹J below) are refreshed every 5 ticks: the pose moves little in 5 ms.
+    The rotational virtual wall: an orientation error beyond 82.5° meets a 300 N·m/rad
+    wall (damped) on the impedance axes, unless rotations_for_constrained_zeroG (which
     takes effect only while the reference orientation is still: not during a motion).
     Constrained zero-G is impedance with zero stiffness (and so zero default damping) on the
     free axes and max_impedance on the others.
+    u, the balance correction: the drives' friction (0.5 N·m on right_j0..3) holds a joint
+    short of the balance K·e = F_ext: 11 % short in translation and up to 75 % in rotation
+    at 500 N/m and 10 N·m/rad, the steady-state offsets franka's users report. While the
+    arm is at rest (endpoint slower than 2 cm/s and 0.05 rad/s, joints than 0.1 rad/s) and
+    the reference still, u integrates (4/s) the imbalance between the wrench the law
+    commands and the external wrench the joints measure ((JJᵀ)⁻¹J(g − τ_measured): the
+    torques are measured past the friction, as the SEAs measure them), beyond a dead band
+    (0.1 N, 0.01 N·m), up to 8 N / 2 N·m; it decays (0.1 s) as soon as anything moves.
+    Axes with no balance to keep (zero stiffness: a free axis of constrained zero-G) get
+    none. With it the steady push lands within 1-3 % of F/K on every axis.
+    h, the hand-over: when a reset moves the reference to where the endpoint is, or when
+    interaction control takes over from another controller, the wrench held until then
+    (the old springs' against a push or a surface; the previous controller's torques
+    mapped to the endpoint) is kept and fades out (0.3 s) instead of vanishing.
 
 Parameters (the seed's field documentation), as applied:
     K_impedance     ≥ 0, capped at 1300 N/m and 30 N·m/rad; empty: those caps.
@@ -58,10 +75,11 @@ Parameters (the seed's field documentation), as applied:
     refused (CommandRejected naming the field and value) and the arm keeps what it does.
 
 Changes without jumps: a new parameter set resets the reference to the endpoint's pose
-(unless disable_reference_resetting) and the gains and forces in force move to the new
-ones with a 50 ms time constant; a force command starts from zero when interaction control
-becomes active; the torque changes by at most 1 N·m per tick (franka's torque-rate
-limit). An identical command (a client republishing) changes nothing.
+(unless disable_reference_resetting), handing over what the springs held (h), and the
+gains and forces in force move to the new ones with a 50 ms time constant; a force command
+starts from zero when interaction control becomes active; the torque changes by at most
+1 N·m per tick (franka's torque-rate limit). An identical command (a client republishing)
+changes nothing.
 
 Collision detection: expected_external_torque() is the reaction to the endpoint wrench this
 controller commands, −J_aᵀF; collision detection counts only the external torque beyond
@@ -94,7 +112,6 @@ SHORT_MODE = {IMPEDANCE: 'imp', FORCE: 'force', IMPEDANCE_WITH_FORCE_LIMIT: 'imp
 AXES = ('x', 'y', 'z', 'rx', 'ry', 'rz')
 ENDPOINT = 'right_hand'
 
-_T, _R = (1.0,) * 3 + (0.0,) * 3, (0.0,) * 3 + (1.0,) * 3
 K_CAP = np.array([1300.0] * 3 + [30.0] * 3)              # N/m, N·m/rad
 K_MAX_RANGE = (np.array([1300.0] * 3 + [30.0] * 3), np.array([3000.0] * 3 + [300.0] * 3))
 D_SCALE = np.array([8.0] * 3 + [2.0] * 3)                # default D = D_SCALE·√K
@@ -102,8 +119,9 @@ FORCE_CAP = np.array([50.0] * 3 + [5.0] * 3)             # N, N·m
 K_NULLSPACE_CAP = 10.0                                   # N·m/rad
 K_NULLSPACE_DEFAULT = 4.0
 MOTION_BOUND = np.array([0.12] * 3 + [0.2618] * 3)       # m, rad (seed 000)
-WALL_STIFFNESS = np.array([1e4] * 3 + [1e3] * 3)         # the motion limit's and rotational walls
+WALL_STIFFNESS = np.array([1e4] * 3 + [1e3] * 3)         # FORCE_WITH_MOTION_LIMIT's walls
 ROTATION_WALL = math.radians(82.5)
+ROTATION_WALL_STIFFNESS = 300.0                           # N·m/rad (the most max_impedance gives)
 UNITS = ('N/m',) * 3 + ('N·m/rad',) * 3
 FORCE_UNITS = ('N',) * 3 + ('N·m',) * 3
 
@@ -114,6 +132,7 @@ TORQUE_RATE = 1000.0         # N·m/s: the most the output torque changes by
 HANDOVER_TIME = 0.3          # s: time constant of the wrench handed over by a reset
 DAMPING_GUARD = 0.5          # D·period/m at most, per axis
 NULLSPACE_PINV_DAMPING = 1e-6    # λ² of (JJᵀ + λ²I) in the nullspace projector
+SLOW_TICKS = 5               # ticks between updates of the projector and the balance
 # The balance correction (see the module docstring): its rate per unit of imbalance, the
 # imbalance it leaves alone, the most it adds, and how slow the endpoint must be for it.
 BALANCE_GAIN = 4.0           # 1/s
@@ -121,6 +140,7 @@ BALANCE_LEAK = 0.1           # s: u's time constant of decay on an axis that mov
 BALANCE_DEADBAND = np.array([0.1] * 3 + [0.01] * 3)      # N, N·m
 BALANCE_MAX = np.array([8.0] * 3 + [2.0] * 3)            # N, N·m
 BALANCE_SPEED = np.array([0.02] * 3 + [0.05] * 3)        # m/s, rad/s
+BALANCE_JOINT_SPEED = 0.1    # rad/s: and every joint slower than this
 QUATERNION_NORM_TOLERANCE = 1e-3
 NO_LIMIT = 1e9               # a force limit or motion bound that never binds
 
@@ -293,7 +313,10 @@ class InteractionController(Controller):
         self._fid = self.dyn.frame_id(ENDPOINT)
         self._armature = np.diag(arm.armature)
         self._u = np.zeros(6)
-        self._rhs = np.zeros((6, 2), order='F')
+        self._slow_left = 0
+        self._wrench_map = np.zeros((6, 7))
+        self._eye7 = np.eye(7)
+        self._projector = self._eye7.copy()
         self._handover = None            # wrench (base) fading out after a reset
         self._held = np.zeros(6)         # the static wrench of the latest tick (base)
         self._zero = np.zeros(7)
@@ -301,10 +324,9 @@ class InteractionController(Controller):
         self._cur, self._tgt = np.zeros(32), np.zeros(32)
         self._K, self._D, self._F = self._cur[0:6], self._cur[6:12], self._cur[12:18]
         self._Kns, self._Dns = self._cur[18:25], self._cur[25:32]
-        self._alpha = 0.0
+        self._alpha = 1.0 - math.exp(-LOOP_PERIOD / FILTER_TIME)    # per tick
         self._filter_left = 0
-        self._cmd = None
-        self.params = None
+        self._cmd = None                 # the command in force (None: the defaults)
         self._e = np.zeros(6)
         self._tau_prev = np.zeros(7)
         self._expected = None
@@ -313,7 +335,6 @@ class InteractionController(Controller):
         self._M_diag = np.ones(7)
         self._k_max = K_MAX_RANGE[0].copy()
         self._refresh_at = -math.inf
-        self._alpha = 1.0 - math.exp(-LOOP_PERIOD / FILTER_TIME)
         self.params = parse(InteractionCommand(True))[0]
         self._derive()
         self._clear_reference(np.zeros(7))
@@ -462,7 +483,7 @@ class InteractionController(Controller):
             self._bound = None
         rot_imp = imp[3:]
         self._rot_wall = rot_imp.astype(float) if rot_imp.any() else None
-        self._rot_wall_d = np.minimum(D_SCALE[3:] * np.sqrt(WALL_STIFFNESS[3:]), guard[3:])
+        self._rot_wall_d = np.minimum(D_SCALE[3:] * math.sqrt(ROTATION_WALL_STIFFNESS), guard[3:])
         # The axes' rotation: None for base's own (the SDK's default frame), skipping the
         # products each tick.
         self._frame_R = None if np.array_equal(p.frame_rotation, np.eye(3)) else p.frame_rotation
@@ -518,6 +539,7 @@ class InteractionController(Controller):
         self._ns = bool(np.count_nonzero(self._tgt[18:32]))
         self._expected = None
         self._starting = True                     # the command that activates it: no ramp
+        self._slow_left = 0                       # the projector at this pose first
 
     def reset(self, state):
         self._clear_reference(state.q)
@@ -584,7 +606,7 @@ class InteractionController(Controller):
         if self._rot_wall is not None and not (self.params.free_rotations and not self._driven):
             angle = math.sqrt(float(phi @ phi))
             if angle > ROTATION_WALL:
-                Fs[3:] -= self._rot_wall * WALL_STIFFNESS[3:] * ((angle - ROTATION_WALL) / angle) * e[3:]
+                Fs[3:] -= self._rot_wall * (ROTATION_WALL_STIFFNESS * (angle - ROTATION_WALL) / angle) * e[3:]
                 Fd[3:] -= self._rot_wall * self._rot_wall_d * v[3:]
         F = Fs + Fd + self._u
         if limit is not None:
@@ -596,22 +618,26 @@ class InteractionController(Controller):
             self._held = np.concatenate((Ra @ held[:3], Ra @ held[3:]))
         tau_task = F @ TJ
         tau = tau_task
-        # One Cholesky of JJᵀ for the external wrench the joints measure, (JJᵀ)⁻¹J(g − τ),
-        # and for the nullspace projection.
-        jjt = J @ J.T
-        jjt.flat[::7] += NULLSPACE_PINV_DAMPING
-        rhs = self._rhs
-        np.dot(J, state.gravity() - state.effort, out=rhs[:, 0])
+        # Every SLOW_PERIOD ticks: the map X = (JJᵀ)⁻¹J (the endpoint wrench that joint
+        # torques amount to) and the nullspace projector I − JᵀX, which change with the pose
+        # only; and the balance correction, which works at a fraction of the loop's rate.
+        self._slow_left -= 1
+        slow = self._slow_left <= 0
+        if slow:
+            self._slow_left = SLOW_TICKS
+            jjt = J @ J.T
+            jjt.flat[::7] += NULLSPACE_PINV_DAMPING
+            _, X, info = dposv(jjt, J, lower=0, overwrite_a=1)
+            if info == 0:
+                self._wrench_map = X
+                self._projector = self._eye7 - J.T @ X
         if self._ns:
-            tau0 = self._Kns * (self._q_ns - q) - self._Dns * qd
-            np.dot(J, tau0, out=rhs[:, 1])
-        _, y, info = dposv(jjt, rhs, lower=0, overwrite_a=1)
-        if info == 0:
-            if self._ns:
-                tau = tau + tau0 - y[:, 1] @ J
-            if self._v_ref is None:
-                w_ext = y[:, 0] if Ra is None else np.concatenate((RaT @ y[:3, 0], RaT @ y[3:, 0]))
-                self._balance(Fs + Fd + w_ext, v, state.period)
+            tau = tau + self._projector @ (self._Kns * (self._q_ns - q) - self._Dns * qd)
+        if slow and self._v_ref is None:
+            w_ext = self._wrench_map @ (state.gravity() - state.effort)
+            if Ra is not None:
+                w_ext = np.concatenate((RaT @ w_ext[:3], RaT @ w_ext[3:]))
+            self._balance(Fs + Fd + w_ext, v, qd, SLOW_TICKS * state.period)
         step = TORQUE_RATE * state.period
         prev = self._tau_prev
         tau = clip(tau, prev - step, prev + step)
@@ -619,25 +645,25 @@ class InteractionController(Controller):
         self._expected = -tau_task
         return Output(tau, q, qd, self._zero, interaction=tau)
 
-    def _balance(self, z, v, dt):
-        """The balance correction u: while the endpoint is slow (each axis slower than
-        BALANCE_SPEED) and the reference still, u integrates the imbalance z between the
+    def _balance(self, z, v, qd, dt):
+        """The balance correction u (module docstring): while the arm is at rest (the
+        endpoint slower than BALANCE_SPEED on each axis, every joint than
+        BALANCE_JOINT_SPEED) and the reference still, u integrates the imbalance z between the
         wrench the law commands (springs, force and damping, u left out) and the external
         wrench the joints measure, beyond a dead band. z is 0 when K·e = F_ext (or when a
         contact pushes back with f) at rest, or while the damping takes up the difference
         (free motion toward the balance); what else holds the endpoint short of it is the
         drives' friction (the joint torques are measured after it): u makes that up, at
         most BALANCE_MAX."""
-        slow = np.abs(v) < BALANCE_SPEED
-        act = self._balanced & slow & (np.abs(z) > BALANCE_DEADBAND)
-        u = self._u
+        if np.count_nonzero(np.abs(v) >= BALANCE_SPEED) or np.abs(qd).max() >= BALANCE_JOINT_SPEED:
+            # Moving: what held the endpoint is gone (a push let go, a joint broken free), a
+            # correction left over would push it on, and the measured wrench is not the
+            # external one (the links' inertia is in it).
+            self._u *= 1.0 - dt / BALANCE_LEAK
+            return
+        act = self._balanced & (np.abs(z) > BALANCE_DEADBAND)
         if np.count_nonzero(act):
-            u = clip(u + (BALANCE_GAIN * dt) * z * act, -BALANCE_MAX, BALANCE_MAX)
-        if not slow.all():
-            # Moving: what held the endpoint is gone (a push let go, a joint broken free),
-            # and a correction left over would push it on.
-            u = u * np.where(slow, 1.0, 1.0 - dt / BALANCE_LEAK)
-        self._u = u
+            self._u = clip(self._u + (BALANCE_GAIN * dt) * z * act, -BALANCE_MAX, BALANCE_MAX)
 
     def _follow(self, now):
         """A motion drives the reference: the endpoint pose and twist of the joint reference
