@@ -264,3 +264,24 @@ def test_bad_parameters_are_rejected_and_the_arm_keeps_its_behaviour(fresh):
     ros['state'].wait_until(t + 0.2)
     assert all(m.interaction_control_active and list(m.K_impedance) == [600.0] * 3 + [15.0] * 3
                for m in ros['state'].between(t, t + 0.2))
+
+
+def test_inactive_interaction_options_run_a_position_controlled_motion(fresh):
+    """go_to_joint_angles_in_contact.py -st 0: interaction_control with inactive parameters;
+    the motion runs position-controlled (TRAJECTORY_MODE), reaching its goal."""
+    import rospy
+    from test_motion_controller import goal, waypoint
+    ros = fresh
+    target = NEUTRAL + np.array([0.2, -0.1, 0.0, 0.1, 0.0, 0.0, 0.0])
+    g = goal([waypoint(NEUTRAL, ratio=0.5), waypoint(target, ratio=0.5)])
+    g.trajectory.trajectory_options.interaction_control = True
+    g.trajectory.trajectory_options.interaction_params = options(active=False)
+    t0 = now()
+    client = ros['mc']
+    client.send_goal(g)
+    assert client.wait_for_result(rospy.Duration(30.0)), 'no motion result'
+    assert client.get_result().result is True, client.get_result().errorId
+    seen = {m.controller for m in ros['realtime'].between(t0, now())}
+    assert 'trajectory' in seen and 'interaction' not in seen, seen
+    js = ros['joints'].last()
+    assert np.abs(np.array([js.position[js.name.index(n)] for n in ARM]) - target).max() < 0.01

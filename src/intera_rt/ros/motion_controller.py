@@ -17,11 +17,11 @@ Like any other client, it reaches the arm only through the robot's public interf
   pub  /robot/limb/right/joint_command (TRAJECTORY_MODE, position + velocity +
        acceleration, 200 Hz while moving)
        /robot/limb/right/interaction_control_command (the goal's interaction_params, when
-       trajectory_options.interaction_control is true, before the motion and at 10 Hz during
-       it: the robot's interaction controller then follows the TRAJECTORY_MODE stream as its
-       reference, and the arm stays in interaction control afterwards, as on the robot;
-       interaction_control_active false before a motion without interaction options, when
-       the robot is in interaction control)
+       trajectory_options.interaction_control is true and they are active, before the
+       motion and at 10 Hz during it: the robot's interaction controller then follows the
+       TRAJECTORY_MODE stream as its reference, and the arm stays in interaction control
+       afterwards, as on the robot; interaction_control_active false before any other
+       motion, when the robot is in interaction control)
        /motion/interpolated_path (intera_motion_msgs/InterpolatedPath, latched: the
        planned path every path_interpolation_step seconds, when that is > 0)
   sub  /robot/joint_states, /robot/state (disabled / stopped / error → the motion ends with
@@ -113,6 +113,13 @@ class Model:
                 self.planner.plan(self.planner.parse(t), q0)
         except MotionError as exc:  # pragma: no cover - a model that cannot plan this
             rospy.logwarn('motion_controller: warm-up plan failed: %s', exc)
+
+
+def interacting(request):
+    """The motion runs under interaction control: trajectory_options.interaction_control
+    with active parameters (go_to_joint_angles_in_contact.py -st 0 sends inactive ones: a
+    position-controlled motion)."""
+    return bool(request.interaction_control and request.interaction_params.interaction_control_active)
 
 
 class Active:
@@ -330,7 +337,7 @@ class MotionController:
         interaction controller's reference), or out of interaction control for a motion
         without. Waits for realtime_state to say so (at most MODE_TIMEOUT s); False when
         the robot did not enter interaction control (it refused the parameters)."""
-        if request.interaction_control:
+        if interacting(request):
             self._publish_interaction(request.interaction_params)
             wanted = True
         elif self.controller == 'interaction':
@@ -457,7 +464,7 @@ class MotionController:
                     req = planned.request
                     tracking = req.tracking
                     tolerances = [w.limits.joint_tolerances for w in req.waypoints]
-                    if req.interaction_control:
+                    if interacting(req):
                         # Compliant, maybe in contact: the arm is meant to yield from the path
                         # (a reference into a surface presses on it). The motion is done when
                         # the path has run and the arm has settled, wherever contact holds it.
@@ -487,7 +494,7 @@ class MotionController:
                 req = active.planned.request
                 if active.ticks % FEEDBACK_EVERY == 0 and not tracker.finished:
                     self._feedback(active.gh, tracker.status, req.label, tracker.current_waypoint, active.request_id)
-                    if req.interaction_control and active.ticks % (2 * FEEDBACK_EVERY) == 0:
+                    if interacting(req) and active.ticks % (2 * FEEDBACK_EVERY) == 0:
                         self._publish_interaction(req.interaction_params)
                 if tracker.finished:
                     finished.extend(self._conclude(active))
