@@ -39,7 +39,7 @@ Control law, each tick (the 6 axes are x, y, z, rx, ry, rz of the interaction fr
     torques are measured past the friction, as the SEAs measure them), beyond a dead band
     (0.1 N, 0.01 N·m), up to 8 N / 2 N·m; it decays (0.1 s) as soon as anything moves.
     Axes with no balance to keep (zero stiffness: a free axis of constrained zero-G) get
-    none. With it the steady push lands within 1-3 % of F/K on every axis.
+    none. With it the steady push lands within 4 % of F/K on every axis.
     h, the hand-over: when a reset moves the reference to where the endpoint is, or when
     interaction control takes over from another controller, the wrench held until then
     (the old springs' against a push or a surface; the previous controller's torques
