@@ -4,7 +4,8 @@ sim time; no ROS, deterministic):
 costs       each stage's update per tick (µs: mean, p50, p99) and the whole tick, in the
             situations that make each plugin work: holding at neutral, a fast position move
             (speed ratio 1), links pushed apart by collision avoidance, the hand pressed on
-            a table, zero-G guided by a push.
+            a table, zero-G guided by a push, interaction control (500 N/m, 10 N·m/rad, the
+            SDK's nullspace stiffness) pushed around.
 latency     collision detection: JOINT motions driven into boxes (right_j0 sweeping into a
             wall, right_j1 lowering onto a table, right_j3 folding into a post) at speed
             ratios 0.1-1.0 and several obstacle positions. Latency = the first tick the
@@ -17,7 +18,8 @@ normal_use  sim seconds of normal use with every plugin on, the collision detect
             raised (target 0) and the joint-speed monitor's brakes: fast position moves to random collision-free poses at speed ratio
             1, the SDK's torque springs, its velocity wobbler, fast quintics in
             TRAJECTORY_MODE, gravity compensation suppressed briefly, zero-G guided by a
-            person's push and let go.
+            person's push and let go, interaction control pushed around by a person and
+            pressing a table in force mode.
 
     scripts/env python -m intera_rt.bench.plugins [--quick]
 """
@@ -137,6 +139,11 @@ def _scenario(model, name, ticks):
 
         def each(b):
             b.core.apply(cmds.SimWrench('right_hand', (0.0, 4.0 * math.sin(2 * b.now), 0.0, 0, 0, 0), 0.01))
+    elif name == 'interaction':
+        core.apply(_interaction_command())
+
+        def each(b):
+            b.core.apply(cmds.SimWrench('right_hand', (10.0 * math.sin(2 * b.now), 0.0, 0.0, 0, 0, 0), 0.01))
     else:
         each = None
     bench.run(0.5, each)                          # settle into the situation
@@ -156,7 +163,14 @@ def _scenario(model, name, ticks):
 
 def costs(model, ticks):
     return {name: _scenario(model, name, ticks)
-            for name in ('hold', 'move', 'avoidance', 'contact', 'zero_g')}
+            for name in ('hold', 'move', 'avoidance', 'contact', 'zero_g', 'interaction')}
+
+
+def _interaction_command(mode=(1,) * 6, force=(0.0,) * 6):
+    """set_interaction_options.py -k 500 500 500 10 10 10 -m 0 0 0 0 0 0 (its nullspace
+    stiffness), with these modes and force command."""
+    return cmds.InteractionCommand(True, tuple(mode), (500.0,) * 3 + (10.0,) * 3, (False,) * 6, (),
+                                   (5.0, 10.0, 5.0, 10.0, 5.0, 10.0, 5.0), tuple(force))
 
 
 # --- detection latency ------------------------------------------------------------------------
@@ -312,6 +326,26 @@ def normal_use(model, quick, seed=1):
     bench.core.apply(cmds.CuffInput('cuff', False))
     bench.run(1.0)
     record('zero_g_guiding', bench, guide + 1.0)
+    # Interaction control: a person pushes the hand around against the impedance, lets go.
+    bench = Bench(model)
+    bench.run(0.4)                                # past collision detection's settling
+    bench.core.apply(_interaction_command())
+    guide = 3.0 if quick else 8.0
+    bench.run(guide, lambda b: b.core.apply(cmds.SimWrench(
+        'right_hand', (15.0 * math.sin(1.3 * b.now), 15.0 * math.cos(0.9 * b.now) - 15.0,
+                       8.0 * math.sin(2.1 * b.now), 0.0, 0.0, 0.0), 0.01)))
+    bench.run(1.5)
+    record('interaction_pushed', bench, guide + 1.9)
+    # Force mode: 10 N down onto a table 15 mm below the hand, pressing.
+    bench = Bench(model)
+    hand = model.arm_dynamics.tip('right_hand', NEUTRAL)[0]
+    bench.core.apply(cmds.SimAddObstacle('table', 'box', (hand[0], hand[1], hand[2] - 0.15),
+                                         (0, 0, 0, 1), (0.4, 0.4, 0.2)))
+    bench.run(0.4)
+    bench.core.apply(_interaction_command((1, 1, 2, 1, 1, 1), (0.0, 0.0, -10.0, 0.0, 0.0, 0.0)))
+    press = 2.0 if quick else 5.0
+    bench.run(press)
+    record('interaction_force_press', bench, press + 0.4)
     return {'sim_s': round(sum(r['sim_s'] for r in runs.values()), 1),
             'detections': sum(r['detections'] for r in runs.values()),
             'speed_brakes': sum(r['speed_brakes'] for r in runs.values()), 'runs': runs}

@@ -42,6 +42,7 @@ import math
 import hppfcl
 import numpy as np
 import pinocchio as pin
+from scipy.linalg.blas import dsymv
 from scipy.linalg.lapack import dposv, dpotrs
 
 from intera_rt.boards.base import (CAPABILITIES, BackendOption, BoardsReading, Contact, JointBoards,
@@ -123,6 +124,7 @@ class EmbeddedBoards(JointBoards):
         self._full_q = pin.neutral(self.pin)
         self._full_v = np.zeros(self.pin.nv)
         self._full_tau = np.zeros(self.pin.nv)
+        self._full_removed = np.zeros(self.pin.nv)
         # Contact torques act on our joints only (columns of the others zeroed).
         self._others = np.setdiff1d(np.arange(self.pin.nv), self._idx)
         # Obstacles: name → (Obstacle record, hpp-fcl shape, placement in the world, bounding
@@ -411,7 +413,14 @@ class EmbeddedBoards(JointBoards):
         reach = (self.coulomb * h) / m_eff
         removed = _clip(qd_free, -reach, reach)
         qd_new = qd_free - removed
-        friction = removed * m_eff / h                          # signed friction torque applied
+        # The friction torque that velocity change amounts to, M·removed/h: the impulse at
+        # one joint moves the others through M's off-diagonal terms, so the torque each
+        # joint transmits to its link (what its series elastic spring measures) is the
+        # drive's less this, consistent with the links' dynamics (the joints' torques
+        # explain the motion exactly, whatever sticks).
+        full = self._full_removed
+        full[idx] = removed
+        friction = dsymv(1.0 / h, mass, full, lower=0)[idx]
         q_new = self.q + h * qd_new
         # Hard stops: inelastic contact at the joint limits.
         below, above = q_new < self.stop_lower, q_new > self.stop_upper

@@ -83,9 +83,9 @@ class Output:
     controller never writes into an Output's arrays after returning it (so the core keeps
     the last one without copying)."""
 
-    __slots__ = ('torque', 'position', 'velocity', 'acceleration', 'effort')
+    __slots__ = ('torque', 'position', 'velocity', 'acceleration', 'effort', 'interaction')
 
-    def __init__(self, torque, position, velocity, acceleration, effort=None):
+    def __init__(self, torque, position, velocity, acceleration, effort=None, interaction=None):
         self.torque = torque                # N·m to the boards, gravity compensation left out
         # The reference it tracks (SEAJointState commanded_*); the measured state when it
         # tracks none (torque mode, zero-G).
@@ -95,6 +95,9 @@ class Output:
         # SEAJointState commanded_effort: the user's torques in torque mode; None: the torque
         # the loop sends the boards (gravity and additive torques included, saturated).
         self.effort = effort
+        # The part of `torque` that is interaction torque (SEAJointState interaction_torque:
+        # the interaction controller's); None: none.
+        self.interaction = interaction
 
 
 @dataclass
@@ -164,6 +167,10 @@ class Controller(Stage):
     # Its reference speed follows ArmState.speed_scale (the stages' speed_scale of where
     # it is heading).
     speed_scaling = False
+    # JointCommand modes this controller takes as its reference while it is active, instead
+    # of handing the arm over to the mode's own controller (which still validates the
+    # command): the interaction controller follows a motion's TRAJECTORY_MODE stream.
+    reference_modes = ()
 
     def heading(self):
         """The joint velocity its reference is heading for (7), for speed scaling; None
@@ -182,6 +189,16 @@ class Controller(Stage):
 
     def command(self, parsed, state):
         """Act on a command validate() accepted (this controller is active)."""
+
+    def reference(self, parsed, state):
+        """Take a joint command of one of `reference_modes` (as its own controller's
+        validate() parsed it) as this controller's reference (this controller is active)."""
+
+    def expected_external_torque(self):
+        """The external joint torque (7, N·m, + = what the world applies) this controller
+        means the arm to meet: the reaction to the wrench it presses with on purpose, which
+        collision detection does not count as a collision. None: none."""
+        return None
 
     def update(self, state):
         """One tick: the Output for this period."""

@@ -23,10 +23,11 @@ External torque estimate r (N·m, right_j0..6; + = a torque the world applies)
     is what the plant integrates (semi-implicit Euler from the previous state), in one
     RNEA call: rnea(q_{k−1}, q̇_{k−1}, Δq̇/h) = M_{k−1}·Δq̇/h + n_{k−1}. Velocity noise
     enters as the momentum increment scaled by K, as in any momentum observer.
-    In simulation, free motion at full speed leaves |r| < 0.9 N·m (right_j1), all of it
-    the plant's Coulomb friction, which it applies as a per-joint velocity impulse (so it
-    couples through M's off-diagonal terms) but reports on the diagonal; with friction
-    off, < 0.008 N·m (the textbook form with Cᵀq̇ − g taken at k: 0.1 N·m).
+    In simulation, free motion at full speed leaves |r| < 0.04 N·m (fast position moves
+    across the joint ranges; the plant reports its Coulomb friction as the joint torques
+    its velocity impulses amount to, M·Δq̇/h, so the transmitted torques explain the motion;
+    1.4 N·m when it reported them on M's diagonal only); with friction off, < 0.008 N·m
+    (the textbook form with Cᵀq̇ − g taken at k: 0.1 N·m).
 
     A reading where a joint (or the head) sits on its mechanical stop, or sat there at the
     previous reading, is not fed to the observer (r keeps its value): the stops (just
@@ -74,6 +75,15 @@ Reaction: update(state, controller) returns a Halt (the core applies it) or None
         hand over-wrench: force 92.310 > 80.000 N, torque 1.234 N m
         hand over-wrench: torque 16.345 > 15.000 N m, force 3.210 N
 
+Expected contact: while the active controller presses on purpose (interaction control:
+Controller.expected_external_torque e, the reaction to the endpoint wrench it commands),
+impact and squish judge r less its excused part — per joint, the part of r between 0 and e
+(r − clip(r, min(0, e), max(0, e))): pressing in force mode, or a push held against the
+impedance, is not a collision; contact elsewhere and whatever exceeds the commanded wrench
+are. When another controller takes over, the excuse fades out (time constant `settle`)
+rather than vanishing: what the arm pressed on lets go, a sudden change that is no impact.
+The hand over-wrench judges all of r (the hand's load limit holds in any mode).
+
 No detection (the observer keeps running):
     - ArmState.suppressed('contact_safety'): no impact or squish (an active squish ends);
       suppressed('hand_overwrench_safety'): no over-wrench.
@@ -117,6 +127,7 @@ import pinocchio as pin
 from scipy.linalg.lapack import dposv
 
 from intera_rt.control.base import Halt, Monitor
+from intera_rt.numeric import clip
 from intera_rt.model.robot_model import GRAVITY
 from intera_rt.robot import ARM_JOINTS, COLLISION_HOLD, HARD_STOP_MARGIN, HEAD_JOINTS
 
@@ -247,6 +258,9 @@ class CollisionDetection(Monitor):
         self._map_due = -math.inf
         # Observer and detector state, arm order.
         self.r = np.zeros(7)                 # external torque estimate
+        self._judged_r = np.zeros(7)         # what of it counts (_judged)
+        self._expected = None                # the active controller's expected_external_torque
+        self._fading = None                  # the last one, fading out after it ended
         self.r_slow = np.zeros(7)
         self._band = np.zeros(7)
         self.level = 0.0
@@ -276,6 +290,7 @@ class CollisionDetection(Monitor):
         self._t_prev = state.now
         self.r[:] = 0.0
         self.r_slow[:] = 0.0
+        self._expected = self._fading = None
         self.level = 0.0
         self.wrench[:] = 0.0
         self._map_due = -math.inf
@@ -312,12 +327,41 @@ class CollisionDetection(Monitor):
         raw -= r
         raw *= self._k_fast
         r += raw
-        self._slow_step()
 
-    def _slow_step(self):
-        """r_slow follows r; the band is what r has beyond it, per joint over its scale."""
+    def _judged(self, controller, h):
+        """What of r counts as a collision: all of it, or, while the controller expects an
+        external torque e (expected_external_torque: the reaction to the wrench it presses
+        with), what r has beyond it — per joint, the part of r between 0 and e is excused.
+        When the expectation starts, r_slow moves by the excused part (the switch itself is
+        no sudden change for the impact band); when it ends (another controller takes
+        over: what was pressed on lets go), the last one fades out with the settle time
+        instead of vanishing."""
+        expected = controller.expected_external_torque() if controller is not None else None
+        before = self._expected
+        self._expected = expected
+        if expected is None:
+            if before is not None:
+                self._fading = before.copy()
+            fading = self._fading
+            if fading is None:
+                return self.r
+            fading *= math.exp(-h / self.settle)
+            if np.abs(fading).max() < 0.01:
+                self._fading = None
+            expected = fading
+        else:
+            self._fading = None
+            if before is None:
+                self.r_slow -= clip(self.r, np.minimum(expected, 0.0), np.maximum(expected, 0.0))
+        excused = clip(self.r, np.minimum(expected, 0.0), np.maximum(expected, 0.0))
+        np.subtract(self.r, excused, out=self._judged_r)
+        return self._judged_r
+
+    def _slow_step(self, judged):
+        """r_slow follows the judged r; the band is what that has beyond it, per joint over
+        its scale."""
         band = self._band
-        np.subtract(self.r, self.r_slow, out=band)
+        np.subtract(judged, self.r_slow, out=band)
         np.multiply(band, self._k_slow, out=self._tmp7)
         self.r_slow += self._tmp7
         band *= self._band_gain
@@ -363,10 +407,10 @@ class CollisionDetection(Monitor):
         # apart — r keeps its value meanwhile.
         on_stop = bool(np.count_nonzero((q >= self._upper) | (q <= self._lower)))
         stopped, self._on_stop = on_stop or self._on_stop, on_stop
-        if stopped:
-            self._slow_step()
-        else:
+        if not stopped:
             self._observe(h)
+        judged = self._judged(controller, h)
+        self._slow_step(judged)
         f2, t2 = self._wrench2 if now < self._map_due else self._hand_wrench(now)
         # This reading becomes the previous one.
         self._q0, self._q1 = self._q1, self._q0
@@ -393,7 +437,7 @@ class CollisionDetection(Monitor):
                 impact = ('impact: %.3f > %.3f, largest contributor: %s, with value: %.3f'
                           % (level, self.impact_threshold, ARM_JOINTS[j], abs(band[j])))
                 self._hold_until['impact'] = now + self.hold
-            abs_r = np.abs(self.r)
+            abs_r = np.abs(judged)
             if self._squish:
                 self._squish = bool(np.count_nonzero(abs_r >= self._release))
             elif np.count_nonzero(abs_r > self.squish_threshold):

@@ -20,6 +20,28 @@ class JointCommand:
 
 
 @dataclass(frozen=True)
+class InteractionCommand:
+    """/robot/limb/right/interaction_control_command (intera_core_msgs/
+    InteractionControlCommand), field for field but the header; interaction_frame as its
+    position (x, y, z) and orientation (x, y, z, w). Arrays as sent (empty = the robot's
+    default); control.interaction validates them."""
+    interaction_control_active: bool
+    interaction_control_mode: Tuple[int, ...] = ()
+    K_impedance: Tuple[float, ...] = ()
+    max_impedance: Tuple[bool, ...] = ()
+    D_impedance: Tuple[float, ...] = ()
+    K_nullspace: Tuple[float, ...] = ()
+    force_command: Tuple[float, ...] = ()
+    frame_position: Tuple[float, ...] = (0.0, 0.0, 0.0)
+    frame_orientation: Tuple[float, ...] = (0.0, 0.0, 0.0, 1.0)
+    endpoint_name: str = 'right_hand'
+    in_endpoint_frame: bool = False
+    disable_damping_in_force_control: bool = False
+    disable_reference_resetting: bool = False
+    rotations_for_constrained_zeroG: bool = False
+
+
+@dataclass(frozen=True)
 class SetEnable:
     """/robot/set_super_enable."""
     on: bool

@@ -5,6 +5,7 @@ from intera_rt.control.collision_avoidance import CollisionAvoidance
 from intera_rt.control.collision_detection import CollisionDetection
 from intera_rt.control.gravity import GravityCompensation
 from intera_rt.control.hold import HoldController
+from intera_rt.control.interaction import InteractionController
 from intera_rt.control.joint_speed import JointSpeedLimit
 from intera_rt.control.position import PositionController
 from intera_rt.control.torque import TorqueController
@@ -19,6 +20,7 @@ CONTROLLERS = (
     TorqueController,
     TrajectoryController,
     ZeroGController,
+    InteractionController,
 )
 
 MONITORS = (

@@ -57,6 +57,39 @@ class ArmDynamics:
             jac = np.vstack([rot @ jac[:3], rot @ jac[3:]])
         return pose.translation.copy(), pin.Quaternion(pose.rotation).coeffs(), jac
 
+    def frame_id(self, name):
+        """The id of a link's frame, for frame_kinematics (KeyError when the model has no such
+        link)."""
+        if not self.model.existFrame(name, pin.FrameType.BODY):
+            raise KeyError('no link named %r in the robot model' % name)
+        return self.model.getFrameId(name, pin.FrameType.BODY)
+
+    def frame_kinematics(self, fid, q, data):
+        """Pose and Jacobian of frame `fid` (frame_id) at q, computed in `data` (the caller's
+        own, from self.model.createData(): a controller calling this each tick keeps its
+        results apart from everyone else's): (rotation 3×3, position 3, 6×7 Jacobian of its
+        origin, linear rows first, base-aligned; columns right_j0..6), in base."""
+        full = self._q.copy()
+        full[self._idx] = q
+        pin.computeJointJacobians(self.model, data, full)        # also the placements
+        pin.updateFramePlacement(self.model, data, fid)
+        pose = data.oMf[fid]
+        jac = pin.getFrameJacobian(self.model, data, fid, pin.LOCAL_WORLD_ALIGNED)[:, self._idx]
+        if self._base_inv is not None:
+            pose = self._base_inv * pose
+            rot = self._base_inv.rotation
+            jac = np.vstack([rot @ jac[:3], rot @ jac[3:]])
+        # (copies: Pinocchio hands out views of `data`, which the next call overwrites)
+        return pose.rotation.copy(), pose.translation.copy(), jac
+
+    def mass_matrix(self, q, data):
+        """M(q) of right_j0..6 (7×7, symmetric; the drives' reflected inertias left out),
+        computed in `data` (see frame_kinematics)."""
+        full = self._q.copy()
+        full[self._idx] = q
+        m = pin.crba(self.model, data, full)[np.ix_(self._idx, self._idx)]
+        return np.triu(m) + np.triu(m, 1).T            # crba fills the upper triangle
+
     def gravity(self, q):
         self._q[self._idx] = q
         return pin.computeGeneralizedGravity(self.model, self.data, self._q)[self._idx]

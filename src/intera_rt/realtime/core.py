@@ -94,6 +94,7 @@ class RealtimeCore:
                          if c.joint_command_mode is not None}
         self.hold = self.controllers[CONTROLLERS[0].name]
         self.zero_g = self.controllers.get('zero_g')
+        self.interaction = self.controllers.get('interaction')
         self.active = self.hold
         self.head = HeadController(model)
         self.now = 0.0                  # s of loop time since boot (sim time under lockstep)
@@ -120,6 +121,7 @@ class RealtimeCore:
             cmds.SetSpeedRatio: self._set_speed_ratio, cmds.Suppress: self._suppress,
             cmds.HeadCommand: self._head_command, cmds.CuffInput: self._cuff_input,
             cmds.HomingCommand: self._homing_command,
+            cmds.InteractionCommand: self._interaction_command,
             cmds.SimEstop: self._sim_estop, cmds.SimError: self._sim_error,
             cmds.SimWrench: self._sim_wrench, cmds.SimJointPositions: self._sim_positions,
             cmds.SimAddObstacle: self._sim_add_obstacle,
@@ -208,12 +210,50 @@ class RealtimeCore:
             # must not flood the log.
             self._log('error', 'cmd-rejected:' + exc.kind, 'joint_command rejected: %s' % exc)
             return
-        if controller is not self.active:
-            self._switch(controller, state, self._out)
-        controller.command(parsed, state)
+        if c.mode in self.active.reference_modes:
+            # The active controller follows this stream as its reference (a motion under
+            # interaction control) instead of handing the arm over.
+            self.active.reference(parsed, state)
+        else:
+            if controller is not self.active:
+                self._switch(controller, state, self._out)
+            controller.command(parsed, state)
         self._last_command = self.now
         for w in warnings:
             self._log('warn', 'cmd-saturated', 'joint_command: %s' % w)
+
+    def _interaction_command(self, c):
+        """interaction_control_command: active → the interaction controller with these
+        parameters (continuing from where the arm is); inactive → position hold where the
+        arm is, if interaction control was in use (else nothing to end)."""
+        controller = self.interaction
+        if not c.interaction_control_active:
+            if self.active is controller:
+                self._switch(self.hold, self._arm_state(), None)
+                self._log('info', 'interaction-off', 'interaction control ended: position hold')
+            elif self._resume is controller:
+                self._resume = self.hold            # zero-G will hand back to position hold
+            return
+        why = self._why_not_commandable()
+        if why:
+            self._log('warn', 'interaction-ignored', 'interaction_control_command ignored: %s' % why)
+            return
+        state = self._arm_state()
+        try:
+            parsed, notes = controller.validate(c, state)
+        except CommandRejected as exc:
+            self._log('error', 'interaction-rejected:' + exc.kind,
+                      'interaction_control_command rejected: %s' % exc)
+            return
+        fresh = parsed is not controller.params
+        switching = controller is not self.active
+        if switching:
+            self._switch(controller, state, self._out)
+        controller.command(parsed, state)
+        if notes:
+            self._log('warn', 'interaction-params', 'interaction_control_command: %s' % '; '.join(notes))
+        if fresh or switching:
+            self._log('info', 'interaction-applied', controller.describe())
 
     def _set_timeout(self, c):
         try:
@@ -427,7 +467,7 @@ class RealtimeCore:
                         scale = min(scale, stage.speed_scale(state, heading))
                     state.speed_scale = scale
             out = active.update(state)
-            tau, interaction = out.torque, None
+            tau, interaction = out.torque, out.interaction
             for additive in self.additives:
                 extra = additive.update(state, active, out)
                 if extra is not None:

@@ -17,8 +17,11 @@ Like any other client, it reaches the arm only through the robot's public interf
   pub  /robot/limb/right/joint_command (TRAJECTORY_MODE, position + velocity +
        acceleration, 200 Hz while moving)
        /robot/limb/right/interaction_control_command (the goal's interaction_params, when
-       trajectory_options.interaction_control is true: accepted and passed on; the arm is
-       position controlled)
+       trajectory_options.interaction_control is true and they are active, before the
+       motion and at 10 Hz during it: the robot's interaction controller then follows the
+       TRAJECTORY_MODE stream as its reference, and the arm stays in interaction control
+       afterwards, as on the robot; interaction_control_active false before any other
+       motion, when the robot is in interaction control)
        /motion/interpolated_path (intera_motion_msgs/InterpolatedPath, latched: the
        planned path every path_interpolation_step seconds, when that is > 0)
   sub  /robot/joint_states, /robot/state (disabled / stopped / error → the motion ends with
@@ -34,6 +37,7 @@ an endpoint it lacks.
 The same process serves /calibration_command (intera_rt.ros.calibration), as a client of
 /motion/motion_command.
 """
+import dataclasses
 import queue
 import sys
 import threading
@@ -71,6 +75,7 @@ FEEDBACK_EVERY = 10             # ticks (20 Hz)
 RELOAD_EVERY = 1.0              # s between re-reads of /robot_description
 STATE_TIMEOUT = 2.0             # s to wait for /robot/joint_states before refusing a start
 IDLE_TIMEOUT = 10.0             # s to wait for a running motion to stop before a new start
+MODE_TIMEOUT = 1.0              # s to wait for the robot to enter or leave interaction control
 CONTINUITY = 0.01               # rad: start from the last command when the arm is this close
 # actionlib's SimpleActionClient (what the SDK uses) drops a result that arrives before its
 # send_goal() has returned (it does not yet know the goal handle it is waiting on): results
@@ -123,6 +128,13 @@ class Model:
             rospy.logwarn('motion_controller: warm-up plan failed: %s', exc)
 
 
+def interacting(request):
+    """The motion runs under interaction control: trajectory_options.interaction_control
+    with active parameters (go_to_joint_angles_in_contact.py -st 0 sends inactive ones: a
+    position-controlled motion)."""
+    return bool(request.interaction_control and request.interaction_params.interaction_control_active)
+
+
 class Active:
     """The start goal being executed."""
 
@@ -143,6 +155,7 @@ class MotionController:
         self.enabled = None
         self.collision_at = -1.0         # time of the latest collision_state true
         self.zero_g = False              # the robot's zero-G is active
+        self.controller = None           # the robot's active joint controller (realtime_state)
         self.suppress_until = -1.0
         self.stop_epoch = 0
         self._epoch_lock = threading.Lock()
@@ -198,6 +211,7 @@ class MotionController:
 
     def _on_realtime_state(self, msg):
         self.zero_g = bool(msg.zero_g)
+        self.controller = msg.controller
 
     def _on_suppress(self, _msg):
         self.suppress_until = rospy.get_time() + SUPPRESS_WINDOW
@@ -322,9 +336,37 @@ class MotionController:
                                        'zero-G is active (the cuff is grasped): release it to move'),
                        label, rid)
             return
+        if not self._enter_control_mode(request):
+            self._fail(gh, MotionError(INVALID_TRAJECTORY_MESSAGE,
+                                       'the robot did not take trajectory_options.interaction_params '
+                                       '(its log says why)'), label, rid)
+            return
         self.idle.clear()
         self.control.put(('run', (gh, planned, rid, model, epoch)))
         self._log_planned(command, label, request, planned)    # once the motion is on its way
+
+    def _enter_control_mode(self, request):
+        """Put the robot in the control mode the motion needs before streaming it: interaction
+        control with the goal's parameters (its TRAJECTORY_MODE stream then moves the
+        interaction controller's reference), or out of interaction control for a motion
+        without. Waits for realtime_state to say so (at most MODE_TIMEOUT s); False when
+        the robot did not enter interaction control (it refused the parameters)."""
+        if interacting(request):
+            self._publish_interaction(request.interaction_params)
+            wanted = True
+        elif self.controller == 'interaction':
+            self.pub_interaction.publish(InteractionControlCommand(interaction_control_active=False))
+            wanted = False
+        else:
+            return True
+        if self.controller is None:                # no realtime_state (yet): nothing to wait on
+            return True
+        deadline = time.monotonic() + MODE_TIMEOUT
+        while (self.controller == 'interaction') != wanted:
+            if time.monotonic() > deadline or rospy.is_shutdown():
+                return not wanted
+            time.sleep(0.005)
+        return True
 
     @staticmethod
     def _log_planned(command, label, request, planned):
@@ -446,12 +488,18 @@ class MotionController:
                             self.idle.set()
                         continue
                     req = planned.request
-                    tracker = Tracker(planned.plan, req.tracking,
-                                      [w.limits.joint_tolerances for w in req.waypoints], now,
+                    tracking = req.tracking
+                    tolerances = [w.limits.joint_tolerances for w in req.waypoints]
+                    if interacting(req):
+                        # Compliant, maybe in contact: the arm is meant to yield from the path
+                        # (a reference into a surface presses on it). The motion is done when
+                        # the path has run and the arm has settled, wherever contact holds it.
+                        tracking = dataclasses.replace(
+                            tracking, goal_tolerance=np.full(len(tracking.goal_tolerance), np.inf))
+                        tolerances = [np.full(len(t), np.inf) for t in tolerances]
+                    tracker = Tracker(planned.plan, tracking, tolerances, now,
                                       accel_limit=model.accel_limit, vel_limit=model.vel_limit)
                     active = Active(gh, planned, tracker, rid)
-                    if req.interaction_control:
-                        self._publish_interaction(req.interaction_params)
             if active is not None:
                 tracker = active.tracker
                 meas = self.joint_state
@@ -472,7 +520,7 @@ class MotionController:
                 req = active.planned.request
                 if active.ticks % FEEDBACK_EVERY == 0 and not tracker.finished:
                     self._feedback(active.gh, tracker.status, req.label, tracker.current_waypoint, active.request_id)
-                    if req.interaction_control and active.ticks % (2 * FEEDBACK_EVERY) == 0:
+                    if interacting(req) and active.ticks % (2 * FEEDBACK_EVERY) == 0:
                         self._publish_interaction(req.interaction_params)
                 if tracker.finished:
                     finished.extend(self._conclude(active))

@@ -34,8 +34,8 @@ from geometry_msgs.msg import Point, Pose, Quaternion, Twist, Vector3, Wrench
 from intera_core_msgs.msg import (CollisionAvoidanceState, CollisionDetectionState,
                                   EndpointState, EndpointStates, HeadPanCommand, HeadState,
                                   HomingCommand, HomingState, InteractionControlCommand,
-                                  IODeviceStatus, JointCommand, JointLimits,
-                                  RobotAssemblyState, SEAJointState)
+                                  InteractionControlState, IODeviceStatus, JointCommand,
+                                  JointLimits, RobotAssemblyState, SEAJointState)
 from intera_rt_msgs.msg import RealtimeState
 from intera_rt_msgs.srv import (AddObstacle, AddObstacleResponse, ApplyWrench,
                                 ApplyWrenchResponse, RemoveObstacle, RemoveObstacleResponse,
@@ -226,6 +226,8 @@ class RealtimeLoop:
         self.pub_sea = periodic(ns + 'gravity_compensation_torques', SEAJointState, tcp_nodelay=True)
         self.pub_collision = periodic(ns + 'collision_detection_state', CollisionDetectionState)
         self.pub_avoidance = periodic(ns + 'collision_avoidance_state', CollisionAvoidanceState)
+        self.pub_interaction = periodic(ns + 'interaction_control_state', InteractionControlState) \
+            if 'interaction.K_impedance' in STATE_SLICES else None
         self.pub_realtime = periodic('/intera_rt/realtime_state', RealtimeState)
         self.pub_head = periodic('/robot/head/head_state', HeadState)
         self.pub_homing = pub('/robot/homing_states', HomingState, queue_size=10, latch=True)
@@ -323,10 +325,17 @@ class RealtimeLoop:
             self._tip_view = (model, tips)
 
     def _on_interaction(self, msg):
-        if msg.interaction_control_active:
-            self.log_throttled(rospy.logwarn, 'interaction',
-                               'interaction_control_command accepted, but interaction control is not '
-                               'implemented yet: the arm stays position-controlled')
+        """interaction_control_command → the core (which validates it: control.interaction)."""
+        f = msg.interaction_frame
+        p, o = f.position, f.orientation
+        self._send(cmds.InteractionCommand(
+            bool(msg.interaction_control_active),
+            tuple(int(m) for m in msg.interaction_control_mode),     # uint8[]: bytes on the wire
+            tuple(msg.K_impedance), tuple(bool(b) for b in msg.max_impedance),
+            tuple(msg.D_impedance), tuple(msg.K_nullspace), tuple(msg.force_command),
+            (p.x, p.y, p.z), (o.x, o.y, o.z, o.w), msg.endpoint_name, bool(msg.in_endpoint_frame),
+            bool(msg.disable_damping_in_force_control), bool(msg.disable_reference_resetting),
+            bool(msg.rotations_for_constrained_zeroG)))
 
     def _on_zero_g_input(self, source, msg, signals):
         """A device state: any of `signals` nonzero asks for zero-G (the core decides)."""
@@ -446,6 +455,8 @@ class RealtimeLoop:
         if wanted(self.pub_realtime):
             self._publish_realtime_state(header)
         self._publish_homing()
+        if self.pub_interaction is not None and wanted(self.pub_interaction):
+            self.pub_interaction.publish(self._interaction_state_msg(header))
 
     def _joint_state_msg(self, header):
         """/robot/joint_states in its wire form (the most listened-to state: its latency is
@@ -492,7 +503,8 @@ class RealtimeLoop:
     def _sea_msg(self, header):
         """SEAJointState as seed 000 defines its fields: gravity_only is the model's gravity
         torque (even while suppressed), gravity_model_effort what was applied of the model
-        terms, interaction_torque what the plugins added (collision avoidance, ...)."""
+        terms, interaction_torque the interaction controller's torques and what the plugins
+        added (collision avoidance, ...)."""
         f = self._field
         q, qd, eff = f('q')[:7], f('qd')[:7], f('effort')[:7]
         zeros = [0.0] * 7
@@ -573,6 +585,19 @@ class RealtimeLoop:
             external_torque=list(opt('collision_detection.external_torque', np.zeros(7))),
             sim_contacts=int(f('contacts')),
             sim_contact_began=self._loop_stamp(f('contact_at')))
+
+    def _interaction_state_msg(self, header):
+        """InteractionControlState: whether interaction control is active, and the parameters
+        in force (the latest applied: after caps, max_impedance resolved for the pose,
+        damping defaulted; stiffness and damping 0 on axes a force mode leaves them out)."""
+        f = self._field
+        flags = f('interaction.flags')
+        return InteractionControlState(
+            header=header, interaction_control_active=CONTROLLER_NAMES[int(f('controller'))] == 'interaction',
+            K_impedance=f('interaction.K_impedance').tolist(), D_impedance=f('interaction.D_impedance').tolist(),
+            endpoint_force_command=f('interaction.force_command').tolist(), endpoint_name='right_hand',
+            in_endpoint_frame=bool(flags[0]), disable_damping_in_force_control=bool(flags[1]),
+            disable_reference_resetting=bool(flags[2]), rotations_for_constrained_zeroG=bool(flags[3]))
 
     def _head_state_msg(self):
         return HeadState(pan=float(self._field('q')[7]), isTurning=bool(self._field('head_turning')),

@@ -1,0 +1,691 @@
+"""Interaction control (seed 000 "Interaction Control"): impedance or force control at the
+endpoint, per Cartesian axis, with stiffness control in the nullspace. The realtime
+pipeline's controller `interaction`, driven by /robot/limb/right/interaction_control_command
+(control.commands.InteractionCommand; republished or sent once: it has no command timeout)
+and, while it is active, by TRAJECTORY_MODE joint commands, which move its reference (a
+motion controller goal with trajectory_options.interaction_control). Gravity compensation
+and collision avoidance stay on; collision detection watches the arm as usual.
+
+Control law, each tick (the 6 axes are x, y, z, rx, ry, rz of the interaction frame):
+    e   the endpoint's displacement from its reference: position, then orientation as the
+        rotation vector of R·R_refᵀ (angle × axis), both expressed in the frame's axes
+    v   its twist Jq̇ in those axes (less the reference's twist on impedance axes)
+    F_i = −K_i e_i − D_i v_i                  IMPEDANCE_MODE (1)
+    F_i = clip(−K_i e_i − D_i v_i, ±|f_i|)      IMPEDANCE_WITH_FORCE_LIMIT_MODE (3)
+    F_i = f_i − D_i v_i                        FORCE_MODE (2); D_i = 0 when
+                                               disable_damping_in_force_control
+    F_i = f_i − D_i v_i − K_w (|e_i| − b)⁺ sgn e_i
+                                               FORCE_WITH_MOTION_LIMIT_MODE (4): a wall
+                                               (K_w 10⁴ N/m, 10³ N·m/rad, damped) at b =
+                                               0.12 m / 0.2618 rad from the reference; the
+                                               hand stops f/K_w past it (5 mm at 50 N)
+    τ   = J_aᵀ (F + u + h) + (I − Jᵀ(JJᵀ)⁻¹J)(K_ns (q_ns − q) − D_ns q̇)
+    f is force_command: the wrench the endpoint applies to the world (N, N·m). In a steady
+    push the displacement is F_ext/K on each impedance axis: the nullspace term is
+    projected out of the endpoint's directions (any generalized inverse of J keeps the
+    equilibrium exact), so it moves only the elbow. The projector (and the wrench map
+    (JJᵀ)⁻¹J below) are refreshed every 5 ticks: the pose moves little in 5 ms.
+    The rotational virtual wall: an orientation error beyond 82.5° meets a 300 N·m/rad
+    wall (damped) on the impedance axes, unless rotations_for_constrained_zeroG (which
+    takes effect only while the reference orientation is still: not during a motion).
+    Constrained zero-G is impedance with zero stiffness (and so zero default damping) on the
+    free axes and max_impedance on the others.
+    u, the balance correction: the drives' friction (0.5 N·m on right_j0..3) holds a joint
+    short of the balance K·e = F_ext: 11 % short in translation and up to 75 % in rotation
+    at 500 N/m and 10 N·m/rad, the steady-state offsets franka's users report. While the
+    arm is at rest (endpoint slower than 2 cm/s and 0.05 rad/s, joints than 0.1 rad/s) and
+    the reference still, u integrates (4/s) the imbalance between the wrench the law
+    commands and the external wrench the joints measure ((JJᵀ)⁻¹J(g − τ_measured): the
+    torques are measured past the friction, as the SEAs measure them), beyond a dead band
+    (0.1 N, 0.01 N·m), up to 8 N / 2 N·m; it decays (0.1 s) as soon as anything moves.
+    Axes with no balance to keep (zero stiffness: a free axis of constrained zero-G) get
+    none. With it the steady push lands within 4 % of F/K on every axis.
+    h, the hand-over: when a reset moves the reference to where the endpoint is, or when
+    interaction control takes over from another controller, the wrench held until then
+    (the old springs' against a push or a surface; the previous controller's torques
+    mapped to the endpoint) is kept and fades out (0.3 s) instead of vanishing.
+
+Parameters (the seed's field documentation), as applied:
+    K_impedance     ≥ 0, capped at 1300 N/m and 30 N·m/rad; empty: those caps.
+    max_impedance   per axis: the stiffness the joint controllers themselves have there at
+                    this pose (control.arm's kp × the endpoint's apparent mass along that
+                    axis, 1/(J M⁻¹ Jᵀ)_ii), within 1300–3000 N/m and 30–300 N·m/rad;
+                    re-evaluated every 50 ms as the arm moves. Empty: none.
+    D_impedance     ≥ 0; empty: the defaults scaled with stiffness, 8·√K N·s/m and
+                    2·√K N·m·s/rad (K of that axis; of the caps on force axes) — overdamped
+                    at the arm's apparent masses, as franka's 2·√K is for a unit mass. Any
+                    D is limited to 0.5·m/period on each axis (m its apparent mass): more
+                    damping than the 1 kHz loop can render stably.
+    K_nullspace     7 values ≥ 0, capped at 10 N·m/rad; empty: 4 N·m/rad (the SDK's
+                    InteractionOptions default). Nullspace damping 2·√(K_ns·M_jj)
+                    (critical for each joint's inertia).
+    force_command   capped at ±50 N and ±5 N·m; empty: zeros.
+    interaction_control_mode
+                    one of 1..4 per axis; empty: IMPEDANCE_MODE on all.
+    interaction_frame
+                    its orientation sets the axes; in base, or relative to the endpoint
+                    frame (right_hand, as it is now) when in_endpoint_frame. With
+                    in_endpoint_frame its position moves the controlled point off
+                    right_hand's origin (a tool point, in right_hand's frame); a frame fixed
+                    in base has no point to move (displacements do not depend on where its
+                    origin is). An all-zero orientation is the identity; one that is not a
+                    unit quaternion (±1e-3) is refused.
+    endpoint_name   right_hand (or empty): the robot does not allow another.
+    Values are finite; a wrong length, a negative gain, NaN, an unknown mode or endpoint is
+    refused (CommandRejected naming the field and value) and the arm keeps what it does.
+
+Changes without jumps: a new parameter set resets the reference to the endpoint's pose
+(unless disable_reference_resetting), handing over what the springs held (h), and the
+gains and forces in force move to the new ones with a 50 ms time constant; a force command
+starts from zero when interaction control becomes active; the torque changes by at most
+1 N·m per tick (franka's torque-rate limit). An identical command (a client republishing)
+changes nothing.
+
+Collision detection: expected_external_torque() is the reaction to the endpoint wrench this
+controller commands, −J_aᵀF; collision detection counts only the external torque beyond
+it, so pressing in force mode, or a steady push against the impedance, is no collision,
+while contact elsewhere, an impact beyond the commanded wrench and the hand over-wrench are.
+
+State fields: K_impedance, D_impedance (6 each: in force now, 0 where a force mode leaves
+them unused), force_command (6, after caps), mode (6), max_impedance (6), K_nullspace (7),
+flags (in_endpoint_frame, disable_damping_in_force_control, disable_reference_resetting,
+rotations_for_constrained_zeroG), displacement (6: e, in the frame's axes).
+"""
+import math
+
+import numpy as np
+import pinocchio as pin
+from scipy.linalg.lapack import dposv
+
+from intera_rt.control.base import CommandRejected, Controller, Output
+from intera_rt.control.commands import InteractionCommand
+from intera_rt.control.trajectory import TrajectoryController, extrapolate
+from intera_rt.numeric import clip
+from intera_rt.robot import LOOP_PERIOD
+
+IMPEDANCE, FORCE, IMPEDANCE_WITH_FORCE_LIMIT, FORCE_WITH_MOTION_LIMIT = 1, 2, 3, 4
+MODE_NAMES = {IMPEDANCE: 'IMPEDANCE_MODE', FORCE: 'FORCE_MODE',
+              IMPEDANCE_WITH_FORCE_LIMIT: 'IMPEDANCE_WITH_FORCE_LIMIT_MODE',
+              FORCE_WITH_MOTION_LIMIT: 'FORCE_WITH_MOTION_LIMIT_MODE'}
+SHORT_MODE = {IMPEDANCE: 'imp', FORCE: 'force', IMPEDANCE_WITH_FORCE_LIMIT: 'imp-flim',
+              FORCE_WITH_MOTION_LIMIT: 'force-mlim'}
+AXES = ('x', 'y', 'z', 'rx', 'ry', 'rz')
+ENDPOINT = 'right_hand'
+
+K_CAP = np.array([1300.0] * 3 + [30.0] * 3)              # N/m, N·m/rad
+K_MAX_RANGE = (np.array([1300.0] * 3 + [30.0] * 3), np.array([3000.0] * 3 + [300.0] * 3))
+D_SCALE = np.array([8.0] * 3 + [2.0] * 3)                # default D = D_SCALE·√K
+FORCE_CAP = np.array([50.0] * 3 + [5.0] * 3)             # N, N·m
+K_NULLSPACE_CAP = 10.0                                   # N·m/rad
+K_NULLSPACE_DEFAULT = 4.0
+MOTION_BOUND = np.array([0.12] * 3 + [0.2618] * 3)       # m, rad (seed 000)
+WALL_STIFFNESS = np.array([1e4] * 3 + [1e3] * 3)         # FORCE_WITH_MOTION_LIMIT's walls
+ROTATION_WALL = math.radians(82.5)
+ROTATION_WALL_STIFFNESS = 300.0                           # N·m/rad (the most max_impedance gives)
+UNITS = ('N/m',) * 3 + ('N·m/rad',) * 3
+FORCE_UNITS = ('N',) * 3 + ('N·m',) * 3
+
+REFRESH_PERIOD = 0.05        # s between re-evaluations of max_impedance and apparent masses
+FILTER_TIME = 0.05           # s: time constant of parameter changes
+FILTER_TICKS = int(round(5 * FILTER_TIME / LOOP_PERIOD))   # then they land on their targets
+TORQUE_RATE = 1000.0         # N·m/s: the most the output torque changes by
+HANDOVER_TIME = 0.3          # s: time constant of the wrench handed over by a reset
+DAMPING_GUARD = 0.5          # D·period/m at most, per axis
+NULLSPACE_PINV_DAMPING = 1e-6    # λ² of (JJᵀ + λ²I) in the nullspace projector
+SLOW_TICKS = 5               # ticks between updates of the projector and the balance
+# The balance correction (see the module docstring): its rate per unit of imbalance, the
+# imbalance it leaves alone, the most it adds, and how slow the endpoint must be for it.
+BALANCE_GAIN = 4.0           # 1/s
+BALANCE_LEAK = 0.1           # s: u's time constant of decay on an axis that moves
+BALANCE_DEADBAND = np.array([0.1] * 3 + [0.01] * 3)      # N, N·m
+BALANCE_MAX = np.array([8.0] * 3 + [2.0] * 3)            # N, N·m
+BALANCE_SPEED = np.array([0.02] * 3 + [0.05] * 3)        # m/s, rad/s
+BALANCE_JOINT_SPEED = 0.1    # rad/s: and every joint slower than this
+QUATERNION_NORM_TOLERANCE = 1e-3
+NO_LIMIT = 1e9               # a force limit or motion bound that never binds
+
+
+class InteractionParams:
+    """A validated InteractionCommand: per-axis arrays (x, y, z, rx, ry, rz) after caps and
+    defaults (D None: scaled with stiffness), the frame as a rotation and a point."""
+    __slots__ = ('cmd', 'mode', 'K', 'max_impedance', 'D', 'K_nullspace', 'force',
+                 'frame_rotation', 'frame_position', 'in_endpoint_frame', 'damp_force',
+                 'reset_reference', 'free_rotations')
+
+    def __init__(self, cmd, mode, K, max_impedance, D, K_nullspace, force, frame_rotation,
+                 frame_position):
+        self.cmd = cmd
+        self.mode, self.K, self.max_impedance, self.D = mode, K, max_impedance, D
+        self.K_nullspace, self.force = K_nullspace, force
+        self.frame_rotation, self.frame_position = frame_rotation, frame_position
+        self.in_endpoint_frame = bool(cmd.in_endpoint_frame)
+        self.damp_force = not cmd.disable_damping_in_force_control
+        self.reset_reference = not cmd.disable_reference_resetting
+        self.free_rotations = bool(cmd.rotations_for_constrained_zeroG)
+
+
+def _fmt(values):
+    return '[%s]' % ', '.join('%g' % v for v in values)
+
+
+def _vector(cmd, name, n, default, notes, default_text):
+    """cmd.<name> as n finite floats, or `default` (noted) when empty."""
+    values = getattr(cmd, name)
+    if len(values) == 0:
+        if default_text:
+            notes.append('%s empty: %s' % (name, default_text))
+        return np.array(default, dtype=float)
+    if len(values) != n:
+        raise CommandRejected('%s has %d values, expected %d (or none for the default)'
+                              % (name, len(values), n), 'length')
+    try:
+        arr = np.array([float(v) for v in values])
+    except (TypeError, ValueError):
+        raise CommandRejected('%s holds a value that is not a number: %r' % (name, list(values)),
+                              'not-finite') from None
+    bad = ~np.isfinite(arr)
+    if np.count_nonzero(bad):
+        i = int(np.argmax(bad))
+        raise CommandRejected('%s[%d] is %r' % (name, i, arr[i]), 'not-finite')
+    return arr
+
+
+def _nonnegative(name, arr):
+    neg = arr < 0.0
+    if np.count_nonzero(neg):
+        i = int(np.argmax(neg))
+        raise CommandRejected('%s[%d] = %g must be >= 0' % (name, i, arr[i]), 'negative')
+
+
+def parse(cmd):
+    """Validate an InteractionCommand (interaction_control_active true): its
+    InteractionParams and the notes on what was capped or defaulted. Raises CommandRejected
+    naming the field and value at fault."""
+    notes = []
+    endpoint = cmd.endpoint_name
+    if endpoint not in ('', ENDPOINT):
+        raise CommandRejected('endpoint_name %r is not supported: interaction control acts at '
+                              '%s (the robot does not allow changing it)' % (endpoint, ENDPOINT),
+                              'endpoint')
+    modes = cmd.interaction_control_mode
+    if len(modes) == 0:
+        notes.append('interaction_control_mode empty: IMPEDANCE_MODE on every axis')
+        mode = np.full(6, IMPEDANCE)
+    elif len(modes) != 6:
+        raise CommandRejected('interaction_control_mode has %d values, expected 6 (or none for '
+                              'the default)' % len(modes), 'length')
+    else:
+        mode = np.zeros(6, dtype=int)
+        for i, m in enumerate(modes):
+            if isinstance(m, bool) or not isinstance(m, (int, np.integer)) or int(m) not in MODE_NAMES:
+                raise CommandRejected('interaction_control_mode[%d] = %r is not one of '
+                                      'IMPEDANCE_MODE (1), FORCE_MODE (2), '
+                                      'IMPEDANCE_WITH_FORCE_LIMIT_MODE (3), '
+                                      'FORCE_WITH_MOTION_LIMIT_MODE (4)' % (i, m), 'mode')
+            mode[i] = int(m)
+    K = _vector(cmd, 'K_impedance', 6, K_CAP, notes, 'the caps, %s' % _fmt(K_CAP))
+    _nonnegative('K_impedance', K)
+    for i in np.flatnonzero(K > K_CAP):
+        notes.append('K_impedance[%d] = %g capped at %g %s' % (i, K[i], K_CAP[i], UNITS[i]))
+    K = np.minimum(K, K_CAP)
+    max_imp = cmd.max_impedance
+    if len(max_imp) == 0:
+        max_imp = np.zeros(6, dtype=bool)
+    elif len(max_imp) != 6:
+        raise CommandRejected('max_impedance has %d values, expected 6 (or none)' % len(max_imp),
+                              'length')
+    else:
+        max_imp = np.array([bool(b) for b in max_imp])
+    D = None
+    if len(cmd.D_impedance):
+        D = _vector(cmd, 'D_impedance', 6, None, notes, '')
+        _nonnegative('D_impedance', D)
+    K_ns = _vector(cmd, 'K_nullspace', 7, [K_NULLSPACE_DEFAULT] * 7, notes,
+                   '%g N·m/rad on every joint' % K_NULLSPACE_DEFAULT)
+    _nonnegative('K_nullspace', K_ns)
+    for i in np.flatnonzero(K_ns > K_NULLSPACE_CAP):
+        notes.append('K_nullspace[%d] = %g capped at %g N·m/rad' % (i, K_ns[i], K_NULLSPACE_CAP))
+    K_ns = np.minimum(K_ns, K_NULLSPACE_CAP)
+    force = _vector(cmd, 'force_command', 6, np.zeros(6), notes, '')
+    for i in np.flatnonzero(np.abs(force) > FORCE_CAP):
+        notes.append('force_command[%d] = %g capped at %g %s'
+                     % (i, force[i], math.copysign(FORCE_CAP[i], force[i]), FORCE_UNITS[i]))
+    force = clip(force, -FORCE_CAP, FORCE_CAP)
+    pos = np.array(cmd.frame_position, dtype=float)
+    quat = np.array(cmd.frame_orientation, dtype=float)          # x, y, z, w
+    if pos.shape != (3,) or quat.shape != (4,):
+        raise CommandRejected('interaction_frame needs a position (3) and an orientation (4)',
+                              'frame')
+    for name, arr, labels in (('position', pos, 'xyz'), ('orientation', quat, 'xyzw')):
+        bad = ~np.isfinite(arr)
+        if np.count_nonzero(bad):
+            i = int(np.argmax(bad))
+            raise CommandRejected('interaction_frame.%s.%s is %r' % (name, labels[i], arr[i]),
+                                  'not-finite')
+    norm = float(np.sqrt(quat @ quat))
+    if norm == 0.0:
+        notes.append('interaction_frame orientation is all zero: the identity')
+        rotation = np.eye(3)
+    elif abs(norm - 1.0) > QUATERNION_NORM_TOLERANCE:
+        raise CommandRejected('interaction_frame.orientation (x, y, z, w) = %s is not a unit '
+                              'quaternion (norm %.4f)' % (_fmt(quat), norm), 'frame')
+    else:
+        x, y, z, w = quat / norm
+        rotation = pin.Quaternion(w, x, y, z).toRotationMatrix()
+    if not cmd.in_endpoint_frame:
+        pos = np.zeros(3)             # a frame fixed in base: its origin moves nothing
+    return InteractionParams(cmd, mode, K, max_imp, D, K_ns, force, rotation, pos), notes
+
+
+def describe(p):
+    """One line on the parameters of `p` (logged when they are applied)."""
+    parts = ['modes %s' % ' '.join('%s:%s' % (a, SHORT_MODE[m]) for a, m in zip(AXES, p.mode))]
+    k = ['max' if mx else '%g' % v for v, mx in zip(p.K, p.max_impedance)]
+    parts.append('K [%s]' % ', '.join(k))
+    parts.append('D %s' % (_fmt(p.D) if p.D is not None else 'scaled with K'))
+    parts.append('force %s' % _fmt(p.force))
+    parts.append('K_nullspace %s' % _fmt(p.K_nullspace))
+    parts.append('frame %s' % ('endpoint' if p.in_endpoint_frame else 'base'))
+    flags = [name for name, on in (('no force damping', not p.damp_force),
+                                   ('no reference resetting', not p.reset_reference),
+                                   ('free rotations', p.free_rotations)) if on]
+    if flags:
+        parts.append(', '.join(flags))
+    return 'interaction control: ' + '; '.join(parts)
+
+
+def _skew(v):
+    return np.array([[0.0, -v[2], v[1]], [v[2], 0.0, -v[0]], [-v[1], v[0], 0.0]])
+
+
+class InteractionController(Controller):
+    name = 'interaction'
+    command_timeout = False                       # a single publish keeps it (-r 0)
+    reference_modes = (TrajectoryController.joint_command_mode,)
+    state_fields = (('K_impedance', 6), ('D_impedance', 6), ('force_command', 6), ('mode', 6),
+                    ('max_impedance', 6), ('K_nullspace', 7), ('flags', 4), ('displacement', 6))
+
+    def __init__(self, context):
+        super().__init__(context)
+        self.arm = arm = context.arm
+        self.dyn = arm.dynamics
+        self._data = self.dyn.model.createData()
+        self._fid = self.dyn.frame_id(ENDPOINT)
+        self._armature = np.diag(arm.armature)
+        self._u = np.zeros(6)
+        self._slow_left = 0
+        self._wrench_map = np.zeros((6, 7))
+        self._eye7 = np.eye(7)
+        self._projector = self._eye7.copy()
+        self._handover = None            # wrench (base) fading out after a reset
+        self._held = np.zeros(6)         # the static wrench of the latest tick (base)
+        self._zero = np.zeros(7)
+        # Gains in force, and the targets they move to: K, D, F (6 each), K_ns, D_ns (7 each).
+        self._cur, self._tgt = np.zeros(32), np.zeros(32)
+        self._K, self._D, self._F = self._cur[0:6], self._cur[6:12], self._cur[12:18]
+        self._Kns, self._Dns = self._cur[18:25], self._cur[25:32]
+        self._alpha = 1.0 - math.exp(-LOOP_PERIOD / FILTER_TIME)    # per tick
+        self._filter_left = 0
+        self._cmd = None                 # the command in force (None: the defaults)
+        self._e = np.zeros(6)
+        self._tau_prev = np.zeros(7)
+        self._expected = None
+        self._starting = False
+        self._m_app = np.ones(6)
+        self._M_diag = np.ones(7)
+        self._k_max = K_MAX_RANGE[0].copy()
+        self._refresh_at = -math.inf
+        self.params = parse(InteractionCommand(True))[0]
+        self._derive()
+        self._clear_reference(np.zeros(7))
+
+    # --- commands ------------------------------------------------------------------------
+    def validate(self, cmd, state):
+        if cmd == self._cmd:                      # a client republishing: nothing new
+            return self.params, []
+        return parse(cmd)
+
+    def command(self, parsed, state):
+        if parsed is self.params and self._cmd is not None:
+            return
+        self._cmd, self.params = parsed.cmd, parsed
+        self._derive()                            # the frame and tool point first
+        if parsed.reset_reference:
+            if not self._starting:
+                # The new springs start from where the endpoint is; what the old ones held
+                # (a push, a contact) is handed over and fades out instead of vanishing.
+                self._hand_over(self._held)
+            self._reset_reference(state)
+        # max_impedance and the damping guards at this pose
+        self._refresh(state.q, *self._kinematics(state.q)[::2], state.now)
+        self._filter_left = FILTER_TICKS
+        if self._starting:                        # gains at once, the force from zero
+            self._cur[:] = self._tgt
+            self._F[:] = 0.0
+            self._ns = bool(np.count_nonzero(self._tgt[18:32]))
+
+    def reference(self, parsed, state):
+        """A TRAJECTORY_MODE sample: the joint reference the endpoint and nullspace references
+        follow (extrapolated as the trajectory controller does)."""
+        now, idx = state.now, parsed.idx
+        p = self._joint_reference(now)[0].copy()
+        v, a = np.zeros(7), np.zeros(7)
+        p[idx] = parsed.arrays['position']
+        if 'velocity' in parsed.arrays:
+            v[idx] = parsed.arrays['velocity']
+        if 'acceleration' in parsed.arrays:
+            a[idx] = parsed.arrays['acceleration']
+        self._jp, self._jv, self._ja = self._bounded(*extrapolate(p, v, a, now - parsed.stamp,
+                                                                  self.arm.vel_limit))
+        self._jt = self._j_last = now
+        self._driven = self._ref_dirty = True
+
+    # --- references ------------------------------------------------------------------------
+    def _clear_reference(self, q):
+        self._q_ns = np.array(q, float)
+        self._jp, self._jv, self._ja = self._q_ns, np.zeros(7), np.zeros(7)
+        self._jt = self._j_last = 0.0
+        self._driven = self._ref_dirty = False
+        self._v_ref = None
+
+    def _reset_reference(self, state, q=None):
+        """The reference becomes the endpoint's pose at q (default: where the arm is)."""
+        q = state.q if q is None else q
+        self._clear_reference(q)
+        R, p, _ = self._kinematics(q)
+        self._R_ref, self._p_ref = R, p
+        self._u = np.zeros(6)
+
+    def _bounded(self, p, v, a):
+        arm = self.arm
+        at_limit = (p <= arm.lower) | (p >= arm.upper)
+        if np.count_nonzero(at_limit):
+            v, a = v.copy(), a.copy()
+            v[at_limit], a[at_limit] = 0.0, 0.0
+            p = clip(p, arm.lower, arm.upper)
+        return p, v, a
+
+    def _joint_reference(self, now):
+        """The joint reference at `now`: extrapolated from the latest sample for at most the
+        joint command timeout (a stream that stops leaves it where it got to)."""
+        if not self._driven:
+            return self._q_ns, self._jv, self._ja
+        t_end = min(now, self._j_last + self.arm.timeout)
+        if t_end > self._jt and (np.count_nonzero(self._jv) or np.count_nonzero(self._ja)):
+            self._jp, self._jv, self._ja = self._bounded(*extrapolate(
+                self._jp, self._jv, self._ja, t_end - self._jt, self.arm.vel_limit))
+            self._ref_dirty = True
+        self._jt = t_end
+        if now >= self._j_last + self.arm.timeout and (np.count_nonzero(self._jv) or
+                                                       np.count_nonzero(self._ja)):
+            self._jv, self._ja = np.zeros(7), np.zeros(7)
+            self._ref_dirty = True
+        return self._jp, self._jv, self._ja
+
+    def _kinematics(self, q):
+        """(R, p, J) of the controlled point: right_hand's orientation, its origin moved by
+        the tool offset (in_endpoint_frame), the 6×7 Jacobian of that point (base)."""
+        R, p, J = self.dyn.frame_kinematics(self._fid, q, self._data)
+        offset = self._offset
+        if offset is not None:
+            o = R @ offset
+            p = p + o
+            J[:3] -= _skew(o) @ J[3:]
+        return R, p, J
+
+    # --- gains -----------------------------------------------------------------------------
+    def _refresh(self, q, R, J, now):
+        """max_impedance's stiffness, the apparent masses and the joint inertias at this
+        pose (R, J: the controlled point's orientation and Jacobian), and the targets that
+        follow from them."""
+        self._refresh_at = now + REFRESH_PERIOD
+        M = self.dyn.mass_matrix(q, self._data) + self._armature
+        TJ = self._axes_jacobian(self._axes(R), J)
+        _, minv_jt, info = dposv(M, TJ.T.copy(), lower=0)
+        if info == 0:
+            inv_mass = np.einsum('ij,ji->i', TJ, minv_jt)    # diag(J M⁻¹ Jᵀ)
+            self._m_app = 1.0 / np.maximum(inv_mass, 1e-9)
+        self._M_diag = M.diagonal().copy()
+        self._k_max = clip(self.arm.kp * self._m_app, K_MAX_RANGE[0], K_MAX_RANGE[1])
+        self._derive()
+
+    def _derive(self):
+        """Targets, masks and limits from the parameters and the pose's figures."""
+        p = self.params
+        mode = p.mode
+        imp = (mode == IMPEDANCE) | (mode == IMPEDANCE_WITH_FORCE_LIMIT)
+        force_axes = ~imp
+        K = np.where(p.max_impedance, self._k_max, p.K) * imp
+        if p.D is not None:
+            D = p.D.copy()
+        else:
+            D = D_SCALE * np.sqrt(np.where(imp, K, K_CAP))
+        if not p.damp_force:
+            D = D * imp
+        guard = DAMPING_GUARD * self._m_app / LOOP_PERIOD
+        D = np.minimum(D, guard)
+        tgt = self._tgt
+        tgt[0:6], tgt[6:12], tgt[12:18] = K, D, p.force * force_axes
+        tgt[18:25] = p.K_nullspace
+        tgt[25:32] = 2.0 * np.sqrt(p.K_nullspace * self._M_diag)
+        self._imp = imp.astype(float)
+        # Axes with a balance to keep: force axes, and impedance axes with stiffness (a free
+        # axis of constrained zero-G has none: the arm stays where it is let go).
+        self._balanced = force_axes | (K > 0.0)
+        limited = mode == IMPEDANCE_WITH_FORCE_LIMIT
+        self._limit = np.where(limited, np.abs(p.force), NO_LIMIT) if limited.any() else None
+        bounded = mode == FORCE_WITH_MOTION_LIMIT
+        if bounded.any():
+            self._bound = np.where(bounded, MOTION_BOUND, NO_LIMIT)
+            self._wall_k = WALL_STIFFNESS * bounded
+            self._wall_d = np.minimum(D_SCALE * np.sqrt(WALL_STIFFNESS), guard) * bounded
+        else:
+            self._bound = None
+        rot_imp = imp[3:]
+        self._rot_wall = rot_imp.astype(float) if rot_imp.any() else None
+        self._rot_wall_d = np.minimum(D_SCALE[3:] * math.sqrt(ROTATION_WALL_STIFFNESS), guard[3:])
+        # The axes' rotation: None for base's own (the SDK's default frame), skipping the
+        # products each tick.
+        self._frame_R = None if np.array_equal(p.frame_rotation, np.eye(3)) else p.frame_rotation
+        self._offset = p.frame_position if np.count_nonzero(p.frame_position) else None
+        self._ns = bool(np.count_nonzero(tgt[18:32]) or np.count_nonzero(self._cur[18:32]))
+
+    def _filter_step(self):
+        self._filter_left -= 1
+        if self._filter_left <= 0:
+            self._cur[:] = self._tgt
+            self._ns = bool(np.count_nonzero(self._tgt[18:32]))
+        else:
+            self._cur += self._alpha * (self._tgt - self._cur)
+
+    def _axes(self, R):
+        """The interaction axes' orientation in base (None: base's own)."""
+        if not self.params.in_endpoint_frame:
+            return self._frame_R
+        return R if self._frame_R is None else R @ self._frame_R
+
+    @staticmethod
+    def _axes_jacobian(Ra, J):
+        if Ra is None:
+            return J
+        RaT = Ra.T
+        return np.vstack((RaT @ J[:3], RaT @ J[3:]))
+
+    # --- the pipeline ------------------------------------------------------------------------
+    def start(self, state, previous):
+        """From where the arm is: the reference is the endpoint's pose (with
+        disable_reference_resetting, that of the previous controller's reference), the
+        gains those in force, a force command ramping up from zero."""
+        self._derive()
+        if previous is not None and not self.params.reset_reference:
+            self._reset_reference(state, previous.position)
+        else:
+            self._reset_reference(state)
+        self._tau_prev = np.array(previous.torque, float) if previous is not None else np.zeros(7)
+        R, _, J = self._kinematics(state.q)
+        self._handover = None
+        if previous is not None:
+            # What the previous controller pressed with at the endpoint (holding against a
+            # push, on a table), handed over and fading out.
+            jjt = J @ J.T
+            jjt.flat[::7] += NULLSPACE_PINV_DAMPING
+            _, w, info = dposv(jjt, J @ previous.torque, lower=0)
+            if info == 0:
+                self._hand_over(w)
+        self._refresh(state.q, R, J, state.now)
+        self._cur[:] = self._tgt
+        self._F[:] = 0.0
+        self._filter_left = FILTER_TICKS
+        self._ns = bool(np.count_nonzero(self._tgt[18:32]))
+        self._expected = None
+        self._starting = True                     # the command that activates it: no ramp
+        self._slow_left = 0                       # the projector at this pose first
+
+    def reset(self, state):
+        self._clear_reference(state.q)
+        self._tau_prev = np.zeros(7)
+        self._expected = None
+        self._handover = None
+
+    def _hand_over(self, wrench):
+        w = np.array(wrench, float)
+        self._handover = w if np.abs(w).max() > 1e-3 else None
+
+    def describe(self):
+        """One line on the parameters in force (logged when they are applied)."""
+        return describe(self.params)
+
+    def expected_external_torque(self):
+        return self._expected
+
+    def update(self, state):
+        q, qd, now = state.q, state.qd, state.now
+        self._starting = False
+        if self._filter_left:
+            self._filter_step()
+        R, p, J = self._kinematics(q)
+        if now >= self._refresh_at:
+            self._refresh(q, R, J, now)
+        if self._driven:
+            self._follow(now)
+        Ra = self._axes(R)
+        e = self._e
+        ep = p - self._p_ref
+        phi = pin.log3(R @ self._R_ref.T)
+        if Ra is None:
+            e[:3], e[3:] = ep, phi
+            TJ = J
+        else:
+            RaT = Ra.T
+            e[:3], e[3:] = RaT @ ep, RaT @ phi
+            TJ = np.vstack((RaT @ J[:3], RaT @ J[3:]))
+        v = TJ @ qd
+        if self._v_ref is not None:
+            vr = self._v_ref if Ra is None else np.concatenate((RaT @ self._v_ref[:3], RaT @ self._v_ref[3:]))
+            vd = v - vr * self._imp
+        else:
+            vd = v
+        # The wrench the law means the endpoint to hold at rest (springs and force), and its
+        # damping.
+        Fs = self._F - self._K * e
+        Fd = -self._D * vd
+        handover = self._handover
+        if handover is not None:
+            Fs = Fs + (handover if Ra is None else np.concatenate((RaT @ handover[:3], RaT @ handover[3:])))
+            handover *= 1.0 - state.period / HANDOVER_TIME
+            if np.abs(handover).max() < 1e-3:
+                self._handover = None
+        limit = self._limit
+        if limit is not None:
+            Fs = clip(Fs, -limit, limit)
+        if self._bound is not None:
+            over = e - clip(e, -self._bound, self._bound)
+            if np.count_nonzero(over):
+                Fs = Fs - self._wall_k * over
+                Fd = Fd - self._wall_d * v * (over != 0.0)
+        if self._rot_wall is not None and not (self.params.free_rotations and not self._driven):
+            angle = math.sqrt(float(phi @ phi))
+            if angle > ROTATION_WALL:
+                Fs[3:] -= self._rot_wall * (ROTATION_WALL_STIFFNESS * (angle - ROTATION_WALL) / angle) * e[3:]
+                Fd[3:] -= self._rot_wall * self._rot_wall_d * v[3:]
+        F = Fs + Fd + self._u
+        if limit is not None:
+            F = clip(F, -limit, limit)
+        held = Fs - self._F + self._u             # what the springs hold (a reset hands it over)
+        if Ra is None:
+            self._held = held
+        else:
+            self._held = np.concatenate((Ra @ held[:3], Ra @ held[3:]))
+        tau_task = F @ TJ
+        tau = tau_task
+        # Every SLOW_PERIOD ticks: the map X = (JJᵀ)⁻¹J (the endpoint wrench that joint
+        # torques amount to) and the nullspace projector I − JᵀX, which change with the pose
+        # only; and the balance correction, which works at a fraction of the loop's rate.
+        self._slow_left -= 1
+        slow = self._slow_left <= 0
+        if slow:
+            self._slow_left = SLOW_TICKS
+            jjt = J @ J.T
+            jjt.flat[::7] += NULLSPACE_PINV_DAMPING
+            _, X, info = dposv(jjt, J, lower=0, overwrite_a=1)
+            if info == 0:
+                self._wrench_map = X
+                self._projector = self._eye7 - J.T @ X
+        if self._ns:
+            tau = tau + self._projector @ (self._Kns * (self._q_ns - q) - self._Dns * qd)
+        if slow and self._v_ref is None:
+            w_ext = self._wrench_map @ (state.gravity() - state.effort)
+            if Ra is not None:
+                w_ext = np.concatenate((RaT @ w_ext[:3], RaT @ w_ext[3:]))
+            self._balance(Fs + Fd + w_ext, v, qd, SLOW_TICKS * state.period)
+        step = TORQUE_RATE * state.period
+        prev = self._tau_prev
+        tau = clip(tau, prev - step, prev + step)
+        self._tau_prev = tau
+        self._expected = -tau_task
+        return Output(tau, q, qd, self._zero, interaction=tau)
+
+    def _balance(self, z, v, qd, dt):
+        """The balance correction u (module docstring): while the arm is at rest (the
+        endpoint slower than BALANCE_SPEED on each axis, every joint than
+        BALANCE_JOINT_SPEED) and the reference still, u integrates the imbalance z between the
+        wrench the law commands (springs, force and damping, u left out) and the external
+        wrench the joints measure, beyond a dead band. z is 0 when K·e = F_ext (or when a
+        contact pushes back with f) at rest, or while the damping takes up the difference
+        (free motion toward the balance); what else holds the endpoint short of it is the
+        drives' friction (the joint torques are measured after it): u makes that up, at
+        most BALANCE_MAX."""
+        if np.count_nonzero(np.abs(v) >= BALANCE_SPEED) or np.abs(qd).max() >= BALANCE_JOINT_SPEED:
+            # Moving: what held the endpoint is gone (a push let go, a joint broken free), a
+            # correction left over would push it on, and the measured wrench is not the
+            # external one (the links' inertia is in it).
+            self._u *= 1.0 - dt / BALANCE_LEAK
+            return
+        act = self._balanced & (np.abs(z) > BALANCE_DEADBAND)
+        if np.count_nonzero(act):
+            self._u = clip(self._u + (BALANCE_GAIN * dt) * z * act, -BALANCE_MAX, BALANCE_MAX)
+
+    def _follow(self, now):
+        """A motion drives the reference: the endpoint pose and twist of the joint reference
+        (recomputed while it moves), the nullspace reference its joint angles."""
+        qr, vr, _ = self._joint_reference(now)
+        if not self._ref_dirty:
+            return
+        self._ref_dirty = False
+        R, p, J = self._kinematics(qr)
+        self._R_ref, self._p_ref, self._q_ns = R, p, qr
+        self._v_ref = J @ vr if np.count_nonzero(vr) else None
+
+    # --- state ---------------------------------------------------------------------------------
+    def report(self, put):
+        p = self.params
+        put('K_impedance', self._K)
+        put('D_impedance', self._D)
+        put('force_command', p.force)
+        put('mode', p.mode)
+        put('max_impedance', p.max_impedance)
+        put('K_nullspace', self._Kns)
+        put('flags', (float(p.in_endpoint_frame), float(not p.damp_force),
+                      float(not p.reset_reference), float(p.free_rotations)))
+        put('displacement', self._e)
+
