@@ -12,9 +12,9 @@ One tick (intera_rt.realtime.core.RealtimeCore.tick):
 
 Stages are pure objects: time comes in ArmState.now, nothing reads a clock. A stage is one
 module under control/ plus one line in control.registry. The core picks the active
-controller by a joint command's mode (Controller.joint_command_mode) and names two: the
-first registered controller, which the arm falls back to (hold), and `zero_g`, which the
-cuff selects.
+controller by a joint command's mode (Controller.joint_command_mode) and names three: the
+first registered controller, which the arm falls back to (hold), `zero_g`, which the cuff
+selects, and `interaction`, which interaction_control_command selects.
 Models: ros2_control's controller `update(time, period)`, dm_control's task hooks.
 """
 import math
