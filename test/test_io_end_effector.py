@@ -166,7 +166,9 @@ def test_gripper_command_cancel_stops_the_fingers(gripper):
     client = _action_client()
     assert gripper.set('speed_mps', 0.15) == ''
     client.send_goal(_goal(0.0))
-    gripper.wait(lambda: gripper.value('is_moving') is True, 5.0, 'the fingers to move')
+    # (moving, and moved: on a loaded machine the cancel could otherwise beat the first step)
+    gripper.wait(lambda: gripper.value('is_moving') is True
+                 and gripper.value('position_response_m') < OPEN, 5.0, 'the fingers to move')
     client.cancel_goal()
     assert client.wait_for_result(rospy.Duration(10.0))
     assert client.get_state() == GoalStatus.PREEMPTED
