@@ -26,9 +26,9 @@ Goals (goal.command):
          running goal ends preempted with statusId "Stopped", the stop goal succeeds
          (result true, statusId "Stopped"), also when nothing was running.
   cancel of a running start goal: as stop.
-Every goal gets its result no sooner than MIN_RESULT_DELAY after it arrived (an actionlib
-SimpleActionClient drops a result that comes before its send_goal() has returned, and
-calibrate_arm.py waits for it without a timeout).
+Every goal gets its first feedback and its result no sooner than MIN_RESULT_DELAY after it
+arrived (an actionlib SimpleActionClient drops feedback and a result that come before its
+send_goal() has returned, and calibrate_arm.py waits for the result without a timeout).
 """
 import queue
 import threading
@@ -182,6 +182,10 @@ class ArmCalibration:
                 gh = self._work.get(timeout=0.2)
             except queue.Empty:
                 continue
+            # No feedback before the client's send_goal() has returned (see the docstring).
+            received = self._received.get(gh.get_goal_id().id)
+            if received is not None:
+                time.sleep(max(0.0, MIN_RESULT_DELAY - (time.monotonic() - received)))
             try:
                 how, ok, status, text = self._run(gh)
             except Exception as exc:  # noqa: BLE001 - a goal must always get its result
