@@ -80,8 +80,8 @@ class Model:
         self.robot = RobotModel(urdf_xml) if urdf_xml else RobotModel.from_file()
         self.collision = None
         try:
-            from intera_rt.model.collision import CollisionModel
-            self.collision = CollisionModel(self.robot.urdf_xml)
+            from intera_rt.model.collision import motion_controller_model
+            self.collision = motion_controller_model(self.robot.urdf_xml)
         except Exception as exc:  # noqa: BLE001 - keep planning without collision checks
             rospy.logerr('motion_controller: no self-collision model (%s): planned paths are not '
                          'checked for self-collision', exc)
