@@ -190,14 +190,15 @@ class Bench:
 
     def reachable(self, rng, kind='front'):
         """A random pose that the IK service reaches without collision (SEED_AUTO from
-        neutral), and that solution: 'front' — in front of the robot, the tool down
-        within ±0.3 rad and turned about the vertical by up to ±90° (what a new user tries
-        with go_to_cartesian_pose.py); 'any' — anywhere in a 0.6 × 1.2 × 0.8 m box in front,
-        any orientation."""
+        neutral), and that solution: 'down' — in front of the robot, the tool down within
+        ±0.3 rad (pose()); 'front' — the same turned about the vertical by up to ±90° (what
+        a new user tries with go_to_cartesian_pose.py); 'any' — anywhere in a 0.6 × 1.2 ×
+        0.8 m box in front, any orientation."""
         while True:
-            if kind == 'front':
+            if kind in ('front', 'down'):
                 p, q = self.pose(rng)
-                q = quat_mul(rotvec_to_quat([0.0, 0.0, rng.uniform(-0.5 * math.pi, 0.5 * math.pi)]), q)
+                if kind == 'front':
+                    q = quat_mul(rotvec_to_quat([0.0, 0.0, rng.uniform(-0.5 * math.pi, 0.5 * math.pi)]), q)
             else:
                 p = np.array([rng.uniform(0.3, 0.9), rng.uniform(-0.6, 0.6), rng.uniform(-0.1, 0.7)])
                 q = rng.normal(size=4)
@@ -210,8 +211,8 @@ class Bench:
         if case.startswith('joint_'):
             return joint_goal(self.walk(int(case.split('_')[1])))
         if case == 'cartesian_1':
-            return cartesian_goal([self.reachable(self.rng)[0]], bias=BIAS)
-        return cartesian_goal([self.reachable(self.rng)[0] for _ in range(5)], corner=0.05)
+            return cartesian_goal([self.reachable(self.rng, 'down')[0]], bias=BIAS)
+        return cartesian_goal([self.reachable(self.rng, 'down')[0] for _ in range(5)], corner=0.05)
 
     def plan(self, traj, check_collision=True):
         return self.planner.plan(self.planner.parse(traj), NEUTRAL, check_collision=check_collision)

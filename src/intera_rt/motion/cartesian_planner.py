@@ -69,7 +69,9 @@ NSO_END_TOLERANCE = 0.1        # rad, nso_check_end_offset
 LIMIT_SLACK = 1.01             # joint velocity² / acceleration over the limit before re-timing
 MAX_POSTURE_ATTEMPTS = 5       # postures tried per stop-to-stop run (see _plan_run)
 SPLINE_REFINE = 3              # re-follows of a run where its spline strays from the path
+SPLINE_CHECK_STEP = 0.1        # rad: runs with a joint step this large (or refined) are checked
 FALLBACK_REACH = 0.5           # share of a segment over which a fallback posture is taken
+TOPPRA_MARGIN = 0.99           # joint limits given to TOPP-RA, of the limits (rates vary between gridpoints)
 ACCEL_RETRIES = 3              # re-timings with locally tightened limits, then the run is slowed
 MAX_DURATION = 3600.0
 ROTATION_SCALE = 0.1           # m per rad: path parameter of a rotation-only run
@@ -523,7 +525,10 @@ class CartesianPlanner:
         pose_at = self._pose_on(pieces)
         nominal = float(np.median(np.diff(ss0))) if len(ss0) > 1 else 1.0
 
-        def attempt(biases, reach=1.0, ss_in=None):
+        def attempt(biases, reach=1.0, ss_in=None, prefix=None):
+            """Follow the run (the samples ss_in, default the run's own) with the nullspace
+            biased toward `biases`; prefix = (ss, joints) already followed up to the first of
+            ss_in: go on from there."""
             def nullspace(s_prev, s, q):
                 seg = seg_of(s)
                 goal = biases.get(seg)
@@ -543,8 +548,12 @@ class CartesianPlanner:
                 ss_in, p_in, r_in = ss0, ps, rotations
             else:
                 p_in, r_in = self._poses_on(pieces, ss_in)
-            ss, joints, _, _ = tip.track(q_start, ss_in, p_in, r_in, pose_at=pose_at, nullspace=nullspace,
+            q_from = q_start if prefix is None else prefix[1][-1]
+            ss, joints, _, _ = tip.track(q_from, ss_in, p_in, r_in, pose_at=pose_at, nullspace=nullspace,
                                          free_joints=free_joints if tip.n < 7 else None, nominal=nominal)
+            if prefix is not None:
+                ss = np.concatenate([prefix[0][:-1], ss])
+                joints = np.concatenate([prefix[1][:-1], joints])
             return ss, joints
 
         # The waypoints' joint_positions bias the posture along the path. Where no
@@ -587,19 +596,28 @@ class CartesianPlanner:
         # the path tolerance between two points (joints moving fast and unevenly, near a
         # singular stretch), the points are made denser there and the run followed again.
         for _ in range(SPLINE_REFINE):
+            # Evenly spaced points with slow joints (the common case) need no check.
+            if len(ss) == len(ss0) and float(np.abs(np.diff(joints, axis=0)).max()) < SPLINE_CHECK_STEP:
+                break
             spline = self._joint_spline(ss, joints, np.searchsorted(ss, breaks_s).tolist())
             mids = 0.5 * (ss[:-1] + ss[1:])
             P, R = self._poses_on(pieces, mids)
-            Pq, Rq = tip.fk_many(spline(mids)[:, :tip.n])
+            qm = spline(mids)
+            Pq, Rq = tip.fk_many(qm[:, :tip.n])
             dev_p = np.linalg.norm(Pq - P, axis=1)
             dev_r = np.linalg.norm(rotation_error_many(R, Rq), axis=1)
-            bad = (dev_p > 0.5 * PATH_POSITION_TOLERANCE) | (dev_r > 0.5 * PATH_ORIENTATION_TOLERANCE)
-            if not bad.any():
+            bad = np.flatnonzero((dev_p > 0.5 * PATH_POSITION_TOLERANCE) | (dev_r > 0.5 * PATH_ORIENTATION_TOLERANCE))
+            if not len(bad):
                 break
-            try:
-                ss, joints = attempt(biases, reach, np.union1d(ss, mids[bad]))
-            except PathFollowError:
-                break                     # keep what was found
+            # The IK solution next to the spline there becomes a point of the path.
+            added = [(mids[i], tip.solve_near(qm[i], P[i], R[i])) for i in bad]
+            added = [(s, q) for s, q in added if q is not None]
+            if not added:
+                break
+            ss = np.concatenate([ss, [s for s, _ in added]])
+            joints = np.concatenate([joints, [q for _, q in added]])
+            order = np.argsort(ss, kind='stable')
+            ss, joints = ss[order], joints[order]
         if len(tried) > 1:
             self.notes.append('waypoint(s) %s: no continuous joint path follows the path near the requested '
                               'posture (%s); the arm takes the posture of an IK solution of the waypoint '
@@ -624,7 +642,13 @@ class CartesianPlanner:
         a_rot = np.array([l.rotational_accel for l in lims])
         vmax = np.array([l.speed_ratio for l in lims])[:, None] * self.vel_limit[None, :]
         amax = np.minimum(np.array([l.joint_accel for l in lims]), self.accel_limit[None, :])
-        dq = spline(grid, 1)
+        # Joint rates: at each gridpoint the largest of its own and those halfway to its
+        # neighbours (ṡ is monotonic over an interval, q'(s) is not: it may bulge inside).
+        dq = np.abs(spline(grid, 1))
+        if len(grid) > 1:
+            mid = np.abs(spline(0.5 * (grid[:-1] + grid[1:]), 1))
+            dq[:-1] = np.maximum(dq[:-1], mid)
+            dq[1:] = np.maximum(dq[1:], mid)
         # Rates of the endpoint along the joint spline actually followed (not the designed
         # path: the spline's curvature overshoots a little where a line meets an arc).
         h = min(PATH_H, 0.25 * float(np.min(np.diff(grid))))
@@ -653,8 +677,9 @@ class CartesianPlanner:
         # tightened where it exceeds them (then, as a last resort, the run slowed as a whole).
         scale = np.ones(len(grid))
         for attempt in range(ACCEL_RETRIES + 1):
-            constraints = [_PathConstraint(xmax * scale, dp_n, ddp_n, dr_n, ddr_n, a_lin, a_rot),
-                           _JointAccelConstraint(amax * scale[:, None])]
+            constraints = [_PathConstraint(xmax * (scale * TOPPRA_MARGIN ** 2), dp_n, ddp_n, dr_n, ddr_n, a_lin,
+                                           a_rot),
+                           _JointAccelConstraint(amax * (scale * TOPPRA_MARGIN)[:, None])]
             try:
                 inst = toppra.algorithm.TOPPRA(constraints, path, gridpoints=grid, solver_wrapper='seidel')
                 sd_vec = self._parameterize(inst)

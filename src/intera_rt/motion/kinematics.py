@@ -168,19 +168,19 @@ class EndpointKinematics:
         self._load(q)
         return g
 
-    def _secondary(self, q, J, sigma, scale, bias):
+    def _secondary(self, q, J, sigma, scale, bias, near_limit):
         """The joint step asked of the nullspace at one path point: the caller's bias, plus
-        a push away from joint limits within LIMIT_MARGIN and (below AVOID_SIGMA) a step
-        toward larger manipulability, these two capped at MAX_AVOID_STEP per nominal path
-        step (`scale` = this step / the nominal one). None when nothing is asked."""
+        a push away from joint limits within LIMIT_MARGIN (near_limit: some joint is) and
+        (below AVOID_SIGMA) a step toward larger manipulability, these two capped at
+        MAX_AVOID_STEP per nominal path step (`scale` = this step / the nominal one). None
+        when nothing is asked."""
         n = self.n
-        d_lo, d_hi = q - self.lower, self.upper - q
-        near = min(float(d_lo.min()), float(d_hi.min())) < LIMIT_MARGIN
         avoid = sigma < AVOID_SIGMA and n == 7
-        if not near and not avoid:
+        if not near_limit and not avoid:
             return None if bias is None else np.array(bias[:n], dtype=float)
         z = np.zeros(n)
-        if near:
+        if near_limit:
+            d_lo, d_hi = q - self.lower, self.upper - q
             push = np.where(d_lo < LIMIT_MARGIN, 1.0 - d_lo / LIMIT_MARGIN, 0.0) - \
                 np.where(d_hi < LIMIT_MARGIN, 1.0 - d_hi / LIMIT_MARGIN, 0.0)
             z += LIMIT_STEP * scale * push
@@ -195,20 +195,12 @@ class EndpointKinematics:
             z *= cap / big
         return z if bias is None else z + bias[:n]
 
-    def _limit_weights(self, q, heading):
-        """Weighted least norm (Chan & Dubey): a joint within LIMIT_MARGIN of a limit and
-        heading to it weighs (LIMIT_MARGIN / distance)², so the other joints take over its
-        motion where the redundancy allows; None when no joint is there."""
-        d_lo, d_hi = q - self.lower, self.upper - q
-        if min(float(d_lo.min()), float(d_hi.min())) >= LIMIT_MARGIN:
-            return None
-        toward = np.where(heading < 0.0, d_lo, np.where(heading > 0.0, d_hi, np.inf))
-        near = toward < LIMIT_MARGIN
-        if not near.any():
-            return None
-        w = np.ones(self.n)
-        w[near] = (LIMIT_MARGIN / np.maximum(toward[near], 1e-4)) ** 2
-        return w
+    def _limit_weights(self, d):
+        """Weighted least norm: a joint within LIMIT_MARGIN of a limit (d: each joint's
+        distance to its nearer limit) weighs (LIMIT_MARGIN / distance)², so the other joints
+        take over its motion where the redundancy allows. Continuous in q (a weight that
+        switches with the joint's direction makes the solution chatter point to point)."""
+        return (LIMIT_MARGIN / np.clip(d, 1e-3, LIMIT_MARGIN)) ** 2
 
     def _reach(self, q, pq, Rq, J, p, R, bias, scale, heading, tp2, tr2, sigma=None):
         """From q (the chain's n angles; the tip at (pq, Rq), Jacobian J there): iterate
@@ -224,8 +216,10 @@ class EndpointKinematics:
             sigma = math.sqrt(max(float(np.linalg.eigvalsh(np.dot(J, J.T))[0]), 0.0))
         damped = sigma < SINGULAR_SIGMA
         lam2 = DAMPING + (MAX_DAMPING * (1.0 - (sigma / SINGULAR_SIGMA) ** 2) if damped else 0.0)
-        z = self._secondary(q, J, sigma, scale, bias)
-        w = self._limit_weights(q, heading)
+        d = np.minimum(q - lo, hi - q)
+        near_limit = float(d.min()) < LIMIT_MARGIN
+        z = self._secondary(q, J, sigma, scale, bias, near_limit)
+        w = self._limit_weights(d) if near_limit else None
         err = float(np.dot(e, e))
         for it in range(MAX_ITERATIONS):
             ex, ey, ez, rx, ry, rz = e.tolist()
@@ -265,6 +259,21 @@ class EndpointKinematics:
             q, e, err, pq, Rq = q_new, e_new, err_new, pn, Rn
             J = self._jacobian_loaded()
         return q, e, pq, Rq, J, sigma, damped
+
+    def solve_near(self, q, p, R):
+        """The chain's joints moved from q (7 angles) onto the pose (p, R) by the damped least
+        squares (no secondary step), within POINT_POSITION_TOLERANCE /
+        POINT_ORIENTATION_TOLERANCE, or None: the nearby solution, for a point between two
+        neighbouring path points."""
+        n = self.n
+        qn = np.asarray(q, dtype=float)[:n].copy()
+        pq, Rq = self._load(qn)
+        J = self._jacobian_loaded()
+        tp, tr = POINT_POSITION_TOLERANCE, POINT_ORIENTATION_TOLERANCE
+        qn, e, _, _, _, _, _ = self._reach(qn, pq, Rq, J, p, R, None, 0.0, None, tp * tp, tr * tr)
+        if float(np.dot(e[:3], e[:3])) < tp * tp and float(np.dot(e[3:], e[3:])) < tr * tr:
+            return np.concatenate([qn, np.asarray(q, dtype=float)[n:]])
+        return None
 
     def track(self, q_start, ss, positions, rotations, pose_at=None, nullspace=None,
               free_joints=None, nominal=None):
