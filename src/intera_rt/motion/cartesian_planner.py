@@ -31,6 +31,7 @@ limits. The joint accelerations that result are then checked against the joint
 acceleration limits: PLANNED_JOINT_ACCEL_LIMIT ("reduce the Cartesian speeds and
 accelerations"), as the robot documents.
 """
+import bisect
 import logging
 import math
 
@@ -509,10 +510,12 @@ class CartesianPlanner:
             seg_end[seg] = s
         run_segs = sorted(seg_start)
 
+        ss0_list, segs0_list = ss0.tolist(), segs0.tolist()
+
         def seg_of(s):
             """The segment of the path point at s (points inserted between two samples
             belong with the later one)."""
-            return int(segs0[min(int(np.searchsorted(ss0, s - 1e-12, side='left')), len(segs0) - 1)])
+            return segs0_list[min(bisect.bisect_left(ss0_list, s - 1e-12), len(segs0_list) - 1)]
 
         def remaining_share(seg, s, reach=1.0):
             """Share of the nullspace offset still to go at s: 1 − smoothstep(progress),

@@ -40,7 +40,7 @@ LIMIT_MARGIN = 0.3               # rad from a joint limit where the nullspace pu
 LIMIT_STEP = 0.03                # ... by up to this per nominal path step
 MAX_AVOID_STEP = 0.05            # rad: largest avoidance step per nominal path step
 SIGMA_EVERY = 4                  # path points between fresh σ_min computations ...
-SIGMA_WATCH = 0.2                # ... below which it is computed at every point
+SIGMA_WATCH = 0.15               # ... below which it is computed at every point
 MAX_JOINT_STEP = 0.2             # rad a joint may move between neighbouring path points ...
 MAX_REFINE = 6                   # ... else the step is halved, up to this many times
 MAX_POINTS = 4000                # path points per run, refinements included
@@ -177,7 +177,7 @@ class EndpointKinematics:
         n = self.n
         avoid = sigma < AVOID_SIGMA and n == 7
         if not near_limit and not avoid:
-            return None if bias is None else np.array(bias[:n], dtype=float)
+            return None if bias is None else bias[:n]          # (never written to)
         z = np.zeros(n)
         if near_limit:
             d_lo, d_hi = q - self.lower, self.upper - q
@@ -315,12 +315,15 @@ class EndpointKinematics:
             s_prev = out_s[-1]
             scale = min(1.0, (s - s_prev) / nominal) if nominal > 0 else 1.0
             bias = nullspace(s_prev, s, q) if nullspace is not None else None
+            if bias is not None and not bias.any():
+                bias = None
             end = s >= s_end
             tp = POSITION_TOLERANCE if end else POINT_POSITION_TOLERANCE
             tr = ORIENTATION_TOLERANCE if end else POINT_ORIENTATION_TOLERANCE
             # σ_min changes little between neighbouring points: it is computed afresh every
             # SIGMA_EVERY points, and at every point once it is small.
-            if sigma is not None and (fresh >= SIGMA_EVERY or sigma < SIGMA_WATCH or depth > 0):
+            if sigma is not None and (fresh >= (SIGMA_EVERY if sigma < 2 * SIGMA_WATCH else 2 * SIGMA_EVERY)
+                                      or sigma < SIGMA_WATCH or depth > 0):
                 sigma = None
             q_new, e, pn, Rn, Jn, sigma_at, damped = self._reach(qn, pq, Rq, J, p, R, bias, scale, heading,
                                                                 tp * tp, tr * tr, sigma)
@@ -335,7 +338,7 @@ class EndpointKinematics:
                 pending.pop()
                 heading = q_new - qn
                 qn, pq, Rq, J, sigma = q_new, pn, Rn, Jn, sigma_at
-                q = np.concatenate([qn, q[n:]])
+                q = qn.copy() if n == 7 else np.concatenate([qn, q[n:]])
                 if free_joints is not None:
                     extra = free_joints(s)
                     if extra is not None:
