@@ -153,18 +153,33 @@ def test_seed_auto_tries_user_seed_first_then_current(solver):
     assert r.result_type == SEED_CURRENT
 
 
-def test_seed_auto_falls_back_to_random_restarts(solver):
-    """A target far from the current angles' branch: found by a restart, reported as
-    SEED_CURRENT (what SEED_AUTO reports for restarts)."""
+def test_seed_auto_widens_the_search_around_the_current_angles(solver):
+    """A target far from the current angles' branch: found by the search widened around
+    the current angles (SEED_AUTO's seed), reported SEED_CURRENT."""
     found_restart = False
     for q in random_configs(solver, 60, seed=15, collision_free=True):
         pos, quat = solver.fk('right_hand', q)
         r = solver.solve('right_hand', pos, quat, NEUTRAL)
         assert r.ok
-        if r.seed == 'random':
+        if r.seed == 'current, perturbed':
             found_restart = True
             assert r.result_type == SEED_CURRENT and r.attempts > 1
     assert found_restart
+
+
+def test_each_mode_reports_the_seed_it_searched_from(solver):
+    """The reported seed mode is the seed the solution was found from: an explicit mode
+    widens its search around its own seed (the user's seed here), and SEED_NS_MAP without a
+    nullspace goal has no NS map — it searches from the current angles and says so."""
+    widened = 0
+    for q in random_configs(solver, 30, seed=19, collision_free=True):
+        pos, quat = solver.fk('right_hand', q)
+        r = solver.solve('right_hand', pos, quat, NEUTRAL, SEED_USER, dict(zip(ARM_JOINTS, NEUTRAL)))
+        assert r.ok and r.result_type == SEED_USER and r.seed.startswith('user')
+        widened += r.seed == 'user, perturbed'
+        r = solver.solve('right_hand', pos, quat, NEUTRAL, SEED_NS_MAP)
+        assert r.ok and r.result_type == SEED_CURRENT and r.seed.startswith('current')
+    assert widened > 0
 
 
 def test_user_seed_subset_in_any_order(solver):

@@ -190,6 +190,20 @@ def test_ik_seed_current_uses_joint_states(svc):
     assert [solution(resp)[n] for n in ARM] == pytest.approx(NEUTRAL, abs=0.01)
 
 
+def test_ik_reports_the_seed_it_actually_used(svc):
+    """SEED_NS_MAP without a nullspace goal seeds from the current angles (there is no NS
+    map): result_type says SEED_CURRENT (2); in SEED_AUTO a user seed on another branch
+    that does not reach the target is not reported when the current angles did."""
+    ik, fk = svc
+    pos, quat = fk_pose(fk, NEUTRAL)
+    resp = ik(ik_request([{'pose': pose_stamped(pos, quat)}], seed_mode=3))
+    assert list(resp.result_type) == [2]
+    assert [solution(resp)[n] for n in ARM] == pytest.approx(NEUTRAL, abs=0.01)
+    far = dict(zip(ARM, [-2.9, 2.0, -2.9, -2.9, 2.9, -2.9, -4.6]))
+    resp = ik(ik_request([{'pose': pose_stamped(pos, quat), 'seed': far}], seed_mode=0))
+    assert list(resp.result_type) == [2]
+
+
 def test_ik_seed_ns_map(svc):
     ik, fk = svc
     resp = ik(ik_request([{'pose': pose_stamped(TARGET_POS, TARGET_QUAT), 'goal': EXAMPLE_GOAL}],

@@ -16,6 +16,7 @@ NEUTRAL = list(robot.NEUTRAL)
 BIAS = [0.0, -0.9, 0.0, 1.8, 0.0, -0.9, 0.0]
 FAST = [7.0, 5.0, 8.0, 8.0, 8.0, 8.0, 8.0]
 COLLIDING = [0.0, 0.9, 0.0, 2.5, 0.0, 0.0, 0.0]     # the hand folded into the pedestal
+AT_CONTROLLER_BOX = [2.46, 1.01, 1.76, 0.82, 0.4, -0.23, 1.78]   # right_l3/l4 in the controller box
 RESULT_TIMEOUT = 60.0
 # The machine running the tests may be shared: give the arm time to settle at the goal
 # (settling_time_at_goal) rather than fail a goal because the simulation ran late.
@@ -357,6 +358,68 @@ def test_stop_while_idle_succeeds(ros):
     assert ros['stopper'].wait_for_result(rospy.Duration(10.0))
     assert ros['stopper'].get_state() == SUCCEEDED and ros['stopper'].get_result().result is True
     assert seen in ([], ['idle'])
+
+
+def test_client_stalled_after_sending_still_tracks_its_goal(ros):
+    """actionlib's SimpleActionClient publishes a goal and only then records its handle. A
+    client whose thread is descheduled right after publishing (a busy machine: simulated
+    here by 20 ms) must not hear of the goal before it has recorded it — else it logs "Got
+    a transition callback on a goal handle that we're not tracking" and loses the
+    transition (seen with stop_motion_trajectory.py when idle). Each stop goal is seen going
+    active, then succeeds, and nothing is logged."""
+    import logging
+    import time
+
+    import actionlib
+    import rospy
+    from intera_motion_msgs.msg import MotionCommandAction, MotionCommandGoal
+    client = actionlib.SimpleActionClient('/motion/motion_command', MotionCommandAction)
+    assert client.wait_for_server(rospy.Duration(10.0))
+    manager = client.action_client.manager
+    publish = manager.send_goal_fn
+
+    def publish_then_stall(msg):
+        publish(msg)
+        time.sleep(0.02)            # descheduled between publishing and recording the handle
+    manager.register_send_goal_fn(publish_then_stall)
+    untracked = []
+
+    class Watch(logging.Handler):
+        def emit(self, record):
+            if "that we're not tracking" in record.getMessage():
+                untracked.append(record.getMessage())
+    watch = Watch()
+    logging.getLogger('rosout').addHandler(watch)
+    try:
+        for _ in range(5):
+            active = []
+            client.send_goal(MotionCommandGoal(command='stop'), active_cb=lambda: active.append(True))
+            assert client.wait_for_result(rospy.Duration(10.0))
+            assert client.get_state() == SUCCEEDED and client.get_result().result is True
+            assert active == [True]
+    finally:
+        logging.getLogger('rosout').removeHandler(watch)
+        client.action_client.stop()
+    assert untracked == []
+
+
+def test_pedestal_boxes_are_not_in_the_motion_controllers_check(ros):
+    """Seed 000: the boxes around the pedestal's base and the controller box are for
+    external planners, "not used by the Motion Controller": a move into the controller box
+    is planned (generate), while the FK service, which answers for any planner, reports
+    that configuration in collision."""
+    import rospy
+    from intera_core_msgs.srv import SolvePositionFK
+    from sensor_msgs.msg import JointState
+    teleport(ros)
+    g = joint_goal(ros, AT_CONTROLLER_BOX)
+    g.command = 'generate'                       # (checked, not run)
+    state, result = send(ros, g)
+    assert state == SUCCEEDED and result.result, result.errorId
+    rospy.wait_for_service('/ExternalTools/right/PositionKinematicsNode/FKService', 10.0)
+    fk = rospy.ServiceProxy('/ExternalTools/right/PositionKinematicsNode/FKService', SolvePositionFK)
+    resp = fk(configuration=[JointState(name=list(ARM), position=AT_CONTROLLER_BOX)], tip_names=['right_hand'])
+    assert resp.isValid[0] and resp.inCollision[0]
 
 
 def test_cancelling_the_goal_stops_the_arm_on_its_path(ros):

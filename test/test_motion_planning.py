@@ -9,7 +9,7 @@ import pytest
 from intera_motion_msgs.msg import Trajectory, Waypoint
 
 from intera_rt.model import ARM_JOINTS, RobotModel
-from intera_rt.model.collision import CollisionModel
+from intera_rt.model.collision import CollisionModel, motion_controller_model
 from intera_rt.motion import analysis
 from intera_rt.motion.errors import (CARTESIAN_INTERPOLATION_FAILED, ENDPOINT_DOES_NOT_EXIST,
                                      FAILED_TO_PARAMETERIZE, FINAL_POSE_NOT_WITHIN_TOLERANCE,
@@ -36,7 +36,9 @@ def model():
 
 @pytest.fixture(scope='module')
 def planner(model):
-    return MotionPlanner(model, CollisionModel(model.urdf_xml))
+    """As the motion controller plans: its self-collision model leaves the pedestal's
+    collision boxes out (seed 000)."""
+    return MotionPlanner(model, motion_controller_model(model.urdf_xml))
 
 
 @pytest.fixture(scope='module')
@@ -307,6 +309,58 @@ def test_five_blended_waypoints_stay_on_the_designed_path(planner):
     assert np.all(np.diff(plan.waypoint_times) > 0)
 
 
+# Goals go_to_cartesian_pose.py sends from its default waypoint (BIAS: -q not given, so the
+# current angles are the nullspace bias; max_joint_speed_ratio 1.0) that the planner used to
+# refuse.
+FROM_DEFAULT_WAYPOINT = {
+    # refused with PLANNED_JOINT_ACCEL_LIMIT (right_j4 would need 42 rad/s²)
+    'joint accelerations': ((0.5146, 0.1336, 0.3318), (0.0053, 0.9849, 0.1384, 0.1043)),
+    # CARTESIAN_INTERPOLATION_FAILED near a wrist-singular stretch (right_j4 racing)
+    'wrist-singular stretch': ((0.6594, -0.1728, 0.1817), (0.0132, 0.9984, -0.0237, -0.0495)),
+    # CARTESIAN_INTERPOLATION_FAILED: near the requested posture right_j4 runs into its limit
+    'joint limit near the requested posture': ((0.4944, 0.2418, 0.2892), (-0.0903, 0.9879, 0.0858, 0.0921)),
+}
+
+
+@pytest.mark.parametrize('case', sorted(FROM_DEFAULT_WAYPOINT))
+def test_goals_from_the_sdk_default_waypoint_are_followed_within_limits_and_path_tolerance(planner, limits,
+                                                                                           case):
+    from intera_rt.motion.kinematics import PATH_POSITION_TOLERANCE
+    pos, quat = FROM_DEFAULT_WAYPOINT[case]
+    pos, quat = np.array(pos), np.array(quat) / np.linalg.norm(quat)
+    pm = plan_goal(planner, cartesian_goal([(pos, quat)], bias=BIAS, ratio=1.0), q0=np.array(BIAS))
+    plan = pm.plan
+    p, q = hand_pose(planner, plan.end)
+    assert np.linalg.norm(p - pos) < 1e-4 and rotation_angle(q, quat) < 1e-3
+    # On the straight line within the path tolerance, all the way.
+    assert analysis.cartesian_deviation(plan, planner.endpoint('right_hand')) <= PATH_POSITION_TOLERANCE
+    # Slowed where the joints need it: every joint within its limits, the endpoint within
+    # its speed.
+    _, _, V, A = dense(plan, 4000)
+    assert np.all(np.abs(V) <= limits['velocity'] * 1.01)
+    assert np.all(np.abs(A) <= np.minimum(FAST, limits['accel']) * 1.02)
+    ts, X, _ = endpoint_track(planner, plan)
+    assert np.linalg.norm(np.gradient(X, ts, axis=0), axis=1).max() <= 0.6 * 1.02
+    if case == 'joint limit near the requested posture':
+        assert any('posture' in w for w in pm.warnings), pm.warnings
+
+
+def test_no_continuous_joint_path_is_still_refused(planner):
+    """A front pose the IK service reaches without collision, but along whose straight
+    path from neutral no continuous joint path exists (the independent continuity check of
+    the bench finds none: right_j6, at 3.32 of its 4.71 rad in neutral, would have to turn
+    on): CARTESIAN_INTERPOLATION_FAILED, after trying other postures."""
+    from intera_rt.bench.continuity import Continuity
+    pos, quat = np.array([0.6588, 0.2456, 0.2725]), np.array([-0.7184, 0.6898, -0.0351, -0.0829])
+    traj = cartesian_goal([(pos, quat / np.linalg.norm(quat))], bias=NEUTRAL, ratio=1.0)
+    err = error_of(planner, traj)
+    assert err.error_id == CARTESIAN_INTERPOLATION_FAILED, err
+    request = planner.parse(traj)
+    found, share = Continuity(planner.endpoint('right_hand'), planner.collision).check(
+        NEUTRAL, planner.cartesian.path(NEUTRAL, request))
+    assert found is False and share < 1.0
+
+
 def test_cartesian_other_endpoint_right_hand_camera(planner):
     p0, q0 = hand_pose(planner, NEUTRAL, 'right_hand_camera')
     goal = p0 + np.array([0.05, 0.05, -0.05])
@@ -434,11 +488,23 @@ def test_planned_joint_accel_limit(planner, limits):
     assert err.error_id == PLANNED_JOINT_ACCEL_LIMIT and 'right_j0' in err.message
     # The express preset is exactly the limits: accepted.
     assert plan_goal(planner, joint_goal([NEUTRAL, BIAS], accel=limits['accel'])).plan.duration > 0
-    # A Cartesian move whose speeds and accelerations ask too much of the joints.
+
+
+def test_cartesian_speeds_beyond_the_joint_limits_are_slowed_not_refused(planner, limits):
+    """The joint limits are maxima: a Cartesian move whose speeds and accelerations would
+    ask too much of the joints runs slower where it must, within every joint limit and
+    within the requested Cartesian speed."""
     p0, q0 = hand_pose(planner, NEUTRAL)
-    traj = cartesian_goal([(p0 + [0.0, -0.4, 0.0], q0)], speed=3.0, accel=40.0, ratio=1.0)
-    err = error_of(planner, traj)
-    assert err.error_id == PLANNED_JOINT_ACCEL_LIMIT and 'reduce' in err.message
+    goal = p0 + [0.0, -0.4, 0.0]
+    plan = plan_goal(planner, cartesian_goal([(goal, q0)], speed=3.0, accel=40.0, ratio=1.0)).plan
+    _, _, V, A = dense(plan, 4000)
+    assert np.abs(V).max(axis=0).max() > 0.9 * limits['velocity'].min()      # it does ask a lot ...
+    assert np.all(np.abs(V) <= limits['velocity'] * 1.01)                   # ... within the limits
+    assert np.all(np.abs(A) <= np.minimum(FAST, limits['accel']) * 1.02)
+    ts, X, _ = endpoint_track(planner, plan)
+    assert np.linalg.norm(np.gradient(X, ts, axis=0), axis=1).max() <= 3.0 * 1.01
+    assert np.linalg.norm(X[-1] - goal) < 1e-4
+    assert plan.duration > trapezoid_time(0.4, 3.0, 40.0) * 1.2              # slowed, not at 3 m/s
 
 
 def test_cartesian_interpolation_failed(planner):
@@ -456,6 +522,23 @@ def test_failed_to_parameterize(planner):
 
 
 COLLIDING = [0.0, 0.9, 0.0, 2.5, 0.0, 0.0, 0.0]      # hand folded into the pedestal
+AT_CONTROLLER_BOX = [2.46, 1.01, 1.76, 0.82, 0.4, -0.23, 1.78]   # right_l3/l4 in the controller box
+
+
+def test_pedestal_boxes_are_left_to_external_planners(planner, model):
+    """Seed 000: the boxes around the pedestal's base and the controller box are for
+    external planners, not used by the Motion Controller. A move into the controller box
+    is planned; the same configuration is in collision for the IK/FK services' model (what
+    an external planner sees); the pedestal column itself is still checked."""
+    full = CollisionModel(model.urdf_xml)
+    assert ('controller_box', 'right_l4') in full.colliding_pairs(AT_CONTROLLER_BOX)
+    assert not planner.collision.in_collision(AT_CONTROLLER_BOX)
+    plan = plan_goal(planner, joint_goal([NEUTRAL, AT_CONTROLLER_BOX])).plan
+    assert np.allclose(plan.end, AT_CONTROLLER_BOX)
+    assert full.first_in_collision(plan.sample_many(np.linspace(0, plan.duration, 200))[0]) is not None
+    for link in ('controller_box', 'pedestal_feet'):
+        assert planner.collision.exclusion(link, 'right_hand') == 'unused'
+    assert planner.collision.exclusion('pedestal', 'right_hand') == 'checked'
 
 
 def test_planned_motion_collision_unless_suppressed(planner):

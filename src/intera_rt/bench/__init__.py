@@ -15,7 +15,8 @@ The sections, in the order they run (one module each under intera_rt.bench):
              loss (no robot)
   ik         the IK solver's success rate and latency (no robot)
   jtas       trajectory tracking through the joint trajectory action server
-  motion     the motion controller's planning latency and motion quality
+  motion     the motion controller's Cartesian success rates (with each failure's error id
+             and whether any continuous joint path existed), planning latency, motion quality
 
 Each section runs in a process of its own (rospy can initialise one node per process, and
 a section may boot a robot of its own). ``run`` receives, of the driver's options, only

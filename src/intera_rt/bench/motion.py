@@ -4,6 +4,11 @@
 
 run() → dict (printed as JSON):
 
+cartesian_success  success rate of Cartesian goals sent as go_to_cartesian_pose.py sends
+           them, from the SDK's default waypoint, neutral and random starts, to random poses
+           the IK service reaches without collision; every failure counted with its error id
+           and checked for whether any continuous joint path existed (see success_rates)
+
 latency_through_ros  goal sent by an actionlib client → first JointCommand from the motion
            controller seen by that client, against a robot of its own (scripts/sawyer, wall
            clock), JOINT-10 and CARTESIAN-5, max(10, runs/2) goals each
@@ -16,6 +21,9 @@ latency    planning latency = goal → first setpoint in-process: parse + plan (
              cartesian_1                     one pose (go_to_cartesian_pose style, nullspace
                                              bias [0,-0.9,0,1.8,0,-0.9,0])
              cartesian_5                     five poses blended with 5 cm corners
+           (poses: in front, tool down ±0.3 rad, reached by IK without collision); a goal the
+           planner refuses is counted with its error id (refused_by_error_id, success_rate)
+           and replaced
 optimality duration / an independently computed time-optimal duration under the same limits:
              joint_single  vs the closed-form jerk-limited rest-to-rest bound (max over joints)
                            and vs the jerk-free trapezoid bound
@@ -26,6 +34,7 @@ limits     worst |v| / velocity limit and |a| / acceleration limit per plan, sam
 deviation  largest distance (mm) of the endpoint from the designed Cartesian path
 """
 import argparse
+import collections
 import json
 import math
 import os
@@ -36,7 +45,8 @@ import numpy as np
 
 from intera_rt import robot
 from intera_rt.model import ARM_JOINTS, RobotModel
-from intera_rt.model.collision import CollisionModel
+from intera_rt.model.collision import CollisionModel, motion_controller_model
+from intera_rt.model.ik import IKSolver
 from intera_rt.motion import analysis
 from intera_rt.motion.errors import MotionError
 from intera_rt.motion.geometry import matrix_to_quat, quat_mul, rotvec_to_quat
@@ -49,7 +59,11 @@ FAST = [7.0, 5.0, 8.0, 8.0, 8.0, 8.0, 8.0]
 DOWN = (0.0, 1.0, 0.0, 0.0)
 RATIO = 0.7
 TARGETS = {'latency_p99_ms': {'joint_10': 20.0, 'cartesian_5': 50.0},
-           'duration_over_optimal': 1.05, 'limit_ratio': 1.0, 'deviation_mm': 1.0}
+           'duration_over_optimal': 1.05, 'limit_ratio': 1.0, 'deviation_mm': 1.0,
+           'cartesian_success_rate': 0.99}
+# go_to_cartesian_pose.py's waypoint options (max_joint_speed_ratio 1.0, its default
+# Cartesian speeds, the SDK's default 'fast' joint accelerations).
+SDK_RATIO = 1.0
 
 
 def _messages():
@@ -139,7 +153,12 @@ def toppra_time(plan, vmax, amax):
 class Bench:
     def __init__(self, seed):
         self.model = RobotModel.from_file()
-        self.collision = CollisionModel(self.model.urdf_xml)
+        # What the motion controller checks (without the pedestal's boxes) and what the IK
+        # service checks (every shape): a goal pose counts when the IK service reaches it
+        # without collision.
+        self.collision = motion_controller_model(self.model.urdf_xml)
+        self.ik_collision = CollisionModel(self.model.urdf_xml)
+        self.ik = IKSolver(self.model, self.ik_collision)
         self.planner = MotionPlanner(self.model, self.collision)
         lim = self.model.limit_arrays(list(ARM_JOINTS))
         self.lower, self.upper = lim['lower'], lim['upper']
@@ -161,32 +180,56 @@ class Bench:
                 q = nxt
         return out
 
-    def pose(self):
-        p = np.array([self.rng.uniform(0.45, 0.75), self.rng.uniform(-0.25, 0.35), self.rng.uniform(0.05, 0.4)])
-        tilt = rotvec_to_quat(self.rng.uniform(-0.3, 0.3, 3))
+    def pose(self, rng=None):
+        """A pose in front of the robot, the tool pointing down within ±0.3 rad (the
+        planning-latency goals)."""
+        rng = self.rng if rng is None else rng
+        p = np.array([rng.uniform(0.45, 0.75), rng.uniform(-0.25, 0.35), rng.uniform(0.05, 0.4)])
+        tilt = rotvec_to_quat(rng.uniform(-0.3, 0.3, 3))
         return p, quat_mul(tilt, np.array(DOWN))
+
+    def reachable(self, rng, kind='front'):
+        """A random pose that the IK service reaches without collision (SEED_AUTO from
+        neutral), and that solution: 'down' — in front of the robot, the tool down within
+        ±0.3 rad (pose()); 'front' — the same turned about the vertical by up to ±90° (what
+        a new user tries with go_to_cartesian_pose.py); 'any' — anywhere in a 0.6 × 1.2 ×
+        0.8 m box in front, any orientation."""
+        while True:
+            if kind in ('front', 'down'):
+                p, q = self.pose(rng)
+                if kind == 'front':
+                    q = quat_mul(rotvec_to_quat([0.0, 0.0, rng.uniform(-0.5 * math.pi, 0.5 * math.pi)]), q)
+            else:
+                p = np.array([rng.uniform(0.3, 0.9), rng.uniform(-0.6, 0.6), rng.uniform(-0.1, 0.7)])
+                q = rng.normal(size=4)
+                q /= np.linalg.norm(q)
+            found = self.ik.solve('right_hand', p, q, NEUTRAL)
+            if found.ok:
+                return (p, q), found.q
 
     def goal(self, case):
         if case.startswith('joint_'):
             return joint_goal(self.walk(int(case.split('_')[1])))
         if case == 'cartesian_1':
-            return cartesian_goal([self.pose()], bias=BIAS)
-        return cartesian_goal([self.pose() for _ in range(5)], corner=0.05)
+            return cartesian_goal([self.reachable(self.rng, 'down')[0]], bias=BIAS)
+        return cartesian_goal([self.reachable(self.rng, 'down')[0] for _ in range(5)], corner=0.05)
 
     def plan(self, traj, check_collision=True):
         return self.planner.plan(self.planner.parse(traj), NEUTRAL, check_collision=check_collision)
 
     # --- measurements ---------------------------------------------------------------------------
     def latency(self, case, runs):
-        wall, cpu, plans, failures = [], [], [], 0
+        """Planning latency over `runs` planned goals; a goal the planner refuses is counted
+        (with its error id, in the success rate) and replaced by a new one."""
+        wall, cpu, plans, failures = [], [], [], collections.Counter()
         while len(wall) < runs:
             traj = self.goal(case)
             t0, c0 = time.perf_counter(), time.thread_time()
             try:
                 planned = self.plan(traj)
-            except MotionError:
-                failures += 1              # (unreachable random pose, collision): a new goal
-                if failures > 20 * runs:
+            except MotionError as exc:
+                failures[exc.error_id] += 1
+                if sum(failures.values()) > 20 * runs:
                     raise
                 continue
             cpu.append(time.thread_time() - c0)
@@ -195,7 +238,8 @@ class Bench:
         return {'p50_ms': 1e3 * float(np.percentile(wall, 50)), 'p99_ms': 1e3 * float(np.percentile(wall, 99)),
                 'max_ms': 1e3 * float(np.max(wall)),
                 'cpu_p50_ms': 1e3 * float(np.percentile(cpu, 50)), 'cpu_p99_ms': 1e3 * float(np.percentile(cpu, 99)),
-                'runs': len(wall), 'rejected_random_goals': failures,
+                'runs': len(wall), 'refused_goals': sum(failures.values()), 'refused_by_error_id': dict(failures),
+                'success_rate': len(wall) / (len(wall) + sum(failures.values())),
                 'mean_duration_s': float(np.mean([p.duration for p in plans]))}, plans
 
     def worst_limits(self, plans):
@@ -242,6 +286,95 @@ class Bench:
                    for p in plans)
 
 
+def sdk_cartesian_goal(poses, current, corner=0.0):
+    """What go_to_cartesian_pose.py sends for each pose: max_joint_speed_ratio 1.0, 0.6 m/s,
+    0.6 m/s², 1.57 rad/s and rad/s², the 'fast' joint accelerations, and the current joint
+    angles as the nullspace bias (no -q given)."""
+    traj = cartesian_goal(poses, corner=corner, bias=current)
+    for w in traj.waypoints:
+        w.options.max_joint_speed_ratio = SDK_RATIO
+        w.options.max_joint_accel = list(FAST)
+    return traj
+
+
+def success_rates(bench, goals, oracle_s=20.0, oracle_total_s=300.0, seed=1):
+    """Cartesian goals planned as the motion controller plans them, from several starting
+    poses, to random poses the IK service reaches without collision (Bench.reachable):
+
+      start  default_waypoint  [0, −0.9, 0, 1.8, 0, −0.9, 0]: where go_to_cartesian_pose.py
+                               puts the arm when run without arguments (MotionWaypoint's
+                               default joint angles, contract §7, §9.1) — a new user's start
+             neutral           the robot's neutral pose
+             random            the IK service's solution for a random reachable pose (where
+                               an earlier goal may have left the arm), a new one per goal
+      goal   single            one pose
+             multi             three poses, corners blended over 5 cm
+      poses  front             in front, the tool down ±0.3 rad, turned ±90° about the vertical
+             any               any orientation anywhere in a box in front (single poses only)
+
+    Every goal's outcome is counted: success, or its error id. A failure is then checked by
+    the independent continuity check (bench.continuity, up to oracle_s s each, oracle_total_s
+    in all): 'no_continuous_path' when no continuous joint path follows the designed path
+    at all (nothing could succeed), 'planner_missed' when one exists, 'unverified' when the
+    check ran out of time."""
+    from intera_rt.bench.continuity import Continuity
+    rng = np.random.default_rng(seed)
+    check = Continuity(bench.endpoint, bench.collision)
+    oracle_left = oracle_total_s
+    rows = {}
+    cases = [(start, kind, poses) for poses in ('front', 'any') for start in ('default_waypoint', 'neutral', 'random')
+             for kind in ('single', 'multi') if poses == 'front' or kind == 'single']
+    for start, kind, poses in cases:
+        n = goals if poses == 'front' else max(10, goals // 2)
+        outcome = collections.Counter()
+        failures = []
+        cpu = []
+        for _ in range(n):
+            if start == 'default_waypoint':
+                q0 = np.array(BIAS)
+            elif start == 'neutral':
+                q0 = NEUTRAL.copy()
+            else:
+                q0 = bench.reachable(rng)[1]
+            targets = [bench.reachable(rng, poses)[0] for _ in range(1 if kind == 'single' else 3)]
+            traj = sdk_cartesian_goal(targets, q0, corner=0.05 if kind == 'multi' else 0.0)
+            request = bench.planner.parse(traj)
+            c0 = time.thread_time()
+            try:
+                bench.planner.plan(request, q0)
+                outcome['success'] += 1
+            except MotionError as exc:
+                outcome[exc.error_id] += 1
+                failures.append((exc.error_id, q0, request))
+            cpu.append(time.thread_time() - c0)
+        verdicts = collections.Counter()
+        for error_id, q0, request in failures:
+            if oracle_left <= 0:
+                verdicts['unverified'] += 1
+                continue
+            t0 = time.monotonic()
+            found, _ = check.check(q0, bench.planner.cartesian.path(q0, request),
+                                   deadline=t0 + min(oracle_s, oracle_left))
+            oracle_left -= time.monotonic() - t0
+            verdicts['unverified' if found is None else 'planner_missed' if found else 'no_continuous_path'] += 1
+        ok = outcome['success']
+        rows['%s_%s_%s' % (poses, kind, start)] = {
+            'goals': n, 'success': ok, 'success_rate': ok / n,
+            'failures_by_error_id': {k: v for k, v in outcome.items() if k != 'success'},
+            'failures_checked': dict(verdicts),
+            'success_rate_where_a_path_exists': ok / max(1, n - verdicts['no_continuous_path']),
+            'planning_cpu_p50_ms': 1e3 * float(np.percentile(cpu, 50)),
+            'planning_cpu_p99_ms': 1e3 * float(np.percentile(cpu, 99))}
+    front = [r for k, r in rows.items() if k.startswith('front_')]
+    total = sum(r['goals'] for r in front)
+    ok = sum(r['success'] for r in front)
+    by_id = collections.Counter()
+    for r in front:
+        by_id.update(r['failures_by_error_id'])
+    return {'rows': rows, 'front_goals': total, 'front_success_rate': ok / total,
+            'front_failures_by_error_id': dict(by_id)}
+
+
 def ros_latency(bench, runs, cases=('joint_10', 'cartesian_5')):
     """Goal sent → first setpoint seen, through ROS: a robot of its own (scripts/sawyer,
     wall clock), a MotionCommand client, and a subscription to joint_command that keeps
@@ -273,7 +406,7 @@ def ros_latency(bench, runs, cases=('joint_10', 'cartesian_5')):
         if not (client.wait_for_server(rospy.Duration(60)) and stopper.wait_for_server(rospy.Duration(60))):
             raise RuntimeError('no /motion/motion_command server; see %s' % robot.log_path)
         for case in cases:
-            latencies, failures = [], 0
+            latencies, failures = [], collections.Counter()
             while len(latencies) < runs:
                 first.clear()
                 seen.clear()
@@ -286,18 +419,24 @@ def ros_latency(bench, runs, cases=('joint_10', 'cartesian_5')):
                 if 't' in first:
                     latencies.append(first['t'] - t0)
                     stopper.send_goal_and_wait(MotionCommandGoal(command='stop'), rospy.Duration(10))
+                    client.wait_for_result(rospy.Duration(10))
                 else:
-                    failures += 1                  # refused (unreachable random pose, collision)
-                    if failures > 10 * runs:
-                        raise RuntimeError('%s: %d goals refused in a row' % (case, failures))
-                client.wait_for_result(rospy.Duration(10))
+                    client.wait_for_result(rospy.Duration(10))
+                    result = client.get_result()
+                    failures[result.errorId if result is not None else 'no result'] += 1
+                    if sum(failures.values()) > 10 * runs:
+                        raise RuntimeError('%s: %d goals refused: %s' % (case, sum(failures.values()),
+                                                                         dict(failures)))
             ms = 1e3 * np.array(latencies)
             out[case] = {'p50_ms': float(np.percentile(ms, 50)), 'p99_ms': float(np.percentile(ms, 99)),
-                         'max_ms': float(ms.max()), 'runs': len(ms), 'refused_random_goals': failures}
+                         'max_ms': float(ms.max()), 'runs': len(ms), 'refused_goals': sum(failures.values()),
+                         'refused_by_error_id': dict(failures)}
     return out
 
 
-def run(runs=50, seed=0):
+def run(runs=50, seed=0, quick=False, goals=100):
+    if quick:
+        runs, goals = 10, 10
     bench = Bench(seed)
     bench.plan(joint_goal([NEUTRAL, BIAS]))                        # warm-up (imports, caches)
     bench.plan(cartesian_goal([bench.home], bias=BIAS))
@@ -313,8 +452,10 @@ def run(runs=50, seed=0):
     worst_opt = max(optimality['joint_single_vs_jerk_limited_bound']['worst'],
                     optimality['joint_multi_vs_toppra_same_path']['worst'],
                     optimality['cartesian_line_vs_trapezoid_bound']['worst'])
+    success = success_rates(bench, goals, oracle_total_s=60.0 if quick else 300.0)
     through_ros = ros_latency(bench, max(10, runs // 2))
-    return {
+    out = {
+        'cartesian_success': success,
         'latency': latency,
         'latency_through_ros': through_ros,
         'optimality': optimality,
@@ -331,16 +472,41 @@ def run(runs=50, seed=0):
             'duration_within_5pct': worst_opt <= TARGETS['duration_over_optimal'],
             'no_limit_violated': max(worst_v, worst_a) <= TARGETS['limit_ratio'] + 1e-9,
             'deviation_1mm': deviation <= TARGETS['deviation_mm'],
+            'cartesian_success_99pct': success['front_success_rate'] >= TARGETS['cartesian_success_rate'],
         },
     }
+    out['summary'] = _summary(out)
+    return out
+
+
+def _summary(out):
+    lines = []
+    s = out['cartesian_success']
+    lines.append('Cartesian goals (front poses), %d goals: %.1f %% succeed; failures %s'
+                 % (s['front_goals'], 100 * s['front_success_rate'], s['front_failures_by_error_id'] or 'none'))
+    for name, r in s['rows'].items():
+        lines.append('  %-32s %3d/%3d  %s%s' % (name, r['success'], r['goals'],
+                                                  r['failures_by_error_id'] or '',
+                                                  ('  checked: %s' % r['failures_checked']) if r['failures_checked'] else ''))
+    lat, ros = out['latency'], out['latency_through_ros']
+    lines.append('planning p99 in process: JOINT-10 %.1f ms, CART-1 %.1f ms, CART-5 %.1f ms; '
+                 'through ROS: JOINT-10 %.1f ms, CART-5 %.1f ms'
+                 % (lat['joint_10']['p99_ms'], lat['cartesian_1']['p99_ms'], lat['cartesian_5']['p99_ms'],
+                    ros['joint_10']['p99_ms'], ros['cartesian_5']['p99_ms']))
+    lines.append('latency goals refused: %s' % {k: v['refused_by_error_id'] for k, v in lat.items()
+                                                if v['refused_by_error_id']})
+    lines.append('pass: %s' % ', '.join('%s %s' % (k, 'yes' if v else 'NO') for k, v in out['pass'].items()))
+    return lines
 
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
     parser.add_argument('--runs', type=int, default=50)
     parser.add_argument('--seed', type=int, default=0)
+    parser.add_argument('--goals', type=int, default=100, help='Cartesian goals per success-rate row')
+    parser.add_argument('--quick', action='store_true')
     args = parser.parse_args(argv)
-    print(json.dumps(run(args.runs, args.seed), indent=2))
+    print(json.dumps(run(args.runs, args.seed, args.quick, args.goals), indent=2))
 
 
 if __name__ == '__main__':

@@ -12,8 +12,10 @@ Every pair of collision shapes is a candidate, except (each exclusion is recorde
                right_l1 / right_l1_2, or everything fixed to base: pedestal, controller box,
                feet, arm base). Their relative pose never changes, so neither does the
                answer: checking them can only report the same thing at every configuration.
-* ``unused``   a shape on a link the model's user leaves out (ShapeModel's `unused_links`;
-               none for CollisionModel, the pedestal's boxes for model.avoidance).
+* ``unused``   a shape on a link the model's user leaves out (`unused_links`: none for the
+               IK/FK services' CollisionModel; the boxes around the pedestal's base and the
+               controller box for the motion controller's, MOTION_CONTROLLER_UNUSED; those
+               and the pedestal column for model.avoidance).
 * ``adjacent`` the links are joined by one joint (parent/child in the URDF; links without
                collision shapes in between are skipped, e.g. right_l5 → right_l6).
 * ``always``   the shapes touch at every one of `samples` configurations drawn uniformly
@@ -23,6 +25,14 @@ Every pair of collision shapes is a candidate, except (each exclusion is recorde
 * ``default``  the shapes touch at one of the reference poses — the named poses the robot
                rests in: `neutral` (head 0) and `shipping` (head −3.14). An overlap there
                means the envelopes are too coarse for that pair (an SRDF's "Default").
+
+Seed 000 on the pedestal's collision boxes: "collision boxes are added around the base of the
+pedestal and around the controller box attached to the pedestal. These shapes can be used
+by external motion planners, but are not used by the Motion Controller or collision
+avoidance." So the motion controller's pre-motion check (motion_controller_model) leaves
+out the two boxes, `pedestal_feet` and `controller_box`; the pedestal column (a cylinder,
+part of the robot's own shapes) stays in. The IK and FK services answer for any client —
+external planners included — and keep every shape (IK_IN_COLLISION, inCollision).
 
 With the stock urdf/sawyer.urdf (17 shapes, 136 pairs) this leaves 110 checked pairs;
 `CollisionModel.excluded` (and `exclusion(a, b)`) gives the rest: 11 rigid; 8 adjacent
@@ -46,6 +56,9 @@ REFERENCE_POSES = {name: (NAMED_POSES[name], HEAD_NAMED_POSES[name])
                    for name in ('neutral', 'shipping')}
 DEFAULT_SAMPLES = 1000
 DEFAULT_SEED = 0
+# Seed 000: the boxes around the pedestal's base and the controller box are for external
+# planners, "not used by the Motion Controller".
+MOTION_CONTROLLER_UNUSED = ('pedestal_feet', 'controller_box')
 
 
 class CollisionModelError(ValueError):
@@ -180,11 +193,12 @@ class ShapeModel:
 
 
 class CollisionModel(ShapeModel):
-    """Self-collision checks for the arm (+ head) configuration."""
+    """Self-collision checks for the arm (+ head) configuration. unused_links: links whose
+    shapes are left out (see motion_controller_model)."""
 
     def __init__(self, urdf_xml, samples=DEFAULT_SAMPLES, seed=DEFAULT_SEED,
-                 reference_poses=REFERENCE_POSES):
-        super().__init__(urdf_xml, samples, seed)
+                 reference_poses=REFERENCE_POSES, unused_links=()):
+        super().__init__(urdf_xml, samples, seed, unused_links)
         candidates = self.candidates
         self._set_pairs(candidates)
         # "default": in contact at a reference pose.
@@ -238,3 +252,9 @@ class CollisionModel(ShapeModel):
         if with_pair:
             return d, (self.pairs[k] if self.pairs else None)
         return d
+
+
+def motion_controller_model(urdf_xml, **kwargs):
+    """The motion controller's self-collision model: every shape but the pedestal's
+    collision boxes (MOTION_CONTROLLER_UNUSED, seed 000)."""
+    return CollisionModel(urdf_xml, unused_links=MOTION_CONTROLLER_UNUSED, **kwargs)

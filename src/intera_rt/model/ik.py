@@ -30,13 +30,16 @@ Seeds (SolvePositionIK.seed_mode)
 SEED_USER (1)     the user's angles (any subset, any order; the rest from current)
 SEED_CURRENT (2)  the current angles
 SEED_NS_MAP (3)   the nullspace goal's angles (the rest from current)
-SEED_AUTO (0)     user seed (if given), then current, then the NS map (if a goal is given),
-                  then random restarts.
-After the seed(s) of the mode, up to `max_restarts` random restarts uniform within the
-limits are tried (from a generator seeded per call: the same request gives the same answer).
-`IKResult.result_type` is the seed mode that produced the solution: the seed itself in
-SEED_AUTO, or the requested mode in the explicit modes; a random restart under SEED_AUTO is
-reported as SEED_CURRENT (`IKResult.seed` says 'random' in both cases).
+SEED_AUTO (0)     user seed (if given), then current, then the NS map (if a goal is given).
+SEED_NS_MAP without a nullspace goal is the current angles: it is reported SEED_CURRENT.
+When the seed(s) of the mode do not converge, the search widens around the seed (SEED_AUTO:
+around the current angles): up to `max_restarts` restarts, each joint drawn within a window
+around the seed that grows from a sixth of its range to all of it over WIDEN_RESTARTS
+restarts (from a generator seeded
+per call: the same request gives the same answer), so solutions near the seed come first.
+`IKResult.result_type` is the seed mode the solution was found from — the seed it actually
+used; `IKResult.seed` says which ('user', 'current', 'ns_map', with ', perturbed' for a
+widened search).
 
 Solutions are accepted within POSITION_TOLERANCE (m) and ORIENTATION_TOLERANCE (rad) of the
 target. With a collision model, a solution in self-collision is set aside and the search
@@ -72,6 +75,7 @@ ORIENTATION_TOLERANCE = 1e-3       # rad
 QUATERNION_NORM_TOLERANCE = 1e-3   # |‖q‖ − 1| accepted (then normalised)
 DEFAULT_NULLSPACE_GAIN = 0.4       # the SDK's default
 DEFAULT_MAX_RESTARTS = 60
+WIDEN_RESTARTS = 8                 # restarts over which the window around the seed grows to the range
 MAX_STEP = 0.5                     # rad, largest joint change of one iteration
 MAX_ITERATIONS = 150
 NULLSPACE_ITERATIONS = 200         # most iterations spent drifting toward the nullspace goal
@@ -103,7 +107,7 @@ class IKInputError(ValueError):
 class IKResult:
     result_type: int                    # > 0 seed mode that produced the solution, < 0 failure
     q: Optional[np.ndarray] = None      # the 7 arm angles (ARM_JOINTS order), None on failure
-    seed: str = ''                      # 'user', 'current', 'ns_map' or 'random'
+    seed: str = ''                      # 'user', 'current' or 'ns_map' (+ ', perturbed')
     attempts: int = 0                   # seeds + restarts tried
     position_error: float = math.inf    # m
     orientation_error: float = math.inf  # rad
@@ -337,12 +341,17 @@ class IKSolver:
             seeds.append((SEED_CURRENT, 'current', cur))
             if nullspace_goal:
                 seeds.append((SEED_NS_MAP, 'ns_map', ns_map))
-            restart_type = SEED_CURRENT
+            widen = (SEED_CURRENT, 'current', cur)
+        elif seed_mode == SEED_NS_MAP and not nullspace_goal:
+            # No nullspace goal: the "NS map" would be the current angles, and that is the
+            # seed used — reported as such.
+            widen = (SEED_CURRENT, 'current', cur)
+            seeds.append(widen)
         else:
             seed_q = {SEED_USER: user, SEED_CURRENT: cur, SEED_NS_MAP: ns_map}[seed_mode]
             label = {SEED_USER: 'user', SEED_CURRENT: 'current', SEED_NS_MAP: 'ns_map'}[seed_mode]
-            seeds.append((seed_mode, label, seed_q))
-            restart_type = seed_mode
+            widen = (seed_mode, label, seed_q)
+            seeds.append(widen)
 
         tk.set_target(target)
         colliding = None
@@ -353,11 +362,19 @@ class IKSolver:
             if attempts < len(seeds):
                 result_type, label, q0 = seeds[attempts]
             else:
+                # Restarts widen the search around the seed (the current angles in SEED_AUTO):
+                # restart k draws each joint within a window around it, growing from a
+                # sixth of the joint's range to all of it over WIDEN_RESTARTS restarts.
                 if rng is None:
                     rng = np.random.default_rng(self.rng_seed)
-                result_type, label = restart_type, 'random'
-                q0 = cur.copy()
-                q0[:tk.n] = rng.uniform(tk.lo, tk.hi)
+                k = attempts - len(seeds)
+                result_type, label, base = widen
+                label += ', perturbed'
+                half = (tk.hi - tk.lo) * min(1.0, (k + 1) / WIDEN_RESTARTS) * 0.5 + \
+                    (tk.hi - tk.lo) / 12.0
+                q0 = base.copy()
+                q0[:tk.n] = rng.uniform(np.maximum(tk.lo, base[:tk.n] - half),
+                                        np.minimum(tk.hi, base[:tk.n] + half))
             attempts += 1
             q = self._solve_from(tk, q0, target, ns)
             if q is None:

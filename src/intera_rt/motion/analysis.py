@@ -81,6 +81,26 @@ def first_collision(plan, samples, collision, q_head=0.0, step=COLLISION_STEP):
     return float(all_t[i]), np.array(all_p[i]), collision.colliding_pairs(all_p[i], q_head)
 
 
+def first_collision_on_points(points, collision, q_head=0.0, step=COLLISION_STEP):
+    """The first of a path's joint configurations (N×7, joined by straight joint-space
+    segments, which are checked every `step` of motion as in first_collision) in
+    self-collision: (index of the point at or after it, colliding link pairs), or None."""
+    P = np.asarray(points, dtype=float)
+    gaps = np.abs(np.diff(P, axis=0)) @ COLLISION_REACH
+    counts = np.maximum(1, np.ceil(gaps / step).astype(int))
+    rows, owner = [P[:1]], [0]
+    for i in range(len(gaps)):
+        k = counts[i]
+        u = np.arange(1, k + 1)[:, None] / k
+        rows.append(P[i] + u * (P[i + 1] - P[i]))
+        owner.extend([i + 1] * k)
+    Q = np.concatenate(rows)
+    k = collision.first_in_collision(Q, q_head)
+    if k is None:
+        return None
+    return owner[k], collision.colliding_pairs(Q[k], q_head)
+
+
 def cartesian_deviation(plan, endpoint, samples=None):
     """Largest distance (m) of the endpoint from the designed path (its lines and arcs as a
     dense polyline) over the samples."""

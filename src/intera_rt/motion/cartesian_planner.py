@@ -31,6 +31,7 @@ limits. The joint accelerations that result are then checked against the joint
 acceleration limits: PLANNED_JOINT_ACCEL_LIMIT ("reduce the Cartesian speeds and
 accelerations"), as the robot documents.
 """
+import bisect
 import logging
 import math
 
@@ -38,16 +39,25 @@ import numpy as np
 from scipy.interpolate import CubicSpline, PPoly
 from scipy.linalg import solve_banded
 
+from intera_rt.model.ik import SEED_CURRENT
+from intera_rt.model.robot_model import ARM_JOINTS
+from intera_rt.motion import analysis
 from intera_rt.motion.errors import (CARTESIAN_INTERPOLATION_FAILED, FAILED_TO_PARAMETERIZE,
-                                     PLANNED_JOINT_ACCEL_LIMIT, MotionError)
-from intera_rt.motion.geometry import (matrix_to_quat, quat_mul_many, quat_to_matrix_many,
-                                       quat_to_rotvec_many, rotation_angle, slerp_many, slerp_pairs)
-from intera_rt.motion.kinematics import EndpointKinematics, PathFollowError
+                                     PLANNED_MOTION_COLLISION, MotionError)
+from intera_rt.motion.geometry import (matrix_to_quat, quat_to_matrix_many, rotation_angle,
+                                       rotation_error_many, slerp_many, slerp_pairs)
+from intera_rt.motion.kinematics import (PATH_ORIENTATION_TOLERANCE, PATH_POSITION_TOLERANCE,
+                                         EndpointKinematics, PathFollowError)
 from intera_rt.motion.plan import HoldPlan, PathPiece, PiecewisePlan
 
 logging.getLogger('toppra').setLevel(logging.WARNING)
 import toppra  # noqa: E402  (after quieting its logger)
 from toppra.constraint import DiscretizationType, LinearConstraint  # noqa: E402
+
+# toppra looks on disk for its optional solver packages each time an instance is made
+# (~1 ms, several per goal); the answer does not change while the process runs.
+_SOLVERS = toppra.solverwrapper.available_solvers(output_msg=False)
+toppra.solverwrapper.available_solvers = lambda output_msg=True: _SOLVERS
 
 SAMPLE_STEP = 0.03             # m between IK path points
 SAMPLE_ANGLE = 0.05            # rad between IK path points
@@ -57,9 +67,22 @@ PATH_H = 5e-4                  # path parameter step for the endpoint's rates al
 MIN_LENGTH = 1e-6              # m / rad: shorter segments are "already there"
 MAX_TURN = math.radians(179.0)  # sharper corners are not blended (stop instead)
 NSO_END_TOLERANCE = 0.1        # rad, nso_check_end_offset
-ACCEL_SLACK = 1.02             # joint acceleration allowed over the limit before refusing
+LIMIT_SLACK = 1.01             # joint velocity² / acceleration over the limit before re-timing
+MAX_POSTURE_ATTEMPTS = 5       # postures tried per stop-to-stop run (see _plan_run)
+SPLINE_REFINE = 3              # re-follows of a run where its spline strays from the path
+SPLINE_CHECK_STEP = 0.1        # rad: runs with a joint step this large (or refined) are checked
+FALLBACK_REACH = 0.5           # share of a segment over which a fallback posture is taken
+TOPPRA_MARGIN = 0.99           # joint limits given to TOPP-RA, of the limits (rates vary between gridpoints)
+ACCEL_RETRIES = 3              # re-timings with locally tightened limits, then the run is slowed
 MAX_DURATION = 3600.0
 ROTATION_SCALE = 0.1           # m per rad: path parameter of a rotation-only run
+
+
+def _close(a, b, tol=0.05):
+    """Two postures (7 angles or None) within tol rad of each other, joint by joint."""
+    if a is None or b is None:
+        return a is None and b is None
+    return float(np.abs(np.asarray(a) - np.asarray(b)).max()) < tol
 
 
 class _Piece:
@@ -155,6 +178,35 @@ class _PathConstraint(LinearConstraint):
         return self._a, self._b, self._c, self._F, self._g, None, self._xbound
 
 
+class _JointAccelConstraint(LinearConstraint):
+    """|q'(s)·u + q''(s)·x| ≤ amax per joint, amax given per gridpoint, enforced at both
+    ends of each interval (TOPP-RA's interpolation discretisation: u is constant over the
+    interval and x grows by 2·Δs·u across it), so the plan's piecewise-constant path
+    acceleration keeps the joints within their limits at every gridpoint it passes."""
+
+    def __init__(self, amax):
+        super().__init__()
+        self.discretization_type = DiscretizationType.Interpolation
+        self.dof = 7
+        self.identical = True
+        self._amax = np.asarray(amax, dtype=float)
+
+    def compute_constraint_params(self, path, gridpoints, *args, **kwargs):
+        # Each row divided by its limit, so F and g are the same at every gridpoint.
+        d1, d2 = path(gridpoints, 1) / self._amax, path(gridpoints, 2) / self._amax
+        n = len(gridpoints)
+        delta = np.diff(gridpoints)
+        a = np.empty((n, 14))
+        b = np.empty((n, 14))
+        a[:, :7], b[:, :7] = d1, d2
+        # the same interval's constant u at its far end, where x = x_i + 2·Δs·u
+        a[:-1, 7:] = d1[1:] + 2.0 * delta[:, None] * d2[1:]
+        b[:-1, 7:] = d2[1:]
+        a[-1, 7:], b[-1, 7:] = d1[-1], d2[-1]
+        F = np.vstack([np.eye(14), -np.eye(14)])
+        return a, b, np.zeros((n, 14)), F, np.ones(28), None, None
+
+
 class _SplinePath(toppra.interpolator.AbstractGeometricPath):
     def __init__(self, spline):
         self.spline = spline
@@ -194,6 +246,7 @@ class CartesianPlanner:
         self.lower, self.upper = lim['lower'], lim['upper']
         self.vel_limit, self.accel_limit = lim['velocity'], lim['accel']
         self._tips = {}
+        self.notes = []
 
     def endpoint(self, tip):
         if tip not in self._tips:
@@ -201,14 +254,74 @@ class CartesianPlanner:
         return self._tips[tip]
 
     # --- entry point ------------------------------------------------------------------------
-    def plan(self, q0, request):
-        """q0: current 7 angles; request: MotionRequest (CARTESIAN). Returns a Plan with
-        the designed path's pieces (reference_polyline(plan) for analysis)."""
+    def path(self, q0, request):
+        """The designed path of a CARTESIAN request from the angles q0: one (pose_at(s) →
+        (position, rotation matrix), length) per stop-to-stop run (for analysis)."""
+        tip = self.endpoint(request.endpoint)
+        _, _, runs, _, _ = self._geometry(tip, np.asarray(q0, dtype=float), request)
+        return [(self._pose_on(pieces), float(sum(p.length for p in pieces))) for pieces in runs]
+
+    def plan(self, q0, request, collision=None, q_head=0.0):
+        """q0: current 7 angles; request: MotionRequest (CARTESIAN). collision: the
+        self-collision model a path must keep clear of (None: unchecked). Returns a Plan
+        with the designed path's pieces (reference_polyline(plan) for analysis); notes on
+        how it was found are in self.notes."""
+        self.notes = []
         tip = self.endpoint(request.endpoint)
         q0 = np.asarray(q0, dtype=float)
-        p_start, r_start = tip.fk(q0[:tip.n])
-        q_start = matrix_to_quat(r_start)
+        p_start, r_start, runs, marks, seg_meta = self._geometry(tip, q0, request)
         wps = request.waypoints
+        q = q0.copy()
+        plan_pieces = []
+        times = [0.0] * len(wps)
+        reference = []
+        t = 0.0
+        first_bias = next((w.q for w in wps if w.q is not None), None)
+        if request.nso_start_offset_allowed and first_bias is not None and tip.n == 7:
+            piece = self._nullspace_move(tip, q, p_start, r_start, first_bias, wps[0].limits)
+            if piece is not None:
+                plan_pieces.append(piece)
+                t += piece.duration
+                q = piece.spline(piece.ss[-1])
+        run_times = []
+        for r, pieces in enumerate(runs):
+            piece, end_q = self._plan_run(tip, q, pieces, wps, seg_meta, collision, q_head)
+            reference.extend(pieces)
+            run_times.append((t, piece))
+            plan_pieces.append(piece)
+            t += piece.duration
+            q = end_q
+        for k, (r, x) in enumerate(marks):
+            if r < 0 or r >= len(run_times):
+                times[k] = t if r >= len(run_times) else 0.0
+                continue
+            t0, piece = run_times[r]
+            times[k] = t0 + (piece.duration if x is None else piece.time_at(x))
+        times = list(np.maximum.accumulate(times))
+        if t > MAX_DURATION:
+            raise MotionError(FAILED_TO_PARAMETERIZE, 'the trajectory would take %.0f s (> %.0f s)'
+                              % (t, MAX_DURATION))
+        if request.nso_check_end_offset:
+            goal = wps[-1].q
+            if goal is not None and tip.n == 7:
+                resid = tip.nullspace_residual(q, goal)
+                if resid > NSO_END_TOLERANCE:
+                    raise MotionError(CARTESIAN_INTERPOLATION_FAILED,
+                                      'nso_check_end_offset: the final posture is %.3f rad (> %.3f) from '
+                                      'the last waypoint\'s nullspace goal %s'
+                                      % (resid, NSO_END_TOLERANCE, np.round(goal, 4).tolist()))
+        plan = PiecewisePlan(plan_pieces, times) if plan_pieces else HoldPlan(q0, len(wps))
+        plan.reference_pieces = reference
+        plan.start_position = p_start
+        plan.endpoint = request.endpoint
+        return plan
+
+    def _geometry(self, tip, q0, request):
+        """(start position, start rotation, runs: the geometric pieces of each stop-to-stop
+        run, marks: (run, arc length) where each waypoint is passed, per-segment metadata)."""
+        p_start, r_start = tip.fk(q0[:tip.n])
+        wps = request.waypoints
+        q_start = matrix_to_quat(r_start)
         poses = [(p_start, q_start)]
         for w in wps:
             q = w.orientation.copy()
@@ -271,51 +384,7 @@ class CartesianPlanner:
                 current, run_len = [], 0.0
         if current:
             runs.append(current)
-
-        q = q0.copy()
-        plan_pieces = []
-        times = [0.0] * len(wps)
-        reference = []
-        t = 0.0
-        first_bias = next((w.q for w in wps if w.q is not None), None)
-        if request.nso_start_offset_allowed and first_bias is not None and tip.n == 7:
-            piece = self._nullspace_move(tip, q, p_start, r_start, first_bias, wps[0].limits)
-            if piece is not None:
-                plan_pieces.append(piece)
-                t += piece.duration
-                q = piece.spline(piece.ss[-1])
-        run_times = []
-        for r, pieces in enumerate(runs):
-            piece, end_q = self._plan_run(tip, q, pieces, wps, seg_meta)
-            reference.extend(pieces)
-            run_times.append((t, piece))
-            plan_pieces.append(piece)
-            t += piece.duration
-            q = end_q
-        for k, (r, x) in enumerate(marks):
-            if r < 0 or r >= len(run_times):
-                times[k] = t if r >= len(run_times) else 0.0
-                continue
-            t0, piece = run_times[r]
-            times[k] = t0 + (piece.duration if x is None else piece.time_at(x))
-        times = list(np.maximum.accumulate(times))
-        if t > MAX_DURATION:
-            raise MotionError(FAILED_TO_PARAMETERIZE, 'the trajectory would take %.0f s (> %.0f s)'
-                              % (t, MAX_DURATION))
-        if request.nso_check_end_offset:
-            goal = wps[-1].q
-            if goal is not None and tip.n == 7:
-                resid = tip.nullspace_residual(q, goal)
-                if resid > NSO_END_TOLERANCE:
-                    raise MotionError(CARTESIAN_INTERPOLATION_FAILED,
-                                      'nso_check_end_offset: the final posture is %.3f rad (> %.3f) from '
-                                      'the last waypoint\'s nullspace goal %s'
-                                      % (resid, NSO_END_TOLERANCE, np.round(goal, 4).tolist()))
-        plan = PiecewisePlan(plan_pieces, times) if plan_pieces else HoldPlan(q0, len(wps))
-        plan.reference_pieces = reference
-        plan.start_position = p_start
-        plan.endpoint = request.endpoint
-        return plan
+        return p_start, r_start, runs, marks, seg_meta
 
     # --- one stop-to-stop run ----------------------------------------------------------
     def _sample(self, pieces):
@@ -406,51 +475,162 @@ class CartesianPlanner:
         c[3] = joints[:-1]
         return PPoly(c, ss)
 
-    def _plan_run(self, tip, q_start, pieces, wps, seg_meta):
-        ss, ps, qs, segs, breaks = self._sample(pieces)
+    @staticmethod
+    def _pose_on(pieces):
+        """pose_at(s) → (position, rotation matrix) anywhere on a run's pieces."""
+        starts = np.concatenate([[0.0], np.cumsum([p.length for p in pieces])])
+
+        def pose_at(s):
+            k = int(np.clip(np.searchsorted(starts, s, side='right') - 1, 0, len(pieces) - 1))
+            p, q, _, _ = pieces[k].at_many(np.array([min(max(s - starts[k], 0.0), pieces[k].length)]))
+            return p[0], quat_to_matrix_many(q)[0]
+        return pose_at
+
+    @staticmethod
+    def _poses_on(pieces, ss):
+        """Positions (N×3) and rotation matrices (N×3×3) of a run's pieces at each s."""
+        starts = np.concatenate([[0.0], np.cumsum([p.length for p in pieces])])
+        ks = np.clip(np.searchsorted(starts, ss, side='right') - 1, 0, len(pieces) - 1)
+        P, R = np.empty((len(ss), 3)), np.empty((len(ss), 3, 3))
+        for k in np.unique(ks):
+            sel = ks == k
+            x = np.clip(ss[sel] - starts[k], 0.0, pieces[k].length)
+            p, q, _, _ = pieces[k].at_many(x)
+            P[sel], R[sel] = p, quat_to_matrix_many(q)
+        return P, R
+
+    def _plan_run(self, tip, q_start, pieces, wps, seg_meta, collision=None, q_head=0.0):
+        ss0, ps, qs, segs0, breaks0 = self._sample(pieces)
         rotations = quat_to_matrix_many(qs)
         # Where each segment's part of this run starts and ends, for the nullspace drift.
         seg_start, seg_end = {}, {}
-        for i, (s, seg) in enumerate(zip(ss, segs)):
+        for i, (s, seg) in enumerate(zip(ss0, segs0)):
             seg = int(seg)
-            seg_start.setdefault(seg, ss[i - 1] if i > 0 else s)
+            seg_start.setdefault(seg, ss0[i - 1] if i > 0 else s)
             seg_end[seg] = s
-        biases = {k: wps[k].q for k in set(segs.tolist())}
+        run_segs = sorted(seg_start)
 
-        def remaining_share(seg, s):
-            """Share of the nullspace offset still to go at s: 1 − smoothstep(progress)."""
+        ss0_list, segs0_list = ss0.tolist(), segs0.tolist()
+
+        def seg_of(s):
+            """The segment of the path point at s (points inserted between two samples
+            belong with the later one)."""
+            return segs0_list[min(bisect.bisect_left(ss0_list, s - 1e-12), len(segs0_list) - 1)]
+
+        def remaining_share(seg, s, reach=1.0):
+            """Share of the nullspace offset still to go at s: 1 − smoothstep(progress),
+            progress reaching 1 at the `reach` share of the segment."""
             a, b = seg_start[seg], seg_end[seg]
-            u = 1.0 if b <= a else min(max((s - a) / (b - a), 0.0), 1.0)
+            u = 1.0 if b <= a else min(max((s - a) / ((b - a) * reach), 0.0), 1.0)
             return 1.0 - u * u * (3.0 - 2.0 * u)
 
-        def nullspace(i, q):
-            seg = int(segs[i])
-            goal = biases.get(seg)
-            if goal is None:
-                return None
-            before = remaining_share(seg, ss[i - 1])
-            frac = 1.0 if before <= 1e-12 else 1.0 - remaining_share(seg, ss[i]) / before
-            return (goal - q) * frac
-
         start_extra = q_start[tip.n:].copy()
+        pose_at = self._pose_on(pieces)
+        nominal = float(np.median(np.diff(ss0))) if len(ss0) > 1 else 1.0
 
-        def free_joints(i):
-            goal = biases.get(int(segs[i]))
-            if goal is None:
-                return None
-            frac = ss[i] / ss[-1] if ss[-1] > 0 else 1.0
-            return start_extra + (goal[tip.n:] - start_extra) * frac
-        free = free_joints if tip.n < 7 else None
-        try:
-            conj = qs[:-1] * np.array([-1.0, -1.0, -1.0, 1.0])
-            deltas = np.hstack([np.diff(ps, axis=0), quat_to_rotvec_many(quat_mul_many(qs[1:], conj))])
-            joints = tip.follow(q_start, ps, rotations, nullspace=nullspace, free_joints=free, deltas=deltas)
-        except PathFollowError as exc:
-            seg = int(segs[min(exc.index, len(segs) - 1)])
-            raise MotionError(CARTESIAN_INTERPOLATION_FAILED, 'segment to waypoint %d: %s%s'
-                              % (seg, exc, self._reachability(tip, wps[seg], q_start))) from None
+        def attempt(biases, reach=1.0, ss_in=None, prefix=None):
+            """Follow the run (the samples ss_in, default the run's own) with the nullspace
+            biased toward `biases`; prefix = (ss, joints) already followed up to the first of
+            ss_in: go on from there."""
+            def nullspace(s_prev, s, q):
+                seg = seg_of(s)
+                goal = biases.get(seg)
+                if goal is None:
+                    return None
+                before = remaining_share(seg, s_prev, reach)
+                frac = 1.0 if before <= 1e-12 else 1.0 - remaining_share(seg, s, reach) / before
+                return (goal - q) * frac
+
+            def free_joints(s):
+                goal = biases.get(seg_of(s))
+                if goal is None:
+                    return None
+                frac = s / ss0[-1] if ss0[-1] > 0 else 1.0
+                return start_extra + (goal[tip.n:] - start_extra) * frac
+            if ss_in is None:
+                ss_in, p_in, r_in = ss0, ps, rotations
+            else:
+                p_in, r_in = self._poses_on(pieces, ss_in)
+            q_from = q_start if prefix is None else prefix[1][-1]
+            ss, joints, _, _ = tip.track(q_from, ss_in, p_in, r_in, pose_at=pose_at, nullspace=nullspace,
+                                         free_joints=free_joints if tip.n < 7 else None, nominal=nominal)
+            if prefix is not None:
+                ss = np.concatenate([prefix[0][:-1], ss])
+                joints = np.concatenate([prefix[1][:-1], joints])
+            return ss, joints
+
+        # The waypoints' joint_positions bias the posture along the path. Where no
+        # continuous joint path follows the line near that posture (a joint runs into its
+        # limit, or the path only continues on another arm configuration), the posture is
+        # steered instead toward IK solutions of the run's waypoints (nearest first, then
+        # others): the goal fails only when none of them leads along the whole path.
+        first, found, tried = None, None, []
+        for biases in self._bias_candidates(tip, q_start, wps, run_segs, q_head):
+            if len(tried) >= MAX_POSTURE_ATTEMPTS:
+                break
+            if any(all(_close(biases.get(k), t.get(k)) for k in run_segs) for t in tried):
+                continue
+            tried.append(biases)
+            try:
+                ss, joints = attempt(biases, 1.0 if len(tried) == 1 else FALLBACK_REACH)
+            except PathFollowError as exc:
+                if first is None:
+                    seg = seg_of(exc.s) if exc.s is not None else int(segs0[-1])
+                    first = MotionError(CARTESIAN_INTERPOLATION_FAILED, 'segment to waypoint %d: %s%s'
+                                        % (seg, exc, self._reachability(tip, wps[seg], q_start)))
+                continue
+            hit = None if collision is None else \
+                analysis.first_collision_on_points(joints, collision, q_head)
+            if hit is not None:
+                if first is None:
+                    k, pairs = hit
+                    first = MotionError(PLANNED_MOTION_COLLISION,
+                                        'the path to waypoint %d is in self-collision at joints %s (links in '
+                                        'contact: %s)' % (seg_of(ss[k]), np.round(joints[k], 3).tolist(),
+                                                          ', '.join('%s–%s' % p for p in pairs) or '?'))
+                continue
+            found = ss, joints, biases, 1.0 if len(tried) == 1 else FALLBACK_REACH
+            break
+        if found is None:
+            raise first
+        ss, joints, biases, reach = found
+        breaks_s = ss0[breaks0] if breaks0 else np.zeros(0)
+        # The spline through the points must stay on the path too: where it strays beyond
+        # the path tolerance between two points (joints moving fast and unevenly, near a
+        # singular stretch), the points are made denser there and the run followed again.
+        for _ in range(SPLINE_REFINE):
+            # Evenly spaced points with slow joints (the common case) need no check.
+            if len(ss) == len(ss0) and float(np.abs(np.diff(joints, axis=0)).max()) < SPLINE_CHECK_STEP:
+                break
+            spline = self._joint_spline(ss, joints, np.searchsorted(ss, breaks_s).tolist())
+            mids = 0.5 * (ss[:-1] + ss[1:])
+            P, R = self._poses_on(pieces, mids)
+            qm = spline(mids)
+            Pq, Rq = tip.fk_many(qm[:, :tip.n])
+            dev_p = np.linalg.norm(Pq - P, axis=1)
+            dev_r = np.linalg.norm(rotation_error_many(R, Rq), axis=1)
+            bad = np.flatnonzero((dev_p > 0.5 * PATH_POSITION_TOLERANCE) | (dev_r > 0.5 * PATH_ORIENTATION_TOLERANCE))
+            if not len(bad):
+                break
+            # The IK solution next to the spline there becomes a point of the path.
+            added = [(mids[i], tip.solve_near(qm[i], P[i], R[i])) for i in bad]
+            added = [(s, q) for s, q in added if q is not None]
+            if not added:
+                break
+            ss = np.concatenate([ss, [s for s, _ in added]])
+            joints = np.concatenate([joints, [q for _, q in added]])
+            order = np.argsort(ss, kind='stable')
+            ss, joints = ss[order], joints[order]
+        if len(tried) > 1:
+            self.notes.append('waypoint(s) %s: no continuous joint path follows the path near the requested '
+                              'posture (%s); the arm takes the posture of an IK solution of the waypoint '
+                              'instead (attempt %d)' % (', '.join(map(str, run_segs)), first.message,
+                                                        len(tried)))
+        segs = segs0[np.minimum(np.searchsorted(ss0, ss - 1e-12, side='left'), len(segs0) - 1)]
+        breaks = np.searchsorted(ss, breaks_s).tolist()
         spline = self._joint_spline(ss, joints, breaks)
-        # Gridpoints: at most MAX_GRIDPOINTS, always including both ends.
+        # Gridpoints: at most MAX_GRIDPOINTS, always including both ends and the breaks;
+        # evenly spread over the points, so denser where the path was refined.
         if len(ss) <= MAX_GRIDPOINTS:
             idx = np.arange(len(ss))
         else:
@@ -464,7 +644,14 @@ class CartesianPlanner:
         v_rot = np.array([l.rotational_speed for l in lims])
         a_rot = np.array([l.rotational_accel for l in lims])
         vmax = np.array([l.speed_ratio for l in lims])[:, None] * self.vel_limit[None, :]
-        dq = spline(grid, 1)
+        amax = np.minimum(np.array([l.joint_accel for l in lims]), self.accel_limit[None, :])
+        # Joint rates: at each gridpoint the largest of its own and those halfway to its
+        # neighbours (ṡ is monotonic over an interval, q'(s) is not: it may bulge inside).
+        dq = np.abs(spline(grid, 1))
+        if len(grid) > 1:
+            mid = np.abs(spline(0.5 * (grid[:-1] + grid[1:]), 1))
+            dq[:-1] = np.maximum(dq[:-1], mid)
+            dq[1:] = np.maximum(dq[1:], mid)
         # Rates of the endpoint along the joint spline actually followed (not the designed
         # path: the spline's curvature overshoots a little where a line meets an arc).
         h = min(PATH_H, 0.25 * float(np.min(np.diff(grid))))
@@ -485,20 +672,78 @@ class CartesianPlanner:
             arr[:-1] = np.maximum(arr[:-1], arr[1:])
         xmax = np.minimum(np.minimum(x_joint, x_lin), x_rot)
         xmax = np.minimum(xmax, 1e8)
-        constraint = _PathConstraint(xmax, dp_n, ddp_n, dr_n, ddr_n, a_lin, a_rot)
         path = _SplinePath(spline)
-        try:
-            inst = toppra.algorithm.TOPPRA([constraint], path, gridpoints=grid, solver_wrapper='seidel')
-            sd_vec = self._parameterize(inst)
-        except Exception as exc:       # toppra raises assorted errors on degenerate paths
-            raise MotionError(FAILED_TO_PARAMETERIZE, 'TOPP-RA failed on the Cartesian path to waypoint %d: %s'
-                              % (int(segs[-1]), exc)) from None
-        if sd_vec is None:
-            raise MotionError(FAILED_TO_PARAMETERIZE, 'TOPP-RA found no feasible timing for the Cartesian '
-                              'path to waypoint %d' % int(segs[-1]))
-        piece = PathPiece(spline, grid, sd_vec)
-        self._check_joint_accel(piece, segs[-1])
+        seg_end = int(segs[-1])
+        # The joint limits are maxima: where the Cartesian speeds would ask more of a joint,
+        # the path is slowed there. TOPP-RA holds them at the gridpoints; between them the
+        # spline's rates vary a little, so the plan is checked densely and the limits
+        # tightened where it exceeds them (then, as a last resort, the run slowed as a whole).
+        scale = np.ones(len(grid))
+        for attempt in range(ACCEL_RETRIES + 1):
+            constraints = [_PathConstraint(xmax * (scale * TOPPRA_MARGIN ** 2), dp_n, ddp_n, dr_n, ddr_n, a_lin,
+                                           a_rot),
+                           _JointAccelConstraint(amax * (scale * TOPPRA_MARGIN)[:, None])]
+            try:
+                inst = toppra.algorithm.TOPPRA(constraints, path, gridpoints=grid, solver_wrapper='seidel')
+                sd_vec = self._parameterize(inst)
+            except Exception as exc:       # toppra raises assorted errors on degenerate paths
+                raise MotionError(FAILED_TO_PARAMETERIZE, 'TOPP-RA failed on the Cartesian path to waypoint %d: %s'
+                                  % (seg_end, exc)) from None
+            if sd_vec is None:
+                raise MotionError(FAILED_TO_PARAMETERIZE, 'TOPP-RA found no feasible timing for the Cartesian '
+                                  'path to waypoint %d' % seg_end)
+            piece = PathPiece(spline, grid, sd_vec)
+            over, worst = self._joint_excess(piece, grid, vmax, amax)
+            if worst <= LIMIT_SLACK:
+                break
+            if attempt < ACCEL_RETRIES:
+                scale[over] /= worst * LIMIT_SLACK
+        else:
+            # Slowing the whole run by k scales velocities by 1/k and accelerations by 1/k².
+            piece = PathPiece(spline, grid, sd_vec / math.sqrt(worst * LIMIT_SLACK))
         return piece, joints[-1]
+
+    def _joint_excess(self, piece, grid, vmax, amax):
+        """Where (gridpoints around each excess) and by how much (worst ratio, 1 = at the
+        limit) the run's joint velocities and accelerations exceed vmax / amax (per
+        gridpoint), sampled every ~5 ms."""
+        ts = np.linspace(0.0, piece.duration, max(20, int(piece.duration / 0.005)))
+        s, _, _ = piece.path_state(ts)
+        _, v, a = piece.sample_many(ts)
+        k = np.clip(np.searchsorted(grid, s, side='right') - 1, 0, len(grid) - 1)
+        k1 = np.minimum(k + 1, len(grid) - 1)
+        ratio = np.maximum(np.max(np.abs(a) / np.minimum(amax[k], amax[k1]), axis=1),
+                           np.max(np.abs(v) / np.minimum(vmax[k], vmax[k1]), axis=1) ** 2)
+        bad = ratio > LIMIT_SLACK
+        over = np.zeros(len(grid), dtype=bool)
+        over[k[bad]] = over[k1[bad]] = True
+        return over, float(ratio.max()) if ratio.size else 0.0
+
+    def _bias_candidates(self, tip, q_start, wps, run_segs, q_head):
+        """Postures to steer a run's path toward, {segment: 7 angles or None}: the
+        waypoints' own joint_positions first; then chains of IK solutions of the run's
+        waypoints (each seeded from the one before), from the current angles (drawn toward
+        joint_positions where given) and then from random seeds (deterministic)."""
+        yield {k: wps[k].q for k in run_segs}
+        if self.ik is None:
+            return
+        rng = np.random.default_rng(0)
+        for attempt in range(2 * MAX_POSTURE_ATTEMPTS):
+            prev = q_start if attempt == 0 else rng.uniform(self.lower, self.upper)
+            chain = {}
+            for k in run_segs:
+                w = wps[k]
+                goal = dict(zip(ARM_JOINTS, w.q)) if w.q is not None and attempt == 0 else None
+                try:
+                    found = self.ik.solve(tip.tip, w.position, w.orientation, prev, seed_mode=SEED_CURRENT,
+                                          nullspace_goal=goal, check_collision=True, q_head=q_head)
+                except Exception:  # noqa: BLE001 - alternatives only
+                    found = None
+                if found is None or not found.ok:
+                    break
+                chain[k] = prev = found.q
+            else:
+                yield chain
 
     def _reachability(self, tip, waypoint, q_seed):
         """Why a path could not be followed, as far as the IK solver can tell: is the
@@ -522,18 +767,6 @@ class CartesianPlanner:
         if sd is None or not np.all(np.isfinite(sd)):
             return None
         return np.maximum(sd, 0.0)
-
-    def _check_joint_accel(self, piece, seg):
-        ts = np.linspace(0.0, piece.duration, max(20, int(piece.duration / 0.005)))
-        _, _, a = piece.sample_many(ts)
-        ratio = np.abs(a) / self.accel_limit[None, :]
-        worst = float(ratio.max()) if ratio.size else 0.0
-        if worst > ACCEL_SLACK:
-            i, j = np.unravel_index(int(np.argmax(ratio)), ratio.shape)
-            raise MotionError(PLANNED_JOINT_ACCEL_LIMIT,
-                              'the Cartesian path to waypoint %d needs %.2f rad/s² on right_j%d '
-                              '(limit %.2f) at t = %.2f s: reduce the Cartesian speeds and accelerations'
-                              % (int(seg), abs(a[i, j]), j, self.accel_limit[j], ts[i]))
 
     # --- nso_start_offset_allowed ------------------------------------------------------------
     def _nullspace_move(self, tip, q0, p0, r0, bias, limits):

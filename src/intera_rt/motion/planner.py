@@ -46,7 +46,7 @@ class MotionPlanner:
         if ik_solver is None:       # model/ik.py: tells an unreachable waypoint from a bad path
             try:
                 from intera_rt.model.ik import IKSolver
-                ik_solver = IKSolver(model, max_restarts=10)
+                ik_solver = IKSolver(model, collision, max_restarts=10)
             except ImportError:     # pragma: no cover - diagnostics only
                 ik_solver = None
         self.cartesian = CartesianPlanner(model, ik_solver)
@@ -71,6 +71,32 @@ class MotionPlanner:
             plan = self.cartesian.plan(q0, request)
         else:   # the validator never lets this through
             raise ValueError(request.interpolation)
+        plan = self._timed(plan, request, now, warnings)
+        samples = analysis.sample_plan(plan)
+        check = check_collision and self.collision is not None
+        hit = analysis.first_collision(plan, samples, self.collision, q_head) if check else None
+        if hit is not None and request.interpolation == CARTESIAN:
+            # Another posture along the same path may keep clear: plan again, checking each
+            # stop-to-stop run as it is found (and trying the alternatives, see
+            # CartesianPlanner._plan_run).
+            plan = self._timed(self.cartesian.plan(q0, request, self.collision, q_head), request, now, [])
+            samples = analysis.sample_plan(plan)
+            hit = analysis.first_collision(plan, samples, self.collision, q_head)
+        if request.interpolation == CARTESIAN:
+            warnings.extend(self.cartesian.notes)
+        if hit is not None:
+            t, q, pairs = hit
+            raise MotionError(PLANNED_MOTION_COLLISION,
+                              'the planned path is in self-collision at t = %.2f s of %.2f s '
+                              '(joints %s; links in contact: %s)'
+                              % (t, plan.duration, np.round(q, 3).tolist(),
+                                 ', '.join('%s–%s' % p for p in pairs) or '?'))
+        result = analysis.analyze(plan, samples)
+        return PlannedMotion(request, plan, result, samples, time.perf_counter() - t_start, warnings)
+
+    @staticmethod
+    def _timed(plan, request, now, warnings):
+        """The plan stretched to end at request.end_time when that is later than it would."""
         if request.end_time > 0:
             wanted = request.end_time - now
             if wanted > plan.duration + 1e-6 and plan.duration > 0:
@@ -82,15 +108,4 @@ class MotionPlanner:
             elif wanted < plan.duration - 1e-6:
                 warnings.append('end_time is %.3f s away but the fastest trajectory takes %.3f s: '
                                 'running it as fast as possible' % (wanted, plan.duration))
-        samples = analysis.sample_plan(plan)
-        if check_collision and self.collision is not None:
-            hit = analysis.first_collision(plan, samples, self.collision, q_head)
-            if hit is not None:
-                t, q, pairs = hit
-                raise MotionError(PLANNED_MOTION_COLLISION,
-                                  'the planned path is in self-collision at t = %.2f s of %.2f s '
-                                  '(joints %s; links in contact: %s)'
-                                  % (t, plan.duration, np.round(q, 3).tolist(),
-                                     ', '.join('%s–%s' % p for p in pairs) or '?'))
-        result = analysis.analyze(plan, samples)
-        return PlannedMotion(request, plan, result, samples, time.perf_counter() - t_start, warnings)
+        return plan

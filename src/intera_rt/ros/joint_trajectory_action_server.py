@@ -1,7 +1,7 @@
 """joint_trajectory_action_server: control_msgs/FollowJointTrajectory for the right arm,
 started with the robot (what the SDK's JTAS script provides on a user PC, served here
 robot-side). It drives the arm only through the robot's public interface:
-/robot/limb/right/joint_command (and set_speed_ratio in position mode), reading
+/robot/limb/right/joint_command, reading
 /robot/joint_states, /robot/joint_limits, /robot/state, collision_detection_state and the
 cuff. The trajectory logic (validation, spline, tolerance checks) is
 intera_rt.motion.joint_trajectory; this node is its ROS adapter.
@@ -14,9 +14,15 @@ jump; an invalid new goal is rejected and leaves the running one alone.
 Parameters (private)
   ~mode         position_w_id (default): TRAJECTORY_MODE with position, velocity and
                 acceleration of the spline (inverse-dynamics feed-forward on the robot);
-                position: POSITION_MODE stream of positions; the server sets
-                set_speed_ratio to 1.0 while it commands the arm and restores the last
-                value another node published (0.3, the robot's default, if none);
+                position: POSITION_MODE stream of positions, as the SDK's server sends
+                them; set_speed_ratio is left as other clients set it (latched, robot-wide:
+                the robot moves POSITION_MODE targets at ratio × max speed). Each command
+                leads the spline by the robot's braking distance at the spline's speed
+                (v·|v| / 2·accel limit): the robot's position controller approaches a
+                target at min(ratio × max speed, √(2·accel·distance)), so it then moves at
+                the spline's speed wherever that is within the ratio. A goal that needs
+                more than ratio × max speed is warned about (it lags and the path
+                tolerance decides);
                 velocity: VELOCITY_MODE, spline velocity + ~velocity_kp x position error.
   ~rate         control (= feedback) rate in Hz, default 100. The server runs on the
                 robot's clock: a cycle is triggered by each /robot/joint_states message
@@ -176,8 +182,7 @@ class JointTrajectoryActionServer:
         self._collision_event = False
         self._cuff = False
         self._zero_g = False         # the robot's zero-G is active (/intera_rt/realtime_state)
-        self._others_ratio = None    # last set_speed_ratio another node published
-        self._ratio_set = False
+        self._ratio = DEFAULT_SPEED_RATIO   # set_speed_ratio in force (latched by other clients)
         self.active = None
         self.stopping = None
         self.yielded_to = None       # the other server's node name(s) while this one yields
@@ -188,8 +193,6 @@ class JointTrajectoryActionServer:
 
         self.pub_cmd = rospy.Publisher(LIMB_NS + 'joint_command', JointCommand, queue_size=10,
                                        tcp_nodelay=True)
-        self.pub_ratio = rospy.Publisher(LIMB_NS + 'set_speed_ratio', Float64, queue_size=1,
-                                         latch=True)
         rospy.Subscriber('/robot/joint_states', JointState, self._on_joint_states, queue_size=1,
                          tcp_nodelay=True)
         rospy.Subscriber('/robot/state', RobotAssemblyState, self._on_robot_state, queue_size=1)
@@ -354,9 +357,8 @@ class JointTrajectoryActionServer:
         self._zero_g = bool(msg.zero_g)
 
     def _on_speed_ratio(self, msg):
-        header = getattr(msg, '_connection_header', None) or {}
-        if header.get('callerid') != rospy.get_name():
-            self._others_ratio = msg.data
+        if math.isfinite(msg.data):
+            self._ratio = min(1.0, max(0.0, float(msg.data)))      # as the robot clips it
 
     # --- robot conditions ----------------------------------------------------------------
     def _robot_why_not(self):
@@ -449,9 +451,8 @@ class JointTrajectoryActionServer:
         self.stopping = None
         gh.set_accepted('accepted')
         self.active = _Active(gh, plan)
-        if self.mode == 'position' and not self._ratio_set:
-            self.pub_ratio.publish(Float64(1.0))
-            self._ratio_set = True
+        if self.mode == 'position':
+            self._warn_if_faster_than_ratio(plan)
         kinds = {k: plan.kinds.count(k) for k in sorted(set(plan.kinds))}
         rospy.loginfo('joint_trajectory_action_server: goal %s accepted: %d points, %s, %.2f s '
                       'from now, segments %s', self.active.id, len(points),
@@ -541,8 +542,6 @@ class JointTrajectoryActionServer:
                 self._yield_to(self.yielded_to)        # the ramp is over: stop serving now
         else:
             self._collision_event = False
-            if self._ratio_set:
-                self._restore_ratio()
 
     def _run_active(self, now):
         act = self.active
@@ -608,7 +607,10 @@ class JointTrajectoryActionServer:
             msg.position, msg.velocity, msg.acceleration = p.tolist(), v.tolist(), a.tolist()
         elif self.mode == 'position':
             msg.mode = JointCommand.POSITION_MODE
-            msg.position = p.tolist()
+            # Ahead by the braking distance at the spline's speed (see ~mode): the robot's
+            # approach to the target then runs at that speed, without lag.
+            lead = p + v * np.abs(v) / (2.0 * self.limits.accel)
+            msg.position = np.clip(lead, self.limits.lower, self.limits.upper).tolist()
         else:
             msg.mode = JointCommand.VELOCITY_MODE
             if q is not None:
@@ -633,10 +635,20 @@ class JointTrajectoryActionServer:
             msg.velocity = [0.0] * len(self.arm)
         self.pub_cmd.publish(msg)
 
-    def _restore_ratio(self):
-        ratio = self._others_ratio if self._others_ratio is not None else DEFAULT_SPEED_RATIO
-        self.pub_ratio.publish(Float64(ratio))
-        self._ratio_set = False
+    def _warn_if_faster_than_ratio(self, plan):
+        """POSITION_MODE targets move at most at set_speed_ratio × max speed: say so when
+        the goal needs more (the server does not change the ratio other clients set)."""
+        traj = plan.trajectory
+        ts = np.linspace(traj.t_start, traj.t_end, max(2, int((traj.t_end - traj.t_start) / 0.01) + 1))
+        peak = np.max(np.abs([traj.sample(t)[1] for t in ts]), axis=0)
+        allowed = self._ratio * self.limits.velocity
+        over = peak > allowed * 1.001
+        if over.any():
+            j = int(np.argmax(peak / np.maximum(allowed, 1e-9)))
+            rospy.logwarn('joint_trajectory_action_server: position mode: %s needs %.2f rad/s but '
+                          'set_speed_ratio %.2f allows %.2f rad/s (× max speed %.2f): the arm will lag '
+                          'behind the trajectory (publish a higher set_speed_ratio, or use position_w_id)',
+                          self.arm[j], peak[j], self._ratio, allowed[j], self.limits.velocity[j])
 
     def _feedback(self, act, t_meas, q, qd):
         p_d, v_d, a_d = act.plan.trajectory.sample(t_meas)
@@ -664,8 +676,6 @@ class JointTrajectoryActionServer:
                         self._command_hold(self._joints[1])
                     self._finish(act.gh, 'aborted', jt.PATH_TOLERANCE_VIOLATED,
                                  'aborted: the action server is shutting down')
-                if self._ratio_set:
-                    self._restore_ratio()
             except Exception:     # publishers may already be closed
                 pass
 
