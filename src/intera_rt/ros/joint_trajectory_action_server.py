@@ -81,6 +81,7 @@ from std_msgs.msg import Float64
 from trajectory_msgs.msg import JointTrajectoryPoint
 
 from intera_rt.motion import joint_trajectory as jt
+from intera_rt.ros.node import init_node
 
 MODES = ('position_w_id', 'position', 'velocity')
 DEFAULT_ARM = ['right_j%d' % i for i in range(7)]
@@ -546,7 +547,7 @@ class JointTrajectoryActionServer:
 
 
 def main(argv=None):
-    rospy.init_node('joint_trajectory_action_server', argv=argv)
+    init_node('joint_trajectory_action_server', argv=argv)
     try:
         server = JointTrajectoryActionServer()
     except ValueError as exc:

@@ -35,6 +35,7 @@ from intera_rt.model.ik import (DEFAULT_NULLSPACE_GAIN, IK_ENDPOINT_DOES_NOT_EXI
                                 IKInputError, IKSolver, UnknownTipError, joint_values,
                                 validate_pose)
 from intera_rt.robot import ARM_JOINTS, HEAD_JOINTS, NEUTRAL
+from intera_rt.ros.node import init_node
 
 SERVICE_NS = '/ExternalTools/right/PositionKinematicsNode/'
 DEFAULT_TIP = 'right_hand'
@@ -276,7 +277,7 @@ class PositionKinematicsNode:
 
 
 def main(argv=None):
-    rospy.init_node('PositionKinematicsNode', argv=argv)
+    init_node('PositionKinematicsNode', argv=argv)
     try:
         PositionKinematicsNode()
     except (ValueError, KeyError) as exc:

@@ -57,6 +57,7 @@ from intera_rt.motion.execution import Measurement, Tracker
 from intera_rt.motion.geometry import matrix_to_quat
 from intera_rt.motion.planner import MotionPlanner
 from intera_rt.robot import ARM_JOINTS, NEUTRAL, SUPPRESS_WINDOW
+from intera_rt.ros.node import init_node
 
 ACTION = '/motion/motion_command'
 NS = '/robot/limb/right/'
@@ -554,7 +555,7 @@ class MotionController:
 
 
 def main(argv=None):
-    rospy.init_node('motion_controller', argv=argv)
+    init_node('motion_controller', argv=argv)
     sys.setswitchinterval(0.0005)     # the executor thread must not wait on the planner's CPU
     MotionController()
     rospy.spin()

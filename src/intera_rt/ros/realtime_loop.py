@@ -52,6 +52,7 @@ from intera_rt.realtime.core import CONTROLLER_NAMES, PERIOD, STATE_SLICES, stat
 from intera_rt.robot import (ARM_JOINTS, BOARD_JOINTS, HEAD_JOINTS, HEAD_NAMED_POSES,
                              NAMED_POSES, SUPPRESS_TOPICS)
 from intera_rt.ros.direct import SerializedMessage, Throttle, periodic_publisher, wire_string
+from intera_rt.ros.node import init_node
 # Joint order of /robot/joint_states (documented in README): head first, as the robot does.
 JOINT_STATE_ORDER = HEAD_JOINTS + ARM_JOINTS
 _JS_INDEX = [BOARD_JOINTS.index(n) for n in JOINT_STATE_ORDER]
@@ -543,7 +544,7 @@ def main(argv=None):
     # A thread waiting for the GIL gets it after 0.5 ms instead of 5: the subscriber
     # threads (commands) must not wait behind the state-building thread.
     sys.setswitchinterval(5e-4)
-    rospy.init_node('realtime_loop', argv=argv)
+    init_node('realtime_loop', argv=argv, restore_params=True)
     try:
         loop = RealtimeLoop()
     except (ValueError, KeyError, RuntimeError) as exc:

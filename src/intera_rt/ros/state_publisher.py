@@ -25,6 +25,7 @@ from geometry_msgs.msg import TransformStamped
 
 from intera_rt.model.joint_frames import JointFrames
 from intera_rt.ros.direct import SerializedMessage, Throttle, periodic_publisher, wire_string
+from intera_rt.ros.node import init_node
 
 OLD_WARNING = 30.0                    # s: a joint state this much older than now is reported
 
@@ -147,7 +148,7 @@ class StatePublisher:
 
 
 def main():
-    rospy.init_node('robot_state_publisher')
+    init_node('robot_state_publisher')
     try:
         StatePublisher()
     except RuntimeError as exc:

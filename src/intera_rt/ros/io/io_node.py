@@ -14,10 +14,11 @@ import rospy
 from intera_rt.ros.io.camera_node import CameraIO
 from intera_rt.ros.io.end_effector_node import EndEffectorIO
 from intera_rt.ros.io.robot_node import RobotIO
+from intera_rt.ros.node import init_node
 
 
 def main():
-    rospy.init_node('io')
+    init_node('io')
     RobotIO()
     EndEffectorIO(bool(rospy.get_param('~gripper', False)))
     CameraIO()
