@@ -4,6 +4,7 @@ form, and throttled log lines.
 Shared by the nodes that publish at the robot's state rate (realtime_loop's state topics,
 robot_state_publisher's /tf)."""
 import math
+import os
 import select
 import socket
 import struct
@@ -16,15 +17,26 @@ SEND_BUFFER = 64 << 10                # bytes queued per subscriber at most
 LOG_EVERY = 2.0                       # s between repeats of one throttled log line
 
 
+def log_every():
+    """LOG_EVERY, or the environment's INTERA_RT_LOG_EVERY (s; test/test_reliability_catalogue
+    sets 0 to see every rejection of a fast run of bad inputs)."""
+    try:
+        value = float(os.environ.get('INTERA_RT_LOG_EVERY', LOG_EVERY))
+    except ValueError:
+        return LOG_EVERY
+    return value if value >= 0 else LOG_EVERY
+
+
 class Throttle:
-    """Logs a given kind of complaint at most once per LOG_EVERY wall seconds."""
+    """Logs a given kind of complaint at most once per log_every() wall seconds."""
 
     def __init__(self):
         self._last = {}
+        self._every = log_every()
 
     def __call__(self, log, key, text):
         now = time.monotonic()
-        if now - self._last.get(key, -math.inf) >= LOG_EVERY:
+        if now - self._last.get(key, -math.inf) >= self._every:
             self._last[key] = now
             log(text)
 

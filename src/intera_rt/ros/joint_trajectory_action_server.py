@@ -90,6 +90,7 @@ STALE_JOINT_STATES = 2.0        # s of robot time without /robot/joint_states: a
 STALE_CONFIRM = 0.5             # wall s the condition must persist (a starved process catching up)
 SILENT_ROBOT = 30.0             # wall s without joint states: abort even if the clock stopped too
 LIMB_NS = '/robot/limb/right/'
+MIN_RESULT_DELAY = 0.05         # s a rejection waits before it is sent (see _reject)
 
 
 class _Active:
@@ -353,7 +354,13 @@ class JointTrajectoryActionServer:
     def _reject(self, gh, code, text):
         rospy.logerr('joint_trajectory_action_server: goal %s rejected: %s: %s',
                      gh.get_goal_id().id, jt.CODE_NAMES.get(code, code), text)
-        gh.set_rejected(FollowJointTrajectoryResult(error_code=code, error_string=text), text)
+        # Not at once: actionlib's SimpleActionClient (the SDK's, MoveIt's) drops a result
+        # that arrives before its send_goal() has returned — the client then waits forever
+        # (seen in test_reliability_catalogue). The motion controller waits the same.
+        timer = threading.Timer(MIN_RESULT_DELAY, gh.set_rejected,
+                                (FollowJointTrajectoryResult(error_code=code, error_string=text), text))
+        timer.daemon = True
+        timer.start()
 
     def _finish(self, gh, how, code, text):
         result = FollowJointTrajectoryResult(error_code=code, error_string=text)
