@@ -357,3 +357,49 @@ class FakePublisher:
         self._rpc.shutdown()
         self._rpc.server_close()
         self._tcp.close()
+
+
+class Flooder(FakePublisher):
+    """A publisher of `topic` with the topic's true type (`msg_class`) that streams
+    `messages` (cycled) at `rate` Hz for `duration` s to every subscriber that connects,
+    in batches every millisecond: a client far faster than any the robot expects.
+    `sent` counts the messages written, `done` is set when the stream ends."""
+
+    def __init__(self, topic, msg_class, messages, rate, duration):
+        from io import BytesIO
+        frames = []
+        for msg in messages:
+            buff = BytesIO()
+            msg.serialize(buff)
+            frames.append(struct.pack('<I', buff.tell()) + buff.getvalue())
+        self._frames, self.rate, self.duration = frames, rate, duration
+        self.sent = 0
+        self.done = threading.Event()
+        self.started = threading.Event()
+        super().__init__(topic, msg_class._type, msg_class._md5sum, b'')
+
+    def _serve(self, sock):
+        entry = {'header': read_header(sock), 'refused': None}
+        self.connections.append(entry)
+        try:
+            sock.sendall(tcpros_header({'callerid': self.caller_id, 'topic': self.topic,
+                                        'type': self.msg_type, 'md5sum': self.md5,
+                                        'latching': '0', 'message_definition': ''}))
+            self.started.set()
+            n_frames = len(self._frames)
+            t0 = time.monotonic()
+            while not self._done:
+                elapsed = time.monotonic() - t0
+                if elapsed >= self.duration:
+                    break
+                due = int(elapsed * self.rate) - self.sent
+                if due > 0:
+                    batch = b''.join(self._frames[(self.sent + i) % n_frames] for i in range(due))
+                    sock.sendall(batch)
+                    self.sent += due
+                time.sleep(0.001)
+        except OSError:
+            entry['refused'] = True
+        finally:
+            self.done.set()
+            sock.close()
