@@ -117,6 +117,44 @@ def children(pid):
     return out
 
 
+def listening_addresses(pid):
+    """(address, port) of every TCP socket process `pid` listens on (IPv4 and IPv6)."""
+    inodes = set()
+    try:
+        for fd in os.listdir('/proc/%d/fd' % pid):
+            try:
+                target = os.readlink('/proc/%d/fd/%s' % (pid, fd))
+            except OSError:
+                continue
+            if target.startswith('socket:['):
+                inodes.add(target[8:-1])
+    except OSError:
+        return []
+    out = []
+    for table, v6 in (('/proc/net/tcp', False), ('/proc/net/tcp6', True)):
+        try:
+            with open(table) as f:
+                rows = f.read().splitlines()[1:]
+        except OSError:
+            continue
+        for row in rows:
+            cols = row.split()
+            if cols[3] != '0A' or cols[9] not in inodes:          # 0A: LISTEN
+                continue
+            hex_addr, hex_port = cols[1].split(':')
+            raw = bytes.fromhex(hex_addr)
+            if v6:
+                # four little-endian 32-bit words
+                raw = b''.join(raw[i:i + 4][::-1] for i in range(0, 16, 4))
+                addr = socket.inet_ntop(socket.AF_INET6, raw)
+                if addr.startswith('::ffff:'):
+                    addr = addr[7:]
+            else:
+                addr = socket.inet_ntop(socket.AF_INET, raw[::-1])
+            out.append((addr, int(hex_port, 16)))
+    return out
+
+
 class NodeWatch:
     """The robot's nodes and their pids at creation; `check()` raises AssertionError naming
     every node that died, stopped answering or was restarted (a new pid) since, and the

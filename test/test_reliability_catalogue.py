@@ -727,11 +727,67 @@ CASES = [
          lambda c: garbage_service_request(SIM + 'set_joint_positions', _srv_types()[2], b'\x05\x00\x00\x00ab'),
          Result(_ok_byte_error, 'an error reply'),
          Log(RT, r'set_joint_positions: malformed request from /catalogue')),
+    # --- hostile robot descriptions, re-read by the nodes that re-read it ------------------------
+    case('urdf', 'billion laughs, re-read by IK',
+         lambda c: _hostile_description(c, _billion_laughs(), lambda c: c.ik(tip='right_nose')),
+         Result(ik_result(-3), 'IK_ENDPOINT_DOES_NOT_EXIST'),
+         Log(KINEMATICS, r'new /robot_description not usable, keeping the previous model: URDF '
+                         r'declares a DOCTYPE')),
+    case('urdf', 'nested 101 deep, re-read by FK',
+         lambda c: _hostile_description(c, _deep(), lambda c: c.fk(ARM, list(Q), tip='right_nose')),
+         Result(fk_invalid, 'isValid False'),
+         Log(KINEMATICS, r'not usable, keeping the previous model: URDF nests elements 33 deep')),
+    case('urdf', '5 MB, re-read by the motion controller',
+         lambda c: _hostile_description(c, _oversized(), lambda c: c.motion(
+             [waypoint(Q, endpoint='right_nose'), waypoint(moved(0, 0.3), endpoint='right_nose')])),
+         Result(mc_error('ENDPOINT_DOES_NOT_EXIST'), 'right_nose'),
+         Log(MC, r'cannot use the new /robot_description: URDF is \d+ bytes, more than the 4194304 allowed')),
+    case('urdf', 'the model kept: IK still solves after the hostile ones', lambda c: c.ik(),
+         Result(lambda r: r.result_type[0] > 0, 'a solution')),
+
     case('raw', 'a wrong md5 on the FK service',
          lambda c: wrong_md5_service_call(KIN + 'FKService'),
          Result(lambda h: 'md5sums do not match' in h.get('error', ''), 'an error header'),
          Log(KINEMATICS, 'md5sums do not match')),
 ]
+
+
+def _hostile_description(c, text, call, refused=r'not usable|cannot use the new'):
+    """/robot_description set to `text`, then `call(c)` (which makes a node re-read it)
+    until a node says it refused it; the good description back. Returns the last answer."""
+    import rospy
+    good = rospy.get_param('/robot_description')
+    mark = c.rosout.mark()
+    rospy.set_param('/robot_description', text)
+    try:
+        deadline = time.monotonic() + 10.0
+        while True:
+            answer = call(c)
+            if c.rosout.find(refused, mark) or time.monotonic() > deadline:
+                return answer
+            time.sleep(0.3)
+    finally:
+        rospy.set_param('/robot_description', good)
+
+
+def _urdf():
+    from pathlib import Path
+    return (Path(__file__).resolve().parents[1] / 'urdf' / 'sawyer.urdf').read_text()
+
+
+def _billion_laughs():
+    decl = '<?xml version="1.0" encoding="utf-8"?>'
+    dtd = '<!DOCTYPE robot [<!ENTITY a "aaaaaaaaaa">' + ''.join(
+        '<!ENTITY %s "%s">' % (chr(98 + i), ('&%s;' % chr(97 + i)) * 10) for i in range(8)) + ']>'
+    return _urdf().replace(decl, decl + dtd, 1).replace('name="sawyer"', 'name="&i;"', 1)
+
+
+def _deep():
+    return _urdf().replace('</robot>', '<x>' * 100 + '</x>' * 100 + '</robot>')
+
+
+def _oversized():
+    return _urdf().replace('</robot>', '<!--' + 'x' * (5 << 20) + '--></robot>')
 
 
 def _digital(name):
@@ -751,13 +807,32 @@ def world(robot):
     w['arm'].close()
 
 
+def test_the_robot_listens_on_loopback_only(world):
+    """Exposure: with neither ROS_IP nor ROS_HOSTNAME set otherwise, every listening socket
+    of the robot's processes (its nodes, the realtime core, the master) is bound to the
+    loopback address, and the master hands out loopback URIs."""
+    from robot_watch import listening_addresses, master
+    nodes = world['nodes']
+    pids = dict(nodes.pids, realtime_core=nodes.core, master=master().getPid())
+    exposed = {}
+    for name, pid in pids.items():
+        bad = [a for a in listening_addresses(pid) if a[0] not in ('127.0.0.1', '::1')]
+        if bad:
+            exposed[name] = bad
+    assert not exposed, 'listening beyond loopback: %s' % exposed
+    assert all(listening_addresses(pid) for name, pid in pids.items() if name != 'realtime_core')
+    for name in nodes.pids:
+        assert master().lookupNode(name).startswith('http://127.0.0.1:'), name
+
+
 def test_the_catalogue_is_big_and_names_are_unique():
     names = ['%s/%s' % (k.group, k.name) for k in CASES]
     assert len(set(names)) == len(names)
     assert len(CASES) >= 60
     # every interface of the robot is in it
     assert {k.group for k in CASES} >= {'joint_command', 'timeout', 'speed_ratio', 'state', 'head',
-                                        'interaction', 'ik', 'fk', 'jtas', 'motion', 'sim', 'io', 'raw'}
+                                        'interaction', 'ik', 'fk', 'jtas', 'motion', 'sim', 'io', 'raw',
+                                        'urdf'}
 
 
 @pytest.mark.parametrize('k', CASES, ids=['%s/%s' % (k.group, k.name) for k in CASES])

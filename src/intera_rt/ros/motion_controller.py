@@ -557,7 +557,11 @@ class MotionController:
 def main(argv=None):
     init_node('motion_controller', argv=argv)
     sys.setswitchinterval(0.0005)     # the executor thread must not wait on the planner's CPU
-    MotionController()
+    try:
+        MotionController()
+    except ValueError as exc:         # e.g. a /robot_description refused (model.safe_xml)
+        rospy.logfatal('motion_controller: %s', exc)
+        sys.exit(2)
     rospy.spin()
 
 

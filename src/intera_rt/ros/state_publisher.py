@@ -151,7 +151,7 @@ def main():
     init_node('robot_state_publisher')
     try:
         StatePublisher()
-    except RuntimeError as exc:
+    except (RuntimeError, ValueError) as exc:      # ValueError: a URDF refused (model.safe_xml)
         rospy.logfatal(str(exc))
         sys.exit(1)
     rospy.spin()

@@ -9,6 +9,8 @@ grasp may wait for a frame's Python part, a few ms).
 
 Private parameters: ~gripper (bool), ~render_scale, ~<camera>/width|height|rate.
 """
+import sys
+
 import rospy
 
 from intera_rt.ros.io.camera_node import CameraIO
@@ -19,9 +21,13 @@ from intera_rt.ros.node import init_node
 
 def main():
     init_node('io')
-    RobotIO()
-    EndEffectorIO(bool(rospy.get_param('~gripper', False)))
-    CameraIO()
+    try:
+        RobotIO()
+        EndEffectorIO(bool(rospy.get_param('~gripper', False)))
+        CameraIO()
+    except ValueError as exc:           # e.g. a /robot_description refused (model.safe_xml)
+        rospy.logfatal('io: %s', exc)
+        sys.exit(2)
     rospy.spin()
 
 
