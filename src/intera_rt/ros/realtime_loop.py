@@ -44,8 +44,8 @@ from std_srvs.srv import SetBool, SetBoolResponse
 
 from intera_rt.boards import check_backend
 from intera_rt.control import commands as cmds
-from intera_rt.control.interaction import interaction_problem
 from intera_rt.control import model_effort
+from intera_rt.control.interaction import interaction_problem
 from intera_rt.control.registry import ADDITIVES, CONTROLLERS, MONITORS
 from intera_rt.model import RobotModel
 from intera_rt.model.avoidance import default_armnav_path, objects_from_mask, shape_links
@@ -225,10 +225,11 @@ class RealtimeLoop:
         sub('/robot/set_super_stop', Empty, lambda _: send(cmds.Stop()), queue_size=10)
         sub('/robot/set_super_reset', Empty, lambda _: send(cmds.Reset()), queue_size=10)
         sub('/robot/set_homing_mode', HomingCommand, self._on_homing, queue_size=10)
-        # Read in batches (every message one read brings), coalesced: of the commands with
-        # the same mode and names only the latest is deserialized and sent to the core. A
-        # client streaming at 10 kHz sends ten per tick; taken one by one (deserialized,
-        # pickled, applied) they starved the state topics to half their rate.
+        # Read in batches (every message one read of a connection brings), coalesced: of the
+        # commands with the same mode and names only the latest is deserialized and sent to
+        # the core. A client streaming at 10 kHz sends ten per tick; taken one by one
+        # (deserialized ~30 µs, pickled, applied) they cost this node 13-14 % of a core,
+        # coalesced 7.8 % (test_faults floods it).
         commands = sub(ns + 'joint_command', raw_class(JointCommand), lambda m: None,
                        queue_size=20, tcp_nodelay=True)
         commands.impl.receive_callback = self._on_joint_commands
