@@ -1,10 +1,12 @@
-"""scripts/bench runs end to end (--quick, realtime section only) and writes bench.json with
-every figure present and finite, and its plots. No thresholds: the figures depend on the
-machine and its load."""
+"""scripts/bench runs end to end and writes bench.json with every figure present and finite:
+--quick with the realtime section (and its plots), and a short soak (--quick --soak 15). No
+timing thresholds: the figures depend on the machine and its load."""
 import json
 import math
 import subprocess
 from pathlib import Path
+
+import pytest
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -62,3 +64,35 @@ def test_bench_quick_realtime(tmp_path):
         png = Path(rt['plots'][plot])
         assert png.exists() and png.read_bytes()[:4] == b'\x89PNG', plot
     assert 'round trip' in log and 'lockstep' in log           # the printed summary
+
+
+def test_bench_quick_soak(tmp_path):
+    """scripts/bench --quick --soak 15: the soak runs against its own robot with E-stops and
+    invalid input, and reports no crash, a result for every motion, no unexpected answer,
+    each robot process's memory, the tick p99 windows and the mlock A/B."""
+    out = tmp_path / 'bench'
+    proc = subprocess.run([str(REPO / 'scripts' / 'bench'), '--quick', '--soak', '15',
+                           '--out', str(out)], cwd=str(REPO), stdout=subprocess.PIPE,
+                          stderr=subprocess.STDOUT, timeout=280)
+    log = proc.stdout.decode('utf-8', 'replace')
+    assert proc.returncode == 0, log[-3000:]
+    report = json.loads((out / 'bench.json').read_text())
+    assert report['meta']['sections'] == ['soak']
+    soak = report['soak']
+    assert 'error' not in soak, soak['error']
+    s = soak['soak']
+    assert s['crashes'] == 0 and s['robot_alive'], s['crashed']
+    assert s['motions']['missing'] == 0 and sum(s['motions']['sent'].values()) > 0, s['motions']
+    assert not s['unexpected'], s['unexpected']
+    assert s['estops'] >= 2
+    assert any(k.startswith('invalid') for k in s['actions'])
+    mem = soak['memory']
+    for name in ('realtime_loop', 'realtime_core', 'PositionKinematicsNode', 'motion_controller',
+                 'joint_trajectory_action_server', 'io', 'robot_state_publisher'):
+        assert mem['processes'][name]['rss_mb'] > 0, name
+    assert mem['total_rss_mb'] == pytest.approx(sum(p['rss_mb'] for p in mem['processes'].values()), abs=1.0)
+    assert 'growth_pct' in s['rss'] and soak['tick']['p99_us']
+    assert soak['mlock']['locked']['ticks'] > 0 and soak['mlock']['unlocked']['ticks'] > 0
+    bad = [(p, v) for p, v in _numbers(report) if not math.isfinite(v)]
+    assert not bad, bad
+    assert 'soak' in log and 'crashes 0' in log

@@ -17,12 +17,15 @@ The sections, in the order they run (one module each under intera_rt.bench):
   jtas       trajectory tracking through the joint trajectory action server
   motion     the motion controller's Cartesian success rates (with each failure's error id
              and whether any continuous joint path existed), planning latency, motion quality
+  soak       random valid and invalid use with E-stops for --soak S seconds (crashes, every
+             motion's result, RSS growth, tick p99 drift); each robot process's memory;
+             what mlockall buys under the wall clock
 
 Each section runs in a process of its own (rospy can initialise one node per process, and
 a section may boot a robot of its own). ``run`` receives, of the driver's options, only
 those its signature accepts and the section lists in OPTIONS: ``out_dir`` (where bench.json
-and plots go), ``quick`` (a short smoke run) and ``duration`` (the realtime tick
-measurement's seconds).
+and plots go), ``quick`` (a short smoke run), ``duration`` (the realtime tick
+measurement's seconds) and ``soak`` (the soak's seconds).
 """
 import contextlib
 import importlib
@@ -33,10 +36,10 @@ import time
 SECTIONS = {'realtime': 'intera_rt.bench.realtime', 'plugins': 'intera_rt.bench.plugins',
             'plant': 'intera_rt.bench.plant', 'boards': 'intera_rt.bench.boards',
             'ik': 'intera_rt.bench.ik', 'jtas': 'intera_rt.bench.jtas',
-            'motion': 'intera_rt.bench.motion'}
+            'motion': 'intera_rt.bench.motion', 'soak': 'intera_rt.bench.soak'}
 # The driver options each section takes (a section's own `duration` means something else).
 OPTIONS = {'realtime': ('out_dir', 'quick', 'duration'), 'plant': ('quick',),
-           'plugins': ('quick',), 'boards': ('quick',)}
+           'plugins': ('quick',), 'boards': ('quick',), 'soak': ('out_dir', 'quick', 'soak')}
 COMMON_OPTIONS = ('out_dir', 'quick')
 
 

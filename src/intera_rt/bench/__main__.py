@@ -1,11 +1,13 @@
 """scripts/bench: run the benchmark sections, write bench.json, print a summary.
 
-    scripts/bench [--out DIR] [--only NAME[,NAME]] [--quick] [--duration S] [--list]
+    scripts/bench [--out DIR] [--only NAME[,NAME]] [--quick] [--duration S] [--soak S] [--list]
 
 --out       output directory (default bench_out/); bench.json and the PNG plots go there
 --only      comma-separated section names (see --list); default: every section
 --quick     a short smoke run (shorter durations, fewer samples)
 --duration  seconds of the realtime tick measurement (default 60; --quick: 5)
+--soak      seconds of the soak (random valid and invalid use, E-stops; default 60, --quick
+            20); without --only, runs the soak section alone
 
 Each section runs in a child process (python -m intera_rt.bench --section NAME ...),
 whose result the driver puts into bench.json under the section's name. Exit code: 0 when
@@ -32,12 +34,16 @@ def parse_args(argv):
     p.add_argument('--quick', action='store_true', help='short smoke run')
     p.add_argument('--duration', type=float, default=None,
                    help='seconds of the realtime tick measurement (default 60, --quick 5)')
+    p.add_argument('--soak', type=float, default=None,
+                   help='seconds of the soak section (default 60, --quick 20); alone unless --only')
     p.add_argument('--list', action='store_true', help='list the sections and exit')
     p.add_argument('--section', help=argparse.SUPPRESS)      # child: run this one section
     p.add_argument('--result', help=argparse.SUPPRESS)       # child: write its dict here
     args = p.parse_args(argv)
     if args.duration is not None and not (math.isfinite(args.duration) and args.duration > 0):
         p.error('--duration must be a positive number of seconds')
+    if args.soak is not None and not (math.isfinite(args.soak) and args.soak > 0):
+        p.error('--soak must be a positive number of seconds')
     return args
 
 
@@ -46,7 +52,7 @@ def main(argv=None):
     sections = discover()
     duration = args.duration if args.duration is not None else (5.0 if args.quick else 60.0)
     out_dir = os.path.abspath(args.out)
-    options = {'out_dir': out_dir, 'quick': args.quick, 'duration': duration}
+    options = {'out_dir': out_dir, 'quick': args.quick, 'duration': duration, 'soak': args.soak}
     if args.section:
         return _run_section(args.section, sections, options, args.result)
     if args.list:
@@ -61,6 +67,8 @@ def main(argv=None):
                   % (', '.join(unknown), ', '.join(sections)), file=sys.stderr)
             return 2
         selected = {n: sections[n] for n in wanted}
+    elif args.soak is not None:
+        selected = {'soak': sections['soak']}
     else:
         selected = sections
     os.makedirs(out_dir, exist_ok=True)
@@ -99,6 +107,8 @@ def _spawn(name, args, out_dir):
         cmd.append('--quick')
     if args.duration is not None:
         cmd += ['--duration', repr(args.duration)]
+    if args.soak is not None:
+        cmd += ['--soak', repr(args.soak)]
     proc = subprocess.run(cmd)
     try:
         with open(result_path) as f:

@@ -30,6 +30,7 @@ class Arm:
         self.kp = omega * omega
         self.kd = 2.0 * zeta * omega
         self.speed_ratio = DEFAULT_SPEED_RATIO
+        self.speed_ratio_serial = 0
         self.timeout = DEFAULT_TIMEOUT
 
     def set_timeout(self, seconds):
@@ -42,10 +43,13 @@ class Arm:
 
     def set_speed_ratio(self, ratio):
         """set_speed_ratio: a fraction of the velocity limits for POSITION_MODE moves. Values
-        outside [0, 1] are clipped; returns the value in force."""
+        outside [0, 1] are clipped, as the robot does (contract §3.2); returns the value in
+        force. `speed_ratio_serial` counts the settings (a controller that warns once per
+        setting of 0 compares it)."""
         if not math.isfinite(ratio):
             raise CommandRejected('set_speed_ratio must be finite, got %r' % ratio, 'speed-ratio')
         self.speed_ratio = min(1.0, max(0.0, float(ratio)))
+        self.speed_ratio_serial += 1
         return self.speed_ratio
 
     def track(self, state, p, v, a):

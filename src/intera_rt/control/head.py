@@ -7,6 +7,9 @@ import numpy as np
 from intera_rt.control.arm import trapezoid_step
 from intera_rt.control.base import CommandRejected
 
+# HeadPanCommand.pan_mode values (NO_MODE_CHANGE = 3 arrives here as None).
+PAN_MODES = {0: 'SET_PASSIVE_MODE', 1: 'SET_ACTIVE_MODE', 2: 'SET_ACTIVE_CANCELLATION_MODE'}
+
 
 class HeadController:
     TOLERANCE = 0.1          # rad: HeadState.isTurning until within this of the target
@@ -28,12 +31,31 @@ class HeadController:
         self.p_ref, self.v_ref, self.target = float(q), 0.0, float(q)
 
     def command(self, target, speed_ratio, pan_mode=None):
-        if not (math.isfinite(target) and math.isfinite(speed_ratio)):
-            raise CommandRejected('head pan target %r / speed_ratio %r must be finite' % (target, speed_ratio))
-        self.target = min(self.upper, max(self.lower, float(target)))
-        self.speed_ratio = min(1.0, max(0.0, float(speed_ratio)))
-        if pan_mode in (0, 1, 2):
+        """A HeadPanCommand (pan_mode None: no change). Raises CommandRejected, changing
+        nothing, for a non-finite value, an unknown pan_mode or a speed_ratio that would
+        never reach the target (≤ 0). Returns warnings: a speed_ratio above 1 or a target
+        beyond a limit (the SDK's head_wobbler sends 0.95) is clipped."""
+        if not math.isfinite(target):
+            raise CommandRejected('target %r is not finite' % target)
+        if not math.isfinite(speed_ratio):
+            raise CommandRejected('speed_ratio %r is not finite' % speed_ratio)
+        if pan_mode is not None and pan_mode not in PAN_MODES:
+            raise CommandRejected('pan_mode %r is not one of %s' % (pan_mode, ', '.join(
+                '%s=%d' % (n, v) for v, n in sorted(PAN_MODES.items()))))
+        if speed_ratio <= 0.0:
+            raise CommandRejected('speed_ratio %r: the head would never reach target %.4f (a '
+                                  'ratio in (0, 1] is needed); the head stays' % (speed_ratio, target))
+        warnings = []
+        if speed_ratio > 1.0:
+            warnings.append('speed_ratio %r clipped to 1.0' % speed_ratio)
+        clipped = min(self.upper, max(self.lower, float(target)))
+        if clipped != target:
+            warnings.append('target %.4f clipped to head_pan\'s limit %.4f' % (target, clipped))
+        self.target = clipped
+        self.speed_ratio = min(1.0, float(speed_ratio))
+        if pan_mode is not None:
             self.pan_mode = pan_mode
+        return warnings
 
     def turning(self, q):
         return abs(self.v_ref) > 1e-6 or abs(q - self.target) > self.TOLERANCE

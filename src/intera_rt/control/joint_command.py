@@ -22,8 +22,9 @@ class ParsedCommand:
 
 def parse(arm, cmd, required, optional=()):
     """Check `cmd` (control.commands.JointCommand) for the fields a mode reads: `required`
-    must hold one value per name, `optional` may also be empty. Arrays the mode does not read
-    may hold anything (the SDK reuses one message across modes). Raises CommandRejected."""
+    must hold exactly one value per name, `optional` may also be empty. Arrays the mode does
+    not read may hold anything (the SDK reuses one message across modes). Raises
+    CommandRejected."""
     names = list(cmd.names)
     if not names:
         raise CommandRejected('names is empty', 'names')
@@ -40,10 +41,11 @@ def parse(arm, cmd, required, optional=()):
         values = getattr(cmd, fld)
         if fld in optional and len(values) == 0:
             continue
-        if len(values) < len(names):
+        if len(values) != len(names):
+            # More values than names is as ambiguous as fewer: which joint were they for?
             raise CommandRejected('%s has %d values for %d names' % (fld, len(values), len(names)),
                                   'length')
-        arr = np.array(values[:len(names)], dtype=float)
+        arr = np.array(values, dtype=float)
         bad = ~np.isfinite(arr)
         if np.count_nonzero(bad):
             j = int(np.argmax(bad))
@@ -56,7 +58,13 @@ def parse(arm, cmd, required, optional=()):
         out = (pos < lo - LIMIT_SLACK) | (pos > hi + LIMIT_SLACK)
         if np.count_nonzero(out):
             j = int(np.argmax(out))
-            raise CommandRejected('position %.4f for %s is outside its limits [%.4f, %.4f]'
-                                  % (pos[j], names[j], lo[j], hi[j]), 'position-limit')
+            raise CommandRejected('position %s for %s is outside its limits [%.4f, %.4f]'
+                                  % (_angle(pos[j]), names[j], lo[j], hi[j]), 'position-limit')
         arrays['position'] = clip(pos, lo, hi)
     return ParsedCommand(idx, names, arrays, cmd.stamp)
+
+
+def _angle(value):
+    """An angle for a log line: 4 decimals, or 6 significant digits when huge (1e308 must
+    not print 300 digits)."""
+    return '%.4f' % value if abs(value) < 1e4 else '%.6g' % value

@@ -10,6 +10,7 @@ class PositionController(HoldController):
     joint_command_mode = 1
     command_timeout = True
     speed_scaling = True
+    _told_ratio_zero = None      # the speed-ratio setting of 0 already warned about
 
     def start(self, state, previous):
         # Until commanded, each joint brakes to rest (the hold's target).
@@ -22,7 +23,14 @@ class PositionController(HoldController):
         return None if self._settled else self.target - self.p
 
     def validate(self, cmd, state):
-        return joint_command.parse(self.arm, cmd, ('position',)), []
+        parsed = joint_command.parse(self.arm, cmd, ('position',))
+        arm = self.arm
+        if arm.speed_ratio == 0.0 and self._told_ratio_zero != arm.speed_ratio_serial:
+            # Accepted (the targets are kept), but say once per setting that nothing moves.
+            self._told_ratio_zero = arm.speed_ratio_serial
+            return parsed, ['set_speed_ratio is 0: POSITION_MODE targets are kept but the arm '
+                            'does not move toward them until a ratio > 0 is set']
+        return parsed, []
 
     def command(self, parsed, state):
         target = self.target.copy()               # an Output may hold the old one

@@ -25,6 +25,7 @@ import numpy as np
 from urdf_parser_py.urdf import URDF, Box, Cylinder, Sphere
 
 from intera_rt.model.joint_frames import JointFrames, link_poses, pose_matrix
+from intera_rt.model.safe_xml import safe_urdf
 
 SPHERE, CYLINDER, BOX = 0, 1, 2
 DEFAULT_COLOR = (0.6, 0.6, 0.6)
@@ -51,6 +52,7 @@ class Scene:
     """The robot's visual shapes from URDF XML, and the floor below it."""
 
     def __init__(self, urdf_xml):
+        urdf_xml = safe_urdf(urdf_xml)          # hostile or oversized XML: UnsafeXMLError
         robot = URDF.from_xml_string(urdf_xml.encode() if isinstance(urdf_xml, str) else urdf_xml)
         self.root = robot.get_root()
         self.frames = JointFrames(robot)

@@ -71,6 +71,7 @@ import pinocchio as pin
 
 from intera_rt.model.collision import (DEFAULT_SAMPLES, DEFAULT_SEED, REFERENCE_POSES,
                                        ShapeModel)
+from intera_rt.model.safe_xml import safe_urdf
 from intera_rt.robot import ARM_JOINTS, HEAD_JOINTS
 
 # Seed 000: the pedestal and controller boxes "are not used by the Motion Controller or
@@ -100,8 +101,7 @@ def default_armnav_path():
 def shape_links(urdf_xml):
     """The link of each collision shape, in the model's shape order: what bit i of the
     avoidance stage's `objects` field names (cheap: no pair selection)."""
-    if isinstance(urdf_xml, bytes):
-        urdf_xml = urdf_xml.decode()
+    urdf_xml = safe_urdf(urdf_xml, 'armnav URDF')
     model = pin.buildModelFromXML(urdf_xml)
     geom = pin.buildGeomFromUrdfString(model, urdf_xml, pin.COLLISION)
     return [model.frames[g.parentFrame].name for g in geom.geometryObjects]

@@ -48,6 +48,7 @@ share; each decides what to do with the pairs that touch at the reference poses.
 import numpy as np
 import pinocchio as pin
 
+from intera_rt.model.safe_xml import safe_urdf
 from intera_rt.robot import ARM_JOINTS, HEAD_JOINTS, HEAD_NAMED_POSES, NAMED_POSES
 
 # The named poses the robot rests in, with the head at its named angle: the reference poses
@@ -73,8 +74,7 @@ class ShapeModel:
     install their pairs with `_set_pairs`."""
 
     def __init__(self, urdf_xml, samples=DEFAULT_SAMPLES, seed=DEFAULT_SEED, unused_links=()):
-        if isinstance(urdf_xml, bytes):
-            urdf_xml = urdf_xml.decode()
+        urdf_xml = safe_urdf(urdf_xml)          # hostile or oversized XML: UnsafeXMLError
         try:
             self.model = pin.buildModelFromXML(urdf_xml)
             self.geom = pin.buildGeomFromUrdfString(self.model, urdf_xml, pin.COLLISION)

@@ -5,6 +5,8 @@ import numpy as np
 import PyKDL as kdl
 from urdf_parser_py.urdf import URDF
 
+from intera_rt.model.safe_xml import safe_urdf
+
 MOVABLE = ('revolute', 'continuous', 'prismatic')
 
 
@@ -67,6 +69,7 @@ class JointFrames:
 
     @classmethod
     def from_xml(cls, urdf_xml):
+        urdf_xml = safe_urdf(urdf_xml)          # hostile or oversized XML: UnsafeXMLError
         # lxml refuses str input that carries an encoding declaration.
         return cls(URDF.from_xml_string(urdf_xml.encode() if isinstance(urdf_xml, str) else urdf_xml))
 

@@ -8,6 +8,7 @@ import numpy as np
 import PyKDL as kdl
 from urdf_parser_py.urdf import URDF
 
+from intera_rt.model.safe_xml import safe_urdf
 from intera_rt.robot import ACCEL_LIMITS, ARM_JOINTS, BASE_FRAME, HEAD_JOINTS  # noqa: F401 (re-exported)
 
 # Reflected motor inertia of each joint's drive (kg m^2). Sawyer's links are light; behind
@@ -149,6 +150,7 @@ class RobotModel:
     """The Sawyer model built from URDF XML."""
 
     def __init__(self, urdf_xml):
+        urdf_xml = safe_urdf(urdf_xml)          # hostile or oversized XML: UnsafeXMLError
         self.urdf_xml = urdf_xml
         # lxml refuses str input that carries an encoding declaration.
         self.urdf = URDF.from_xml_string(urdf_xml.encode() if isinstance(urdf_xml, str) else urdf_xml)

@@ -50,8 +50,32 @@ from intera_rt.motion.kinematics import (PATH_ORIENTATION_TOLERANCE, PATH_POSITI
                                          EndpointKinematics, PathFollowError)
 from intera_rt.motion.plan import HoldPlan, PathPiece, PiecewisePlan
 
+
+
+def _import_toppra():
+    """toppra, imported without matplotlib: it imports matplotlib.pyplot for its debugging
+    plots only, which costs every process that plans ~29 MB (the motion controller: 166 →
+    137 MB). Stand-in modules take matplotlib's place while toppra is imported (its plot
+    helpers then fail, nothing else does) and are removed after, so that a later
+    `import matplotlib` gets the real one."""
+    import sys
+    import types
+    stubs = [name for name in ('matplotlib', 'matplotlib.pyplot') if name not in sys.modules]
+    for name in stubs:
+        sys.modules[name] = types.ModuleType(name)
+    if 'matplotlib.pyplot' in stubs:
+        sys.modules['matplotlib'].pyplot = sys.modules['matplotlib.pyplot']
+    try:
+        import toppra
+        import toppra.constraint
+        return toppra
+    finally:
+        for name in stubs:
+            del sys.modules[name]
+
+
 logging.getLogger('toppra').setLevel(logging.WARNING)
-import toppra  # noqa: E402  (after quieting its logger)
+toppra = _import_toppra()
 from toppra.constraint import DiscretizationType, LinearConstraint  # noqa: E402
 
 # toppra looks on disk for its optional solver packages each time an instance is made

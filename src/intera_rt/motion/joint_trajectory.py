@@ -41,12 +41,12 @@ After its last knot a trajectory holds its last position with zero velocity.
 Tolerances (control_msgs/JointTolerance semantics): > 0 sets a tolerance, 0 keeps the
 default, < 0 disables the check. Internally a disabled check is ``inf``.
 """
+import bisect
 import math
 from dataclasses import dataclass, field
 from typing import Sequence
 
 import numpy as np
-from scipy.interpolate import PPoly
 
 # control_msgs/FollowJointTrajectoryResult error codes
 SUCCESSFUL = 0
@@ -192,11 +192,19 @@ class JointTrajectory:
         self.names = list(names)
         self.x = np.asarray(x, float)
         self.c = np.asarray(c, float)
-        self._pp = PPoly(self.c[::-1], self.x, extrapolate=False)
-        self._pv = self._pp.derivative(1)
-        self._pa = self._pp.derivative(2)
+        # derivative coefficients: k·c[k] of position → velocity, k·(k-1)·c[k] → acceleration
+        k = np.arange(ORDER, dtype=float)[:, None, None]
+        self._cv = (k * self.c)[1:]
+        self._ca = (k[1:] * (k[1:] - 1.0) * self.c[1:])[1:]
+        # p, v and a in one Horner pass: (ORDER, M, 3, joints), v and a padded with zeros
+        pva = np.zeros(self.c.shape[:2] + (3,) + self.c.shape[2:])
+        pva[:, :, 0] = self.c
+        pva[:-1, :, 1] = self._cv
+        pva[:-2, :, 2] = self._ca
+        self._cpva = pva
         self.t_start, self.t_end = float(self.x[0]), float(self.x[-1])
-        self._hold = self._pp(self.t_end)
+        self._x_list = self.x.tolist()
+        self._hold = self._eval(self.c, self.t_end)
         self.segment_kinds = list(segment_kinds)   # of the goal's segments
         self.knot_times = list(knot_times)
         self._clip_lo = self._clip_hi = None
@@ -210,7 +218,7 @@ class JointTrajectory:
             p, v, a = self._hold.copy(), np.zeros(n), np.zeros(n)
         else:
             tt = self.t_start if t < self.t_start else t
-            p, v, a = self._pp(tt), self._pv(tt), self._pa(tt)
+            p, v, a = self._eval(self._cpva, tt)
         if self._clip_lo is not None:
             p = np.clip(p, self._clip_lo, self._clip_hi)
         return p, v, a
@@ -222,7 +230,27 @@ class JointTrajectory:
         """Times, positions and velocities at ``per_segment`` points of every segment."""
         s = np.linspace(0.0, 1.0, per_segment)
         t = (self.x[:-1, None] + np.diff(self.x)[:, None] * s).ravel()
-        return t, self._pp(t), self._pv(t)
+        return t, self._eval(self.c, t), self._eval(self._cv, t)
+
+    def _eval(self, coeffs, t):
+        """The piecewise polynomial with ascending `coeffs` (n, M, joints) at time(s) t in
+        [x[0], x[-1]] (a segment includes its right end): (joints,) or (len(t), joints).
+        numpy rather than scipy's PPoly: importing scipy.interpolate cost the JTAS ~36 MB."""
+        x = self.x
+        if np.ndim(t) == 0:                            # the control loop's case: bisect, Horner
+            i = min(max(bisect.bisect_right(self._x_list, t) - 1, 0), len(x) - 2)
+            dt = t - self._x_list[i]
+            out = coeffs[-1, i]
+            for ck in coeffs[-2::-1]:
+                out = out * dt + ck[i]
+            return out
+        tt = np.asarray(t, float)
+        seg = np.clip(np.searchsorted(x, tt, side='right') - 1, 0, len(x) - 2)
+        dt = (tt - x[seg])[:, None]
+        out = coeffs[-1][seg]
+        for ck in coeffs[-2::-1]:                     # Horner
+            out = out * dt + ck[seg]
+        return out
 
 
 def quintic_coeffs(h, p0, v0, a0, p1, v1, a1):

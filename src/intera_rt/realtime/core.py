@@ -171,6 +171,13 @@ class RealtimeCore:
         self.state.stop()
 
     def _reset(self, _c):
+        st = self.state
+        if not (st.stopped or st.error):
+            # Nothing to clear; the arm keeps doing what it does (the SDK's reset() refuses
+            # before publishing, and keeps publishing a few after a reset took effect: info).
+            self._log('info', 'reset', 'set_super_reset ignored: the robot is neither stopped '
+                      'nor in error, nothing to reset')
+            return
         if self.boards.fault:
             why = self.boards.clear_fault()
             if why:
@@ -267,9 +274,16 @@ class RealtimeCore:
 
     def _set_speed_ratio(self, c):
         try:
-            self.arm.set_speed_ratio(c.ratio)
+            value = self.arm.set_speed_ratio(c.ratio)
         except CommandRejected as exc:
             self._log('error', 'speed', str(exc))
+            return
+        if value != c.ratio:
+            self._log('warn', 'speed-clipped', 'set_speed_ratio %r clipped to %.1f (the ratio is a '
+                      'fraction of the velocity limits, in [0, 1])' % (c.ratio, value))
+        if value == 0.0:
+            self._log('warn', 'speed-zero', 'set_speed_ratio is 0: POSITION_MODE moves will not '
+                      'progress until a ratio > 0 is set')
 
     def _suppress(self, c):
         if c.what not in SUPPRESS_TOPICS.values():
@@ -283,9 +297,12 @@ class RealtimeCore:
             self._log('warn', 'head-ignored', 'command_head_pan ignored: %s' % why)
             return
         try:
-            self.head.command(c.target, c.speed_ratio, c.pan_mode)
+            warnings = self.head.command(c.target, c.speed_ratio, c.pan_mode)
         except CommandRejected as exc:
             self._log('error', 'head', 'command_head_pan rejected: %s' % exc)
+            return
+        for w in warnings:
+            self._log('warn', 'head-clipped', 'command_head_pan: %s' % w)
 
     def _homing_command(self, c):
         why = self.state.why_not_moving()
@@ -518,7 +535,9 @@ class RealtimeCore:
             put('cmd_p', out.position)
             put('cmd_v', out.velocity)
             put('cmd_a', out.acceleration)
-            put('cmd_effort', out.effort if out.effort is not None else self._applied[:7])
+            # what the joints were sent: within the effort limits, as the tick applies it
+            put('cmd_effort', self._applied[:7] if out.effort is None
+                else clip(out.effort, self._neg_effort_limit, self.arm.effort_limit))
             put('controlled', 1.0)
             if self._interaction is not None:
                 put('interaction', self._interaction)

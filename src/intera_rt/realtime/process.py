@@ -106,7 +106,8 @@ def _grow_send_buffer(conn):
 
 def main(conn, config):
     """config: urdf, backend, backend_options, q_arm, q_head, enabled, homed, sim_time,
-    speed (inf = max), priority, tick_log, options (stage name → {key: value})."""
+    speed (inf = max), priority, tick_log, options (stage name → {key: value}), lock_memory
+    (True, False or "auto": locked when paced by the wall clock under SCHED_FIFO)."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)      # the adapter decides when to stop
     try:
         model = RobotModel(config['urdf']) if config.get('urdf') else RobotModel.from_file()
@@ -134,7 +135,14 @@ def _run(conn, core, config):
     if core.boards.owns_clock:
         wall_period = 0.0                              # the boards' cycle paces the loop
     priority = _sim_priority() if sim_time else _realtime_priority(config.get('priority', 50))
-    _quiet_runtime()
+    lock = config.get('lock_memory', 'auto')
+    if lock == 'auto':
+        # Locked memory buys timing only to a loop that runs on time: the wall clock under
+        # SCHED_FIFO. Elsewhere it costs ~190 MB (every page of every mapped library pinned)
+        # for nothing (README "Memory").
+        lock = not sim_time and _is_fifo()
+    _quiet_runtime(bool(lock))
+    priority += '; memory %s' % ('locked' if lock else 'not locked')
     conn.send(('ready', core.state_vector(), priority, core.boards.simulated))
 
     try:
@@ -221,13 +229,13 @@ def wait_until(deadline):
         pass
 
 
-def bare_loop(duration, priority=50):
+def bare_loop(duration, priority=50, lock_memory=True):
     """The platform's own jitter: a 1 kHz loop that does nothing, paced, prioritised and
     accounted exactly like the core's (SCHED_FIFO, no GC, locked memory, the same Pacer).
     Run it in a process of its own. Returns (lateness µs per tick as float32, priority
     note); an overrun is a tick ending more than a period late."""
     priority_note = _realtime_priority(priority)
-    _quiet_runtime()
+    _quiet_runtime(lock_memory)
     late = np.zeros(int(round(duration / PERIOD)), dtype=np.float32)
     pacer = Pacer(PERIOD)
     for i in range(len(late)):
@@ -268,18 +276,29 @@ def _apply(core, conn, msg):
         conn.send(('reply', reply_id, result))
 
 
-def _quiet_runtime():
+def _quiet_runtime(lock_memory):
     """No pauses the tick did not ask for: the objects built so far are frozen out of the
     cyclic garbage collector and it is switched off (the tick makes no reference cycles),
-    and memory is locked so that no page fault lands in a tick (best effort)."""
+    and, with `lock_memory`, memory is locked so that no page fault lands in a tick (best
+    effort; every page of every mapped library becomes resident: ~190 MB)."""
     gc.collect()
     gc.freeze()
     gc.disable()
+    if not lock_memory:
+        return
     try:
         libc = ctypes.CDLL(None, use_errno=True)
         libc.mlockall(MCL_CURRENT | MCL_FUTURE)
     except (OSError, AttributeError):
         pass
+
+
+def _is_fifo():
+    """This process runs SCHED_FIFO."""
+    try:
+        return os.sched_getscheduler(0) == os.SCHED_FIFO
+    except (OSError, AttributeError):
+        return False
 
 
 def _sim_priority():

@@ -4,6 +4,7 @@ form, and throttled log lines.
 Shared by the nodes that publish at the robot's state rate (realtime_loop's state topics,
 robot_state_publisher's /tf)."""
 import math
+import os
 import select
 import socket
 import struct
@@ -16,15 +17,26 @@ SEND_BUFFER = 64 << 10                # bytes queued per subscriber at most
 LOG_EVERY = 2.0                       # s between repeats of one throttled log line
 
 
+def log_every():
+    """LOG_EVERY, or the environment's INTERA_RT_LOG_EVERY (s; test/test_reliability_catalogue
+    sets 0 to see every rejection of a fast run of bad inputs)."""
+    try:
+        value = float(os.environ.get('INTERA_RT_LOG_EVERY', LOG_EVERY))
+    except ValueError:
+        return LOG_EVERY
+    return value if value >= 0 else LOG_EVERY
+
+
 class Throttle:
-    """Logs a given kind of complaint at most once per LOG_EVERY wall seconds."""
+    """Logs a given kind of complaint at most once per log_every() wall seconds."""
 
     def __init__(self):
         self._last = {}
+        self._every = log_every()
 
     def __call__(self, log, key, text):
         now = time.monotonic()
-        if now - self._last.get(key, -math.inf) >= LOG_EVERY:
+        if now - self._last.get(key, -math.inf) >= self._every:
             self._last[key] = now
             log(text)
 
@@ -41,6 +53,49 @@ class SerializedMessage:
 
     def serialize(self, buff):
         buff.write(self.data)
+
+
+def raw_class(msg_class):
+    """A message class that subscribes as `msg_class` (its type, md5 and definition in the
+    handshake) but keeps each message in its wire form (`.data`), not deserialized: for a
+    subscriber that reads only some of what a flood of messages brings (deserializing a
+    JointCommand costs ~30 µs)."""
+    import genpy
+
+    class Raw(genpy.Message):
+        __slots__ = ('data',)
+        _slot_types = ['bytes']
+        _type, _md5sum, _full_text = msg_class._type, msg_class._md5sum, msg_class._full_text
+        _has_header = False
+
+        def __init__(self, *args, **kwargs):
+            self.data = b''
+
+        def deserialize(self, data):
+            self.data = bytes(data)
+            return self
+    Raw.__name__ = 'Raw' + msg_class.__name__
+    return Raw
+
+
+def joint_command_key(data):
+    """(mode, names in wire form) of a serialized intera_core_msgs/JointCommand, without
+    deserializing it; None if it is too short to hold them."""
+    try:
+        k = 12                                               # header: seq, stamp
+        (n,) = struct.unpack_from('<I', data, k)
+        k += 4 + n                                           # frame_id
+        mode, count = struct.unpack_from('<iI', data, k)
+        k += 8
+        start = k
+        for _ in range(count):
+            (n,) = struct.unpack_from('<I', data, k)
+            k += 4 + n
+        if k > len(data):
+            return None
+        return mode, data[start:k]
+    except struct.error:
+        return None
 
 
 def wire_string(text):

@@ -105,6 +105,7 @@ from trajectory_msgs.msg import JointTrajectoryPoint
 
 from intera_rt.motion import joint_trajectory as jt
 from intera_rt.robot import ARM_JOINTS
+from intera_rt.ros.node import init_node
 
 MODES = ('position_w_id', 'position', 'velocity')
 DEFAULT_SPEED_RATIO = 0.3       # the robot's set_speed_ratio default
@@ -124,6 +125,7 @@ class _PingTransport(xmlrpc.client.Transport):
         conn = super().make_connection(host)
         conn.timeout = NODE_PING_TIMEOUT
         return conn
+MIN_RESULT_DELAY = 0.05         # s a rejection waits before it is sent (see _reject)
 
 
 class _Active:
@@ -476,7 +478,13 @@ class JointTrajectoryActionServer:
     def _reject(self, gh, code, text):
         rospy.logerr('joint_trajectory_action_server: goal %s rejected: %s: %s',
                      gh.get_goal_id().id, jt.CODE_NAMES.get(code, code), text)
-        gh.set_rejected(FollowJointTrajectoryResult(error_code=code, error_string=text), text)
+        # Not at once: actionlib's SimpleActionClient (the SDK's, MoveIt's) drops a result
+        # that arrives before its send_goal() has returned — the client then waits forever
+        # (seen in test_reliability_catalogue). The motion controller waits the same.
+        timer = threading.Timer(MIN_RESULT_DELAY, gh.set_rejected,
+                                (FollowJointTrajectoryResult(error_code=code, error_string=text), text))
+        timer.daemon = True
+        timer.start()
 
     def _finish(self, gh, how, code, text):
         result = FollowJointTrajectoryResult(error_code=code, error_string=text)
@@ -681,7 +689,7 @@ class JointTrajectoryActionServer:
 
 
 def main(argv=None):
-    rospy.init_node('joint_trajectory_action_server', argv=argv)
+    init_node('joint_trajectory_action_server', argv=argv)
     try:
         server = JointTrajectoryActionServer()
     except ValueError as exc:

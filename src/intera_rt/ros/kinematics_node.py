@@ -42,6 +42,7 @@ from intera_rt.model.ik import (DEFAULT_NULLSPACE_GAIN, IK_ENDPOINT_DOES_NOT_EXI
                                 validate_pose)
 from intera_rt.robot import ARM_JOINTS, HEAD_JOINTS, NEUTRAL
 from intera_rt.ros.urdf_fragments import DESCRIPTION_TOPIC, REQUESTED_TIPS_TOPIC
+from intera_rt.ros.node import init_node
 
 SERVICE_NS = '/ExternalTools/right/PositionKinematicsNode/'
 DEFAULT_TIP = 'right_hand'
@@ -54,6 +55,15 @@ MAX_REQUESTED_TIPS = 16       # tips announced to tip_states
 
 class FrameError(ValueError):
     """A pose's frame cannot be transformed into base."""
+
+
+def _known_names(names, known, field):
+    """IKInputError naming the first of `names` that is no joint of the model: a name the
+    solver would otherwise skip silently (FK of the current angles, a seed ignored)."""
+    for name in names:
+        if name not in known:
+            raise IKInputError('%s: unknown joint name %r (the model\'s joints: %s)'
+                               % (field, name, ', '.join(sorted(known))))
 
 
 class Kinematics:
@@ -242,11 +252,13 @@ class PositionKinematicsNode:
         position, orientation = self._pose_in_base(req.pose_stamp[i], 'pose_stamp[%d]' % i)
         seed = None
         if i < len(req.seed_angles) and req.seed_angles[i].name:
+            _known_names(req.seed_angles[i].name, self.kin.joint_names, 'seed_angles[%d]' % i)
             seed = joint_values(req.seed_angles[i].name, req.seed_angles[i].position,
                                 'seed_angles[%d]' % i) or None
         goal, gain = None, DEFAULT_NULLSPACE_GAIN
         if i < len(req.use_nullspace_goal) and req.use_nullspace_goal[i]:
             if i < len(req.nullspace_goal):
+                _known_names(req.nullspace_goal[i].name, self.kin.joint_names, 'nullspace_goal[%d]' % i)
                 goal = joint_values(req.nullspace_goal[i].name, req.nullspace_goal[i].position,
                                     'nullspace_goal[%d]' % i) or None
             if goal is None:
@@ -305,8 +317,9 @@ class PositionKinematicsNode:
         kin = self.kin
         cfg = req.configuration[i]
         values = dict(current)
-        values.update(joint_values(cfg.name, cfg.position, 'configuration[%d]' % i,
-                                   allowed=kin.joint_names))
+        field = 'configuration[%d]' % i
+        _known_names(cfg.name, kin.joint_names, field)
+        values.update(joint_values(cfg.name, cfg.position, field, allowed=kin.joint_names))
         position, quat = kin.solver.fk_named(tip, values)
         self._asked(tip)
         q_arm = [values[n] for n in ARM_JOINTS]
@@ -319,7 +332,7 @@ class PositionKinematicsNode:
 
 
 def main(argv=None):
-    rospy.init_node('PositionKinematicsNode', argv=argv)
+    init_node('PositionKinematicsNode', argv=argv)
     try:
         PositionKinematicsNode()
     except (ValueError, KeyError) as exc:

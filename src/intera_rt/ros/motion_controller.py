@@ -67,6 +67,7 @@ from intera_rt.motion.geometry import matrix_to_quat
 from intera_rt.motion.planner import MotionPlanner
 from intera_rt.ros.urdf_fragments import DESCRIPTION_TOPIC
 from intera_rt.robot import ARM_JOINTS, NEUTRAL, SUPPRESS_WINDOW
+from intera_rt.ros.node import init_node
 
 ACTION = '/motion/motion_command'
 NS = '/robot/limb/right/'
@@ -673,13 +674,17 @@ class MotionController:
 
 
 def main(argv=None):
-    rospy.init_node('motion_controller', argv=argv)
+    init_node('motion_controller', argv=argv)
     sys.setswitchinterval(0.0005)     # the executor thread must not wait on the planner's CPU
-    MotionController()
-    # The arm calibration routine (/calibration_command), a client of this node's action:
-    # here rather than a node of its own, which would cost lockstep speed under sim time.
-    from intera_rt.ros.calibration import ArmCalibration
-    ArmCalibration()
+    try:
+        MotionController()
+        # The arm calibration routine (/calibration_command), a client of this node's action:
+        # here rather than a node of its own, which would cost lockstep speed under sim time.
+        from intera_rt.ros.calibration import ArmCalibration
+        ArmCalibration()
+    except ValueError as exc:         # e.g. a /robot_description refused (model.safe_xml)
+        rospy.logfatal('motion_controller: %s', exc)
+        sys.exit(2)
     rospy.spin()
 
 

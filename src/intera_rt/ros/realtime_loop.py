@@ -27,6 +27,7 @@ import sys
 import threading
 import time
 
+import genpy
 import numpy as np
 import rospy
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
@@ -55,7 +56,9 @@ from intera_rt.realtime import process as rt_process
 from intera_rt.realtime.core import CONTROLLER_NAMES, PERIOD, STATE_SLICES, state_field
 from intera_rt.robot import (ARM_JOINTS, BOARD_JOINTS, HEAD_JOINTS, HEAD_NAMED_POSES,
                              NAMED_POSES, SUPPRESS_TOPICS)
-from intera_rt.ros.direct import SerializedMessage, Throttle, periodic_publisher, wire_string
+from intera_rt.ros.direct import (SerializedMessage, Throttle, joint_command_key, periodic_publisher,
+                                  raw_class, wire_string)
+from intera_rt.ros.node import init_node
 from intera_rt.ros.urdf_fragments import REQUESTED_TIPS_TOPIC, UrdfFragments, normal_priority
 # Joint order of /robot/joint_states (documented in README): head first, as the robot does.
 JOINT_STATE_ORDER = HEAD_JOINTS + ARM_JOINTS
@@ -243,8 +246,14 @@ class RealtimeLoop:
         sub('/robot/set_super_stop', Empty, lambda _: send(cmds.Stop()), queue_size=10)
         sub('/robot/set_super_reset', Empty, lambda _: send(cmds.Reset()), queue_size=10)
         sub('/robot/set_homing_mode', HomingCommand, self._on_homing, queue_size=10)
-        sub(ns + 'joint_command', JointCommand, self._on_joint_command, queue_size=20,
-            tcp_nodelay=True)
+        # Read in batches (every message one read of a connection brings), coalesced: of the
+        # commands with the same mode and names only the latest is deserialized and sent to
+        # the core. A client streaming at 10 kHz sends ten per tick; taken one by one
+        # (deserialized ~30 µs, pickled, applied) they cost this node 13-14 % of a core,
+        # coalesced 7.8 % (test_faults floods it).
+        commands = sub(ns + 'joint_command', raw_class(JointCommand), lambda m: None,
+                       queue_size=20, tcp_nodelay=True)
+        commands.impl.receive_callback = self._on_joint_commands
         sub(ns + 'joint_command_timeout', Float64, lambda m: send(cmds.SetTimeout(m.data)),
             queue_size=10)
         sub(ns + 'set_speed_ratio', Float64, lambda m: send(cmds.SetSpeedRatio(m.data)),
@@ -281,6 +290,25 @@ class RealtimeLoop:
     # --- inputs -----------------------------------------------------------------------
     def _on_homing(self, msg):
         self._send(cmds.HomingCommand(tuple(msg.name), tuple(msg.command)))
+
+    def _on_joint_commands(self, raws, connection):
+        """The joint commands one read of a connection brought (wire form), in order: the
+        latest of each (mode, names) is applied, in the order of those latest ones."""
+        latest = {}
+        for i, raw in enumerate(raws):
+            key = joint_command_key(raw.data) or ('unreadable', i)
+            latest.pop(key, None)
+            latest[key] = raw
+        for raw in latest.values():
+            try:
+                msg = JointCommand().deserialize(raw.data)
+            except (genpy.DeserializationError, struct.error, UnicodeDecodeError, ValueError) as exc:
+                self.log_throttled(rospy.logerr, 'joint_command-unreadable',
+                                   'joint_command: a message from %s is no JointCommand (%d bytes: '
+                                   '%s); ignored' % (getattr(connection, 'callerid_pub', '?'),
+                                                     len(raw.data), exc))
+                continue
+            self._on_joint_command(msg)
 
     def _on_joint_command(self, msg):
         stamp = msg.header.stamp
@@ -627,7 +655,7 @@ def main(argv=None):
     # A thread waiting for the GIL gets it after 0.5 ms instead of 5: the subscriber
     # threads (commands) must not wait behind the state-building thread.
     sys.setswitchinterval(5e-4)
-    rospy.init_node('realtime_loop', argv=argv)
+    init_node('realtime_loop', argv=argv, restore_params=True)
     try:
         loop = RealtimeLoop()
     except (ValueError, KeyError, RuntimeError, ImportError) as exc:

@@ -33,6 +33,7 @@ from intera_rt.model.joint_frames import JointFrames
 from intera_rt.ros.direct import SerializedMessage, Throttle, periodic_publisher, wire_string
 from intera_rt.ros.urdf_fragments import DESCRIPTION_TOPIC
 from std_msgs.msg import String
+from intera_rt.ros.node import init_node
 
 OLD_WARNING = 30.0                    # s: a joint state this much older than now is reported
 
@@ -182,10 +183,10 @@ class StatePublisher:
 
 
 def main():
-    rospy.init_node('robot_state_publisher')
+    init_node('robot_state_publisher')
     try:
         StatePublisher()
-    except RuntimeError as exc:
+    except (RuntimeError, ValueError) as exc:      # ValueError: a URDF refused (model.safe_xml)
         rospy.logfatal(str(exc))
         sys.exit(1)
     rospy.spin()

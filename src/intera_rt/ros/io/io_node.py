@@ -10,19 +10,26 @@ grasp may wait for a frame's Python part, a few ms).
 
 Private parameters: ~gripper (bool), ~render_scale, ~<camera>/width|height|rate.
 """
+import sys
+
 import rospy
 
 from intera_rt.ros.io.camera_node import CameraIO
 from intera_rt.ros.io.end_effector_node import EndEffectorIO
 from intera_rt.ros.io.head_display import HeadDisplayIO
 from intera_rt.ros.io.robot_node import RobotIO
+from intera_rt.ros.node import init_node
 
 
 def main():
-    rospy.init_node('io')
-    RobotIO()
-    EndEffectorIO(bool(rospy.get_param('~gripper', False)))
-    CameraIO(display=HeadDisplayIO())
+    init_node('io')
+    try:
+        RobotIO()
+        EndEffectorIO(bool(rospy.get_param('~gripper', False)))
+        CameraIO(display=HeadDisplayIO())
+    except ValueError as exc:           # e.g. a /robot_description refused (model.safe_xml)
+        rospy.logfatal('io: %s', exc)
+        sys.exit(2)
     rospy.spin()
 
 
