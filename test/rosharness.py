@@ -165,6 +165,48 @@ class CollisionWatch(object):
         assert not self.hits, '%s raised collision detections: %s' % (what, self.hits[:5])
 
 
+class StalledClient(object):
+    """A SimpleActionClient whose thread is descheduled for ``stall`` s between publishing a
+    goal and recording its handle (a busy machine), and a record of what it logs about goal
+    handles it is not tracking: status, feedback or a result the server sent too soon, which
+    the client drops. Use as a context manager; ``untracked`` lists the log lines."""
+
+    def __init__(self, ns, action_type, stall=0.02, timeout=30.0):
+        import logging
+        import time
+
+        import actionlib
+        import rospy
+        self.client = actionlib.SimpleActionClient(ns, action_type)
+        wait_for(lambda: self.client.wait_for_server(rospy.Duration(0.5)), timeout,
+                 'action server %s' % ns)
+        manager = self.client.action_client.manager
+        publish = manager.send_goal_fn
+
+        def publish_then_stall(msg):
+            publish(msg)
+            time.sleep(stall)
+        manager.register_send_goal_fn(publish_then_stall)
+        self.untracked = []
+        untracked = self.untracked
+
+        class Watch(logging.Handler):
+            def emit(self, record):
+                if "that we're not tracking" in record.getMessage():
+                    untracked.append(record.getMessage())
+        self._watch = Watch()
+        logging.getLogger('rosout').addHandler(self._watch)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        import logging
+        logging.getLogger('rosout').removeHandler(self._watch)
+        self.client.action_client.stop()
+        return False
+
+
 def latest(topic, msg_type, queue_size=10):
     """A ``Latest`` recorder subscribed to ``topic``."""
     return Latest(topic, msg_type, queue_size=queue_size)

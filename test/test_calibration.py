@@ -220,6 +220,27 @@ def test_stop_goal_as_on_ctrl_c(ros):
     assert state == GoalStatus.SUCCEEDED and res.statusId == 'Stopped'
 
 
+def test_a_client_stalled_after_sending_hears_everything(ros):
+    """A SimpleActionClient descheduled between publishing its goal and recording the handle
+    (a loaded machine) still gets the goal's status, its first feedback ("moving to pose 1":
+    lost under CI load before) and its result, and logs nothing about untracked handles."""
+    import rospy
+    from actionlib_msgs.msg import GoalStatus
+    from intera_core_msgs.msg import CalibrationCommandAction, CalibrationCommandGoal
+    from rosharness import StalledClient, wait_for
+    with StalledClient('/calibration_command', CalibrationCommandAction) as stalled:
+        fb, active = Feedback(), []
+        stalled.client.send_goal(CalibrationCommandGoal(command=CalibrationCommandGoal.CALIBRATION_START),
+                                 active_cb=lambda: active.append(True), feedback_cb=fb)
+        wait_for(lambda: fb.msgs, 30.0, 'the first feedback')
+        assert fb.msgs[0][0].startswith('moving to pose 1'), fb.msgs
+        stalled.client.cancel_goal()
+        assert stalled.client.wait_for_result(rospy.Duration(60.0)), 'no result'
+        assert stalled.client.get_state() == GoalStatus.PREEMPTED and active == [True]
+    assert stalled.untracked == []
+    _at_rest_and_holding(ros)
+
+
 def test_an_unknown_load_fails_the_torque_check(ros):
     import rospy
     from actionlib_msgs.msg import GoalStatus

@@ -281,6 +281,30 @@ def test_sdk_joint_trajectory_client_goal(at_neutral):
         rms(errors), np.abs(errors).max())
 
 
+def test_a_client_stalled_after_sending_hears_everything(at_neutral):
+    """A SimpleActionClient descheduled between publishing its goal and recording the handle
+    (a loaded machine) gets the goal going active, feedback and the result, and logs nothing
+    about goal handles it is not tracking (the server's 100 Hz feedback and its status
+    would otherwise name the goal first)."""
+    import rospy
+    from control_msgs.msg import FollowJointTrajectoryAction
+    from rosharness import StalledClient
+    ros = at_neutral
+    p1 = ros['rec'].last()[1]
+    with StalledClient(ACTION, FollowJointTrajectoryAction) as stalled:
+        for k in range(3):
+            active, feedback = [], []
+            goal = position_goal([(0.5, p1 + 0.05 * (k % 2)), (1.0, p1)])
+            stalled.client.send_goal(goal, active_cb=lambda: active.append(True),
+                                     feedback_cb=feedback.append)
+            assert stalled.client.wait_for_result(rospy.Duration(60.0)), 'no result'
+            result = stalled.client.get_result()
+            assert (TERMINAL[stalled.client.get_state()], result.error_code) == ('SUCCEEDED', 0), \
+                result.error_string
+            assert active == [True] and feedback
+    assert stalled.untracked == []
+
+
 def test_goal_for_some_joints_holds_the_others(at_neutral):
     ros = at_neutral
     names = ['right_j3', 'right_j0']                           # a subset, in any order

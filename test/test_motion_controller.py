@@ -367,40 +367,18 @@ def test_client_stalled_after_sending_still_tracks_its_goal(ros):
     a transition callback on a goal handle that we're not tracking" and loses the
     transition (seen with stop_motion_trajectory.py when idle). Each stop goal is seen going
     active, then succeeds, and nothing is logged."""
-    import logging
-    import time
-
-    import actionlib
     import rospy
     from intera_motion_msgs.msg import MotionCommandAction, MotionCommandGoal
-    client = actionlib.SimpleActionClient('/motion/motion_command', MotionCommandAction)
-    assert client.wait_for_server(rospy.Duration(10.0))
-    manager = client.action_client.manager
-    publish = manager.send_goal_fn
-
-    def publish_then_stall(msg):
-        publish(msg)
-        time.sleep(0.02)            # descheduled between publishing and recording the handle
-    manager.register_send_goal_fn(publish_then_stall)
-    untracked = []
-
-    class Watch(logging.Handler):
-        def emit(self, record):
-            if "that we're not tracking" in record.getMessage():
-                untracked.append(record.getMessage())
-    watch = Watch()
-    logging.getLogger('rosout').addHandler(watch)
-    try:
+    from rosharness import StalledClient
+    with StalledClient('/motion/motion_command', MotionCommandAction) as stalled:
+        client = stalled.client
         for _ in range(5):
             active = []
             client.send_goal(MotionCommandGoal(command='stop'), active_cb=lambda: active.append(True))
             assert client.wait_for_result(rospy.Duration(10.0))
             assert client.get_state() == SUCCEEDED and client.get_result().result is True
             assert active == [True]
-    finally:
-        logging.getLogger('rosout').removeHandler(watch)
-        client.action_client.stop()
-    assert untracked == []
+    assert stalled.untracked == []
 
 
 def test_pedestal_boxes_are_not_in_the_motion_controllers_check(ros):

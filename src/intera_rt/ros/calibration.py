@@ -46,11 +46,11 @@ from sensor_msgs.msg import JointState
 
 from intera_rt.motion import calibration as cal
 from intera_rt.robot import ARM_JOINTS
+from intera_rt.ros.actions import MIN_RESULT_DELAY, StatusHoldingServer
 
 ACTION = '/calibration_command'
 MOTION_ACTION = '/motion/motion_command'
 TORQUES = '/robot/limb/right/gravity_compensation_torques'
-MIN_RESULT_DELAY = 0.05         # s (see the module's docstring)
 MOVE_TIMEOUT = 300.0            # wall s a move may take before the run fails
 MEASURE_TIMEOUT = 20.0          # wall s to collect a measurement's samples
 POLL = 0.02                     # wall s between checks while waiting
@@ -90,8 +90,8 @@ class ArmCalibration:
         self._torques = None
         # (An ActionClient, not Simple: a move and the stop of it are two goals at once.)
         self._motion = actionlib.ActionClient(MOTION_ACTION, MotionCommandAction)
-        self.server = actionlib.ActionServer(ACTION, CalibrationCommandAction, self._on_goal,
-                                             self._on_cancel, auto_start=False)
+        self.server = StatusHoldingServer(ACTION, CalibrationCommandAction, self._on_goal,
+                                          self._on_cancel, auto_start=False)
         threading.Thread(target=self._worker, name='calibration', daemon=True).start()
         self.server.start()
         rospy.loginfo('calibration: serving %s (%d poses)', ACTION, len(cal.POSES))
@@ -182,10 +182,7 @@ class ArmCalibration:
                 gh = self._work.get(timeout=0.2)
             except queue.Empty:
                 continue
-            # No feedback before the client's send_goal() has returned (see the docstring).
-            received = self._received.get(gh.get_goal_id().id)
-            if received is not None:
-                time.sleep(max(0.0, MIN_RESULT_DELAY - (time.monotonic() - received)))
+            self.server.wait_until_known(gh)     # its first feedback must not be lost
             try:
                 how, ok, status, text = self._run(gh)
             except Exception as exc:  # noqa: BLE001 - a goal must always get its result

@@ -89,7 +89,6 @@ import threading
 import time
 import xmlrpc.client
 
-import actionlib
 import numpy as np
 import rosgraph
 import rospy
@@ -105,6 +104,7 @@ from trajectory_msgs.msg import JointTrajectoryPoint
 
 from intera_rt.motion import joint_trajectory as jt
 from intera_rt.robot import ARM_JOINTS
+from intera_rt.ros.actions import MIN_RESULT_DELAY, StatusHoldingServer
 from intera_rt.ros.node import init_node
 
 MODES = ('position_w_id', 'position', 'velocity')
@@ -125,7 +125,6 @@ class _PingTransport(xmlrpc.client.Transport):
         conn = super().make_connection(host)
         conn.timeout = NODE_PING_TIMEOUT
         return conn
-MIN_RESULT_DELAY = 0.05         # s a rejection waits before it is sent (see _reject)
 
 
 class _Active:
@@ -216,8 +215,8 @@ class JointTrajectoryActionServer:
             time.sleep(0.02)
         if rospy.is_shutdown():
             raise rospy.ROSInterruptException('shut down before the robot state arrived')
-        self.server = actionlib.ActionServer(self.action_ns, FollowJointTrajectoryAction,
-                                             self._on_goal, self._on_cancel, auto_start=False)
+        self.server = StatusHoldingServer(self.action_ns, FollowJointTrajectoryAction,
+                                          self._on_goal, self._on_cancel, auto_start=False)
         # actionlib calls the goal/cancel callbacks holding this (re-entrant) lock; the
         # control loop takes the same one, so there is a single lock order.
         self.lock = self.server.lock

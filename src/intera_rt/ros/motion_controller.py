@@ -65,6 +65,7 @@ from intera_rt.motion.errors import (CONTROLLER_NOT_FOLLOWING, ENDPOINT_DOES_NOT
 from intera_rt.motion.execution import Measurement, Tracker
 from intera_rt.motion.geometry import matrix_to_quat
 from intera_rt.motion.planner import MotionPlanner
+from intera_rt.ros.actions import MIN_RESULT_DELAY, StatusHoldingServer
 from intera_rt.ros.urdf_fragments import DESCRIPTION_TOPIC
 from intera_rt.robot import ARM_JOINTS, NEUTRAL, SUPPRESS_WINDOW
 from intera_rt.ros.node import init_node
@@ -78,55 +79,8 @@ STATE_TIMEOUT = 2.0             # s to wait for /robot/joint_states before refus
 IDLE_TIMEOUT = 10.0             # s to wait for a running motion to stop before a new start
 MODE_TIMEOUT = 1.0              # s to wait for the robot to enter or leave interaction control
 CONTINUITY = 0.01               # rad: start from the last command when the arm is this close
-# actionlib's SimpleActionClient (what the SDK uses) publishes a goal and only then records
-# the goal's handle (SimpleActionClient.send_goal assigns the handle ActionClient.send_goal
-# returns, after it has published). A status or result naming the goal that reaches the
-# client in between is "a transition callback on a goal handle that we're not tracking": it
-# logs that error and loses the transition (a lost DONE leaves wait_for_result() waiting
-# forever). Nothing about a goal — its status (see StatusHoldingServer) or its result — is
-# sent sooner than this after the goal arrived.
-MIN_RESULT_DELAY = 0.05         # s
-
-
-class StatusHoldingServer(actionlib.ActionServer):
-    """actionlib's ActionServer, except that a goal appears in /status only MIN_RESULT_DELAY
-    after it arrived (then at once). The base server lists a new goal in the very next
-    status message: the one set_accepted() publishes on the spot, or its 5 Hz timer's —
-    either can reach a SimpleActionClient before it has recorded the goal's handle (see
-    MIN_RESULT_DELAY). Until a client has seen a goal in a status, its absence from one is
-    no news to it (the goal stays WAITING_FOR_GOAL_ACK), so holding it back is safe."""
-
-    def __init__(self, *args, **kwargs):
-        self._held = {}                  # goal id → time.monotonic() it arrived
-        super().__init__(*args, **kwargs)
-
-    def internal_goal_callback(self, goal):
-        gid = goal.goal_id.id
-        with self.lock:
-            self._held.setdefault(gid, time.monotonic())
-        timer = threading.Timer(MIN_RESULT_DELAY, self._release, (gid,))
-        timer.daemon = True
-        timer.start()
-        super().internal_goal_callback(goal)
-
-    def _release(self, gid):
-        with self.lock:
-            if self._held.pop(gid, None) is not None and self.started and not rospy.is_shutdown():
-                self.publish_status()
-
-    def publish_status(self):
-        with self.lock:
-            now = time.monotonic()
-            for gid in [g for g, t in self._held.items() if now - t >= MIN_RESULT_DELAY]:
-                del self._held[gid]
-            if not self._held:
-                return super().publish_status()
-            held = [st for st in self.status_list if st.status.goal_id.id in self._held]
-            self.status_list = [st for st in self.status_list if st.status.goal_id.id not in self._held]
-            try:
-                super().publish_status()
-            finally:
-                self.status_list.extend(held)
+# Nothing about a goal — its status (StatusHoldingServer) or its result — is sent sooner than
+# MIN_RESULT_DELAY after the goal arrived (see intera_rt.ros.actions).
 
 
 class Model:

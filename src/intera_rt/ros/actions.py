@@ -1,0 +1,73 @@
+"""The robot's action servers' common part: actionlib's SimpleActionClient (what the SDK
+uses) must never hear of a goal before it knows the goal is its own.
+
+SimpleActionClient.send_goal assigns the handle ActionClient.send_goal returns, after that
+has published the goal. A status, feedback or result naming the goal that reaches the
+client in between is for "a goal handle that we're not tracking": the client logs an error
+and drops it (a lost DONE leaves wait_for_result() waiting forever; lost feedback is gone).
+"""
+import threading
+import time
+
+import actionlib
+import rospy
+
+# Nothing about a goal (status, feedback, result) is sent sooner than this after it arrived.
+MIN_RESULT_DELAY = 0.05         # s
+
+
+class StatusHoldingServer(actionlib.ActionServer):
+    """actionlib's ActionServer, except that a goal appears in /status only MIN_RESULT_DELAY
+    after it arrived (then at once), and feedback sent sooner is dropped (a server that must
+    not lose its first feedback waits that long before it sends it: `wait_until_known`). The base server lists a new goal in the very next
+    status message: the one set_accepted() publishes on the spot, or its 5 Hz timer's —
+    either can reach a SimpleActionClient before it has recorded the goal's handle (see
+    MIN_RESULT_DELAY). Until a client has seen a goal in a status, its absence from one is
+    no news to it (the goal stays WAITING_FOR_GOAL_ACK), so holding it back is safe."""
+
+    def __init__(self, *args, **kwargs):
+        self._held = {}                  # goal id → time.monotonic() it arrived
+        super().__init__(*args, **kwargs)
+
+    def internal_goal_callback(self, goal):
+        gid = goal.goal_id.id
+        with self.lock:
+            self._held.setdefault(gid, time.monotonic())
+        timer = threading.Timer(MIN_RESULT_DELAY, self._release, (gid,))
+        timer.daemon = True
+        timer.start()
+        super().internal_goal_callback(goal)
+
+    def _release(self, gid):
+        with self.lock:
+            if self._held.pop(gid, None) is not None and self.started and not rospy.is_shutdown():
+                self.publish_status()
+
+    def publish_status(self):
+        with self.lock:
+            now = time.monotonic()
+            for gid in [g for g, t in self._held.items() if now - t >= MIN_RESULT_DELAY]:
+                del self._held[gid]
+            if not self._held:
+                return super().publish_status()
+            held = [st for st in self.status_list if st.status.goal_id.id in self._held]
+            self.status_list = [st for st in self.status_list if st.status.goal_id.id not in self._held]
+            try:
+                super().publish_status()
+            finally:
+                self.status_list.extend(held)
+
+    def publish_feedback(self, status, feedback):
+        with self.lock:
+            t = self._held.get(status.goal_id.id)
+            if t is not None and time.monotonic() - t < MIN_RESULT_DELAY:
+                return                   # periodic feedback: the next one will do
+            super().publish_feedback(status, feedback)
+
+    def wait_until_known(self, goal_handle):
+        """Sleep until a SimpleActionClient that sent this goal knows it (call it outside
+        actionlib's callbacks: it holds no lock)."""
+        with self.lock:
+            t = self._held.get(goal_handle.get_goal_id().id)
+        if t is not None:
+            time.sleep(max(0.0, MIN_RESULT_DELAY - (time.monotonic() - t)))
