@@ -149,6 +149,7 @@ def _loop(conn, core, stats, sim_time, clock_every, wall_period):
     poller = select.poll()
     poller.register(conn.fileno(), select.POLLIN)
     boards_clock = core.boards.owns_clock  # wait for the boards' next state, tick on it
+    sim_clock = core.boards.sim_clock      # ... a simulator that publishes /clock itself
     while True:
         if boards_clock:
             # (a board silent past its own timeout reports a fault, which the tick sees)
@@ -164,7 +165,7 @@ def _loop(conn, core, stats, sim_time, clock_every, wall_period):
             return
         core.tick()
         n = core.tick_count
-        if sim_time and n % clock_every == 0:
+        if sim_time and not sim_clock and n % clock_every == 0:
             conn.send(('clock', core.now))
         if n % PUBLISH_EVERY == 0:
             conn.send(('state', core.state_vector(), time.time()))
