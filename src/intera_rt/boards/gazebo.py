@@ -73,8 +73,13 @@ NAMESPACE = '/sawyer_gazebo'
 CONTROLLER = 'effort_controller'
 MODEL = 'sawyer'
 STALL_TIMEOUT = 0.5                   # wall s without a joint state before the boards fault
-CONNECT_TIMEOUT = 60.0                # wall s for Gazebo's first joint state
+CONNECT_TIMEOUT = 45.0                # wall s for Gazebo's first joint state (the adapter waits 60 s for the core)
 SERVICE_TIMEOUT = 5.0                 # wall s a Gazebo service may take
+WATCHDOG = 0.02                       # s of Gazebo time without a command from the loop
+                                      # before the boards hold the arm themselves
+UNPAUSE_AFTER = 1.0                   # wall s of silence at connect before unpausing Gazebo
+CLOCK_RAN_ON = 0.1                    # s of Gazebo time past the last joint state: its clock
+                                      # runs without them
 NODE_NAME = 'realtime_boards'
 # The brakes' stand-in: a PD about the position where they engaged, on the drives'
 # reflected inertia I (armature): kp = I·ω², kd = 2·I·ω (critically damped at ω rad/s,
@@ -131,11 +136,16 @@ class GazeboBoards(JointBoards):
                                  'behind the same topics and services) instead of talking to '
                                  'a Gazebo already running'),
         'real_time_factor': BackendOption(float, 1.0, "the stand-in's real-time factor"),
+        'unpause': BackendOption(bool, True, 'unpause Gazebo when no joint state comes within '
+                                 '%g s of connecting (the launch file spawns the arm paused, '
+                                 'so that it does not fall before the robot holds it)'
+                                 % UNPAUSE_AFTER),
     }
 
     def __init__(self, model, joint_names=BOARD_JOINTS, namespace=NAMESPACE,
                  controller=CONTROLLER, model_name=MODEL, stall_timeout=STALL_TIMEOUT,
-                 connect_timeout=CONNECT_TIMEOUT, standin=False, real_time_factor=1.0):
+                 connect_timeout=CONNECT_TIMEOUT, standin=False, real_time_factor=1.0,
+                 unpause=True):
         """Args: model, the RobotModel (limits, inertias); joint_names, the boards' order;
         the rest are the OPTIONS."""
         for key, value in (('stall_timeout', stall_timeout), ('connect_timeout', connect_timeout),
@@ -154,6 +164,7 @@ class GazeboBoards(JointBoards):
         self.connect_timeout = float(connect_timeout)
         self.standin = bool(standin)
         self.real_time_factor = float(real_time_factor)
+        self.unpause = bool(unpause)
         self.state_topic = self.namespace + '/joint_states'
         self.command_topic = '%s/%s/command' % (self.namespace, self.controller)
         self._urdf = model.urdf_xml
@@ -178,12 +189,20 @@ class GazeboBoards(JointBoards):
         self._taken = 0                 # ... of which the loop has taken the last
         self._state_wall = -math.inf    # monotonic time of the latest joint state
         self._clock = math.nan          # Gazebo's latest /clock (s)
-        self._clock_at_state = math.nan  # its value when the latest joint state came
         self._skip_until = -math.inf    # joint states stamped before this predate a teleport
         self._order = None              # (names in Gazebo's order, their indices in ours)
+        self._written_at = -math.inf    # Gazebo time of the state the loop last wrote after
+        self._wd_hold = None            # where the watchdog holds the joints (None: idle)
+        self._wd_data = self.pin.createData()
+        self._wd_q = pin.neutral(self.pin)
+        self._wd_msg = None
+        self.watchdog_holds = 0         # joint states the watchdog answered
         self._rospy = self._pub = self._msg = None
         self._standin = None
-        self.stats = {'states': 0, 'skipped': 0, 'stale_ticks': 0}
+        # received: joint states that came; states: those the loop ticked on (the others
+        # were overtaken by a newer one before the loop took them); skipped: dropped after a
+        # teleport; stale_ticks: waits that timed out.
+        self.stats = {'received': 0, 'states': 0, 'skipped': 0, 'stale_ticks': 0}
 
     # --- lifecycle -----------------------------------------------------------------------
     def on_configure(self):
@@ -206,14 +225,25 @@ class GazeboBoards(JointBoards):
         if self.standin:
             self._start_standin()
         self._msg = Float64MultiArray()
+        self._wd_msg = Float64MultiArray()
         self._pub = rospy.Publisher(self.command_topic, Float64MultiArray, queue_size=1,
                                     tcp_nodelay=True)
         self._subs = [rospy.Subscriber(self.state_topic, JointState, self._on_joint_state,
                                        queue_size=1, tcp_nodelay=True),
                       rospy.Subscriber('/clock', Clock, self._on_clock, queue_size=1)]
-        deadline = time.monotonic() + self.connect_timeout
+        start = time.monotonic()
+        deadline = start + self.connect_timeout
+        unpause_at = start + UNPAUSE_AFTER if self.unpause else math.inf
         with self._lock:
             while not self._received:
+                if time.monotonic() >= unpause_at:
+                    unpause_at = math.inf
+                    self._lock.release()
+                    try:
+                        self._unpause()
+                    finally:
+                        self._lock.acquire()
+                    continue
                 left = deadline - time.monotonic()
                 if left <= 0.0 or (self._standin is not None and self._standin.poll() is not None):
                     self.on_shutdown()
@@ -224,10 +254,23 @@ class GazeboBoards(JointBoards):
                 self._lock.wait(min(left, 0.1))
         self._take()
 
+    def _unpause(self):
+        """/gazebo/unpause_physics, if Gazebo offers it (logged either way)."""
+        from std_srvs.srv import Empty
+        rospy = self._rospy
+        try:
+            rospy.wait_for_service('/gazebo/unpause_physics', 2.0)
+            rospy.ServiceProxy('/gazebo/unpause_physics', Empty)()
+            rospy.loginfo('gazebo backend: no joint state yet, Gazebo unpaused')
+        except (rospy.ROSException, rospy.ServiceException) as exc:
+            rospy.logwarn('gazebo backend: no joint state yet, and Gazebo could not be '
+                          'unpaused: %s' % exc)
+
     def _start_standin(self):
         args = [sys.executable, '-m', 'intera_rt.boards.gazebo_standin',
                 '--namespace', self.namespace, '--controller', self.controller,
-                '--model-name', self.model_name, '--real-time-factor', repr(self.real_time_factor)]
+                '--model-name', self.model_name, '--real-time-factor', repr(self.real_time_factor),
+                '--paused']             # as the launch file spawns the arm in Gazebo
         from intera_rt.boards.remote import _die_with_parent
         self._standin = subprocess.Popen(args, stdin=subprocess.PIPE,
                                          env=dict(os.environ, PYTHONUNBUFFERED='1'),
@@ -276,9 +319,28 @@ class GazeboBoards(JointBoards):
                 return
             self._latest = state
             self._received += 1
+            self.stats['received'] += 1
             self._state_wall = time.monotonic()
-            self._clock_at_state = self._clock
             self._lock.notify_all()
+        if stamp - self._written_at > WATCHDOG:
+            self._watchdog(state[1], state[2])
+
+    def _watchdog(self, q, qd):
+        """The loop has not commanded for WATCHDOG s of Gazebo time (booting, stalled): hold
+        the joints where they were, as the brakes would (a Gazebo joint commanded nothing
+        falls; gazebo_ros_control keeps applying the last effort it got)."""
+        pub = self._pub
+        if pub is None:
+            return
+        if self._wd_hold is None:
+            held = self._held
+            self._wd_hold = held.copy() if self.brakes and held is not None else q.copy()
+        self._wd_q[self._idx] = q
+        g = pin.computeGeneralizedGravity(self.pin, self._wd_data, self._wd_q)[self._idx]
+        tau = g + self._kp * (self._wd_hold - q) - self._kd * qd
+        self._wd_msg.data = _clip(tau, self._neg_effort_limit, self.effort_limit).tolist()
+        pub.publish(self._wd_msg)
+        self.watchdog_holds += 1
 
     def _on_clock(self, msg):
         self._clock = msg.clock.to_sec()
@@ -302,10 +364,10 @@ class GazeboBoards(JointBoards):
                 self._take()
                 return True
             silent = time.monotonic() - self._state_wall
-            clock, at_state = self._clock, self._clock_at_state
+            clock, last = self._clock, self._latest[0]
         self.stats['stale_ticks'] += 1
         if silent >= self.stall_timeout:
-            if clock > at_state:
+            if clock - last > CLOCK_RAN_ON:
                 self.report_fault('no joint states from Gazebo on %s for %.2f s while its '
                                   'clock ran on to %.3f s (is the joint_state_controller '
                                   'running?)' % (self.state_topic, silent, clock))
@@ -337,6 +399,8 @@ class GazeboBoards(JointBoards):
             if not np.isfinite(torque.sum()):
                 torque = np.where(np.isfinite(torque), torque, 0.0)
         self._publish(_clip(torque, self._neg_effort_limit, self.effort_limit))
+        self._written_at = self._reading.time
+        self._wd_hold = None
 
     def _publish(self, torque):
         self._msg.data = torque.tolist()
@@ -383,6 +447,7 @@ class GazeboBoards(JointBoards):
             self._take()
             self._taken = self._received
         self._held = q.copy()
+        self._wd_hold = None            # (the watchdog holds the new pose)
 
     def apply_wrench(self, link, wrench, duration):
         """Through /gazebo/apply_body_wrench: Gazebo applies the force at the centre of mass

@@ -3,7 +3,7 @@ the embedded plant behind the topics and services the gazebo backend uses
 (intera_rt.boards.gazebo), with Gazebo's semantics where the backend can tell.
 
     python -m intera_rt.boards.gazebo_standin [--namespace NS] [--controller NAME]
-        [--model-name NAME] [--real-time-factor F] [--urdf FILE]
+        [--model-name NAME] [--real-time-factor F] [--urdf FILE] [--paused]
 
 (`rosrun intera_rt gazebo_standin` runs the same; the gazebo backend's option `standin`
 starts it.) Without --urdf the URDF is read from stdin when it is not a terminal, else
@@ -36,6 +36,7 @@ damping and friction model: the embedded plant's own apply), the spawn service, 
 controller_manager's services, model states.
 """
 import argparse
+import os
 import select
 import sys
 import threading
@@ -52,7 +53,10 @@ from intera_rt.numeric import clip as _clip
 from intera_rt.robot import BOARD_JOINTS, HEAD_NAMED_POSES, LOOP_PERIOD, NEUTRAL
 
 CLOCK_FREQUENCY = 1000.0              # Hz of /clock unless /gazebo/pub_clock_frequency says
-RESYNC_AFTER = 10                     # steps late before the pacing restarts its count
+# The stand-in yields to the robot: when the CPU is short, Gazebo's time slows (as Gazebo's
+# does under load) rather than the robot's loop falling steps behind a plant that runs on.
+NICE = 5
+RESYNC_AFTER = 2                      # steps late before the pacing restarts its count (Gazebo falls behind real time rather than bursting to catch up)
 
 
 class GazeboStandin:
@@ -223,10 +227,15 @@ def main(argv=None):
     p.add_argument('--model-name', default=MODEL)
     p.add_argument('--real-time-factor', type=float, default=1.0)
     p.add_argument('--urdf', default=None)
+    p.add_argument('--paused', action='store_true', help='start paused (Gazebo paused:=true)')
     import rospy
     a = p.parse_args(rospy.myargv(sys.argv if argv is None else argv)[1:])
     if not a.real_time_factor > 0.0:
         p.error('--real-time-factor must be > 0, got %r' % a.real_time_factor)
+    try:
+        os.nice(NICE)
+    except OSError:
+        pass
     rospy.init_node('gazebo')
     if a.urdf:
         model = RobotModel.from_file(a.urdf)
@@ -235,6 +244,7 @@ def main(argv=None):
         text = text or rospy.get_param('/robot_description', '')
         model = RobotModel(text) if text.strip() else RobotModel.from_file()
     standin = GazeboStandin(model, a.namespace, a.controller, a.model_name, a.real_time_factor)
+    standin.paused = a.paused
     standin.setup_ros()
     rospy.loginfo('Gazebo stand-in: the embedded plant behind %s/joint_states and %s/%s/command, '
                   'at %g x real time', standin.namespace, standin.namespace, standin.controller,
