@@ -31,7 +31,10 @@ tick, the tick takes the newest (the loop's time jumps by more than a period).
 
 No brakes in Gazebo: while the boards' brakes are engaged this backend holds each joint
 where it was when they engaged, with a stiff PD plus the model's gravity torques (a drift
-of a fraction of a milliradian, where a Sawyer's brakes hold exactly).
+of a fraction of a milliradian, where a Sawyer's brakes hold exactly). gazebo_ros_control
+keeps applying the last effort it got, forever: when the loop has not commanded for
+WATCHDOG (20 ms) of Gazebo time — booting, or stalled — the thread that receives the joint
+states holds the arm the same way.
 
 Measured torques: gazebo_ros_control's default robot hw sim reports as each joint's effort
 the effort it applied (the command, saturated at the URDF's limit), not a sensor reading.
@@ -73,7 +76,8 @@ NAMESPACE = '/sawyer_gazebo'
 CONTROLLER = 'effort_controller'
 MODEL = 'sawyer'
 STALL_TIMEOUT = 0.5                   # wall s without a joint state before the boards fault
-CONNECT_TIMEOUT = 45.0                # wall s for Gazebo's first joint state (the adapter waits 60 s for the core)
+CONNECT_TIMEOUT = 45.0                # wall s for Gazebo's first joint state (within the
+                                      # adapter's 60 s for the core to boot)
 SERVICE_TIMEOUT = 5.0                 # wall s a Gazebo service may take
 WATCHDOG = 0.02                       # s of Gazebo time without a command from the loop
                                       # before the boards hold the arm themselves

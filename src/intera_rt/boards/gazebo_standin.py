@@ -56,7 +56,8 @@ CLOCK_FREQUENCY = 1000.0              # Hz of /clock unless /gazebo/pub_clock_fr
 # The stand-in yields to the robot: when the CPU is short, Gazebo's time slows (as Gazebo's
 # does under load) rather than the robot's loop falling steps behind a plant that runs on.
 NICE = 5
-RESYNC_AFTER = 2                      # steps late before the pacing restarts its count (Gazebo falls behind real time rather than bursting to catch up)
+RESYNC_AFTER = 2                      # steps late before the pacing restarts its count
+                                      # (Gazebo falls behind real time, it does not burst)
 
 
 class GazeboStandin:
