@@ -16,9 +16,9 @@ from test_realtime_plugins import mc, realtime_state, rosout, sim, teleport  # n
 
 from intera_rt.robot import NEUTRAL
 
-# Half real time: on this shared 2-core machine, under load, the robot's loop falls behind
-# a plant that runs on at 1x by up to tens of ms at times (README "Gazebo": the latency of
-# a loop not in lockstep with its plant); at 0.5x the tail stays near 15 ms.
+# Half real time: a margin for this shared 2-core machine, where under load the robot's loop
+# can fall several steps behind a plant that runs on (README "Gazebo": the latency of a
+# loop not in lockstep with its plant). The file passes at 1x too (one run, load ~10).
 pytestmark = pytest.mark.sawyer_args(['--sim-time', '--backend', 'gazebo',
                                       '--backend-option', 'standin=true',
                                       '--backend-option', 'real_time_factor=0.5'])

@@ -60,6 +60,8 @@ same topics and services, for machines without Gazebo) as a child process.
 """
 import math
 import os
+import select
+import struct
 import subprocess
 import sys
 import threading
@@ -89,6 +91,51 @@ NODE_NAME = 'realtime_boards'
 # reflected inertia I (armature): kp = I·ω², kd = 2·I·ω (critically damped at ω rad/s,
 # well inside what a step or two of latency allows: kd·dt/I = 0.08).
 BRAKE_OMEGA = 40.0                    # rad/s
+
+
+class _Efforts:
+    """The effort command (std_msgs/Float64MultiArray: no layout dims, data_offset 0, the
+    efforts) in its wire form: packing it directly costs a fraction of building and
+    serializing the message object, once per tick."""
+    __slots__ = ('data', '_pack')
+    _type = 'std_msgs/Float64MultiArray'
+    _md5sum = '4b7d974086d4060e7db4613a7e6c3ba4'
+    _has_header = False
+
+    def __init__(self, n):
+        self.data = b''
+        self._pack = struct.Struct('<III%dd' % n).pack
+
+    def set(self, torque):
+        self.data = self._pack(0, 0, len(torque), *torque)
+        return self
+
+    def serialize(self, buff):
+        buff.write(self.data)
+
+
+class _DirectWrites:
+    """A subscriber connection of the command topic, written by the publishing thread
+    itself: no writer thread to wake (rospy's queued publishing costs ~100-200 µs a message
+    and its latency here), the command is on the wire when write() returns. A command the
+    socket cannot take at once is dropped (the subscriber stopped reading) rather than
+    blocking the loop."""
+
+    def __init__(self, connection, stats):
+        self._connection, self._stats = connection, stats
+        self._writable = select.poll()
+        self._writable.register(connection.fileno(), select.POLLOUT)
+
+    def __getattr__(self, name):           # everything else is the wrapped transport's
+        if name.startswith('__'):
+            raise AttributeError(name)
+        return getattr(self._connection, name)
+
+    def write_data(self, data):
+        if not self._writable.poll(0):
+            self._stats['dropped_commands'] += 1
+            return True
+        return self._connection.write_data(data)
 
 
 def gazebo_body(model, link):
@@ -205,8 +252,10 @@ class GazeboBoards(JointBoards):
         self._standin = None
         # received: joint states that came; states: those the loop ticked on (the others
         # were overtaken by a newer one before the loop took them); skipped: dropped after a
-        # teleport; stale_ticks: waits that timed out.
-        self.stats = {'received': 0, 'states': 0, 'skipped': 0, 'stale_ticks': 0}
+        # teleport; stale_ticks: waits that timed out; dropped_commands: commands a
+        # subscriber's socket could not take.
+        self.stats = {'received': 0, 'states': 0, 'skipped': 0, 'stale_ticks': 0,
+                      'dropped_commands': 0}
 
     # --- lifecycle -----------------------------------------------------------------------
     def on_configure(self):
@@ -228,10 +277,15 @@ class GazeboBoards(JointBoards):
                               'clock): run scripts/sawyer --sim-time, or the Gazebo launch file')
         if self.standin:
             self._start_standin()
-        self._msg = Float64MultiArray()
-        self._wd_msg = Float64MultiArray()
-        self._pub = rospy.Publisher(self.command_topic, Float64MultiArray, queue_size=1,
-                                    tcp_nodelay=True)
+        n = len(self.joint_names)
+        self._msg, self._wd_msg = _Efforts(n), _Efforts(n)     # (one per publishing thread)
+        import warnings
+        with warnings.catch_warnings():          # rospy warns about queue_size=None
+            warnings.simplefilter('ignore', SyntaxWarning)
+            self._pub = rospy.Publisher(self.command_topic, Float64MultiArray, queue_size=None,
+                                        tcp_nodelay=True)
+        add = self._pub.impl.add_connection
+        self._pub.impl.add_connection = lambda c: add(_DirectWrites(c, self.stats))
         self._subs = [rospy.Subscriber(self.state_topic, JointState, self._on_joint_state,
                                        queue_size=1, tcp_nodelay=True),
                       rospy.Subscriber('/clock', Clock, self._on_clock, queue_size=1)]
@@ -342,8 +396,7 @@ class GazeboBoards(JointBoards):
         self._wd_q[self._idx] = q
         g = pin.computeGeneralizedGravity(self.pin, self._wd_data, self._wd_q)[self._idx]
         tau = g + self._kp * (self._wd_hold - q) - self._kd * qd
-        self._wd_msg.data = _clip(tau, self._neg_effort_limit, self.effort_limit).tolist()
-        pub.publish(self._wd_msg)
+        pub.publish(self._wd_msg.set(_clip(tau, self._neg_effort_limit, self.effort_limit).tolist()))
         self.watchdog_holds += 1
 
     def _on_clock(self, msg):
@@ -407,8 +460,7 @@ class GazeboBoards(JointBoards):
         self._wd_hold = None
 
     def _publish(self, torque):
-        self._msg.data = torque.tolist()
-        self._pub.publish(self._msg)
+        self._pub.publish(self._msg.set(torque.tolist()))
 
     def set_brakes(self, engaged):
         engaged = bool(engaged)
