@@ -121,8 +121,8 @@ class _DirectWrites:
     socket cannot take at once is dropped (the subscriber stopped reading) rather than
     blocking the loop."""
 
-    def __init__(self, connection, stats):
-        self._connection, self._stats = connection, stats
+    def __init__(self, connection, stats, key='dropped_commands'):
+        self._connection, self._stats, self._key = connection, stats, key
         self._writable = select.poll()
         self._writable.register(connection.fileno(), select.POLLOUT)
 
@@ -133,7 +133,7 @@ class _DirectWrites:
 
     def write_data(self, data):
         if not self._writable.poll(0):
-            self._stats['dropped_commands'] += 1
+            self._stats[self._key] += 1
             return True
         return self._connection.write_data(data)
 

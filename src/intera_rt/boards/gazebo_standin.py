@@ -46,8 +46,8 @@ import numpy as np
 import pinocchio as pin
 
 from intera_rt.boards.embedded import EmbeddedBoards
-from intera_rt.boards.gazebo import (CONTROLLER, MODEL, NAMESPACE, _shift, body_com,
-                                     gazebo_body)
+from intera_rt.boards.gazebo import (CONTROLLER, MODEL, NAMESPACE, _DirectWrites, _shift,
+                                     body_com, gazebo_body)
 from intera_rt.model import RobotModel
 from intera_rt.numeric import clip as _clip
 from intera_rt.robot import BOARD_JOINTS, HEAD_NAMED_POSES, LOOP_PERIOD, NEUTRAL
@@ -81,6 +81,7 @@ class GazeboStandin:
         self._lock = threading.Lock()
         self._clock_next = 0.0
         self.steps = 0
+        self.stats = {'dropped': 0}     # joint states and clocks a subscriber could not take
 
     # --- ROS ------------------------------------------------------------------------------
     def setup_ros(self):
@@ -95,9 +96,8 @@ class GazeboStandin:
                                                          CLOCK_FREQUENCY))
         self._js = JointState(name=list(BOARD_JOINTS))
         self._clock = Clock()
-        self.pub_js = rospy.Publisher(self.namespace + '/joint_states', JointState,
-                                      queue_size=1, tcp_nodelay=True)
-        self.pub_clock = rospy.Publisher('/clock', Clock, queue_size=1, tcp_nodelay=True)
+        self.pub_js = self._direct(self.namespace + '/joint_states', JointState)
+        self.pub_clock = self._direct('/clock', Clock)
         rospy.Subscriber('%s/%s/command' % (self.namespace, self.controller), Float64MultiArray,
                          self._on_command, queue_size=1, tcp_nodelay=True)
 
@@ -112,6 +112,20 @@ class GazeboStandin:
         rospy.Service('/gazebo/set_model_configuration', SetModelConfiguration,
                       self._on_set_configuration)
         rospy.Service('/gazebo/apply_body_wrench', ApplyBodyWrench, self._on_wrench)
+
+    def _direct(self, topic, msg_type):
+        """A publisher written from the stepping thread (no writer thread to wake: 1 kHz
+        of two topics through rospy's queues cost more than the physics; Gazebo's C++
+        publishers do not); a subscriber that stops reading loses messages, never stalls
+        the physics."""
+        import warnings
+        rospy = self._rospy
+        with warnings.catch_warnings():
+            warnings.simplefilter('ignore', SyntaxWarning)
+            pub = rospy.Publisher(topic, msg_type, queue_size=None, tcp_nodelay=True)
+        add = pub.impl.add_connection
+        pub.impl.add_connection = lambda c: add(_DirectWrites(c, self.stats, 'dropped'))
+        return pub
 
     def _on_command(self, msg):
         data = msg.data
