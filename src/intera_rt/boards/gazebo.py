@@ -30,8 +30,8 @@ latency, where the embedded plant has none. When several states arrived since th
 tick, the tick takes the newest (the loop's time jumps by more than a period).
 
 No brakes in Gazebo: while the boards' brakes are engaged this backend holds each joint
-where it was when they engaged, with a stiff PD plus the model's gravity torques (a drift
-of a fraction of a milliradian, where a Sawyer's brakes hold exactly). gazebo_ros_control
+where it was when they engaged, with a stiff PD plus the model's gravity torques (as well
+as the model matches Gazebo's arm: not exactly, as a Sawyer's brakes hold). gazebo_ros_control
 keeps applying the last effort it got, forever: when the loop has not commanded for
 WATCHDOG (20 ms) of Gazebo time — booting, or stalled — the thread that receives the joint
 states holds the arm the same way.
