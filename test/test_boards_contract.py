@@ -261,7 +261,7 @@ def test_a_fault_is_reported_until_cleared(boards):
 # --- the options and the registry -----------------------------------------------------------
 def test_registry_and_options():
     assert {'embedded', 'mujoco'} <= set(BACKENDS)
-    with pytest.raises(ValueError, match="unknown backend 'gazebo9'; available: embedded, hardware, mujoco"):
+    with pytest.raises(ValueError, match="unknown backend 'gazebo9'; available: embedded, gazebo, hardware, mujoco"):
         check_backend('gazebo9')
     with pytest.raises(ValueError, match="backend 'mujoco' takes no option 'tabel'; its options: "
                                          "contact_timeconst, substeps, table, viewer"):

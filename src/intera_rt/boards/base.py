@@ -20,6 +20,9 @@ Who owns the clock:
   owns_clock True   the boards pace the loop (hardware, Gazebo, a remote board process):
                     `wait_cycle()` blocks until their next state, and the core's time
                     follows `BoardsReading.time`; `advance` is refused.
+  sim_clock True    (with owns_clock) the boards' time is ROS time: a simulator publishing
+                    /clock itself (Gazebo). Loop time is that time, not counted from boot,
+                    and the robot publishes no /clock of its own.
 
 Sim-only abilities, listed in `capabilities` (CAPABILITIES): teleport (reset_pose),
 wrench (apply_wrench), obstacles (add/remove_obstacle, obstacles), contacts,
@@ -172,6 +175,8 @@ class JointBoards:
     joint_names = ()
     simulated = False               # a simulator: the robot offers its sim-control services
     owns_clock = False              # True: the boards pace the loop and their time is its time
+    sim_clock = False               # owns_clock, and their time is ROS time: a simulator that
+                                    # publishes /clock itself (Gazebo); loop time is that time
     capabilities = frozenset()      # the sim-only abilities it has (CAPABILITIES)
     OPTIONS = {}                    # option name → BackendOption
 

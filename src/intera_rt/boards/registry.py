@@ -18,6 +18,7 @@ BACKENDS = {
     'embedded': 'intera_rt.boards.embedded:EmbeddedBoards',
     'mujoco': 'intera_rt.boards.mujoco_boards:MujocoBoards',
     'remote': 'intera_rt.boards.remote:RemoteBoards',
+    'gazebo': 'intera_rt.boards.gazebo:GazeboBoards',
 }
 
 

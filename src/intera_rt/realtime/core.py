@@ -129,7 +129,9 @@ class RealtimeCore:
         }
         reading = self.boards.read()
         # Loop time starts at boot; boards that own the clock may count from anywhere.
-        self._t0 = reading.time if self._owns_clock and math.isfinite(reading.time) else 0.0
+        # A simulator's clock (sim_clock) is ROS time: loop time is that time.
+        self._t0 = reading.time if self._owns_clock and math.isfinite(reading.time) \
+            and not self.boards.sim_clock else 0.0
         if 'teleport' in self._capabilities:
             q = reading.position.copy()
             q[:7] = q_arm if q_arm is not None else q[:7]

@@ -157,6 +157,7 @@ def _loop(conn, core, stats, sim_time, clock_every, wall_period):
     poller = select.poll()
     poller.register(conn.fileno(), select.POLLIN)
     boards_clock = core.boards.owns_clock  # wait for the boards' next state, tick on it
+    sim_clock = core.boards.sim_clock      # ... a simulator that publishes /clock itself
     while True:
         if boards_clock:
             # (a board silent past its own timeout reports a fault, which the tick sees)
@@ -172,7 +173,7 @@ def _loop(conn, core, stats, sim_time, clock_every, wall_period):
             return
         core.tick()
         n = core.tick_count
-        if sim_time and n % clock_every == 0:
+        if sim_time and not sim_clock and n % clock_every == 0:
             conn.send(('clock', core.now))
         if n % PUBLISH_EVERY == 0:
             conn.send(('state', core.state_vector(), time.time()))
@@ -303,9 +304,16 @@ def _is_fifo():
 
 def _sim_priority():
     """Under sim time the core is the clock: it goes before the other nodes (nice -10),
-    which then see time pass in larger steps rather than the clock slowing down."""
+    which then see time pass in larger steps rather than the clock slowing down. Every
+    thread of the process (Linux nices threads one by one): a backend's transport threads,
+    started before this (the gazebo backend's rospy receivers), are on the tick's path."""
     try:
         os.setpriority(os.PRIO_PROCESS, 0, -10)
+        for tid in os.listdir('/proc/self/task'):
+            try:
+                os.setpriority(os.PRIO_PROCESS, int(tid), -10)
+            except OSError:
+                pass                    # (a thread that just ended)
         return 'nice -10 (sim time)'
     except (OSError, AttributeError) as exc:
         return 'ordinary priority (sim time; %s)' % exc

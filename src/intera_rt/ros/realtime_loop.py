@@ -46,7 +46,7 @@ from sensor_msgs.msg import JointState
 from std_msgs.msg import Bool, Empty, Float64, Header, String
 from std_srvs.srv import SetBool, SetBoolResponse
 
-from intera_rt.boards import check_backend
+from intera_rt.boards import backend_class, check_backend
 from intera_rt.control import commands as cmds
 from intera_rt.control import model_effort
 from intera_rt.control.registry import ADDITIVES, CONTROLLERS, MONITORS
@@ -116,6 +116,8 @@ class RealtimeLoop:
             raise ValueError('~backend_options must be a dictionary, got %r' % (backend_options,))
         # Before spawning the core: a clear error at once.
         backend_options = check_backend(backend, backend_options)
+        # A simulator that publishes /clock itself (Gazebo): this node does not.
+        self._sim_clock = backend_class(backend).sim_clock
         urdf = rospy.get_param('/robot_description', None)
         self.model = RobotModel(urdf) if urdf else RobotModel.from_file()
         q_arm = parse_pose(rospy.get_param('~pose', 'neutral'))
@@ -236,7 +238,7 @@ class RealtimeLoop:
         self.pub_homing = pub('/robot/homing_states', HomingState, queue_size=10, latch=True)
         self.pub_diag = pub('/diagnostics', DiagnosticArray, queue_size=10)
         self.pub_limits = pub('/robot/joint_limits', JointLimits, queue_size=1, latch=True)
-        self.pub_clock = periodic('/clock', Clock) if self.sim_time else None
+        self.pub_clock = periodic('/clock', Clock) if self.sim_time and not self._sim_clock else None
         self.pub_limits.publish(self._joint_limits_msg())
         self._publish_homing()
 

@@ -1,0 +1,536 @@
+"""Gazebo joint boards (`--backend gazebo`): the arm simulated by Gazebo 11 through
+gazebo_ros_control (ROS Noetic), over its standard topics and services.
+
+What Gazebo runs (share/gazebo/: the URDF with transmissions and the gazebo_ros_control
+plugin, the controllers file; launch/sawyer_gazebo.launch):
+    <namespace>/joint_states               sensor_msgs/JointState, published by a
+                                           joint_state_controller/JointStateController at
+                                           1000 Hz: one message per 1 ms physics step,
+                                           stamped with Gazebo's time
+    <namespace>/<controller>/command       std_msgs/Float64MultiArray, read by one
+                                           effort_controllers/JointGroupEffortController
+                                           over right_j0..6, head_pan (BOARD_JOINTS order)
+    /clock                                 rosgraph_msgs/Clock, Gazebo's time (use_sim_time)
+    /gazebo/set_model_configuration        gazebo_msgs/SetModelConfiguration: teleport
+    /gazebo/apply_body_wrench              gazebo_msgs/ApplyBodyWrench: external wrenches
+
+Why one group controller rather than a JointEffortController per joint: one message per
+cycle carries all eight efforts, so a cycle's command is applied whole in one physics step
+(eight Float64 topics would arrive one by one, some a step later than others) and costs
+one publish instead of eight.
+
+The cycle. Gazebo owns the clock (owns_clock): the robot's loop ticks once per joint state
+(wait_cycle), its time is the state's stamp — Gazebo's time, which is also ROS time under
+/use_sim_time, so loop time and ROS time are one clock (sim_clock: the robot publishes no
+/clock of its own). Gazebo's physics is not in lockstep with the loop: it steps at its own
+rate (1 kHz, max_step_size 0.001, at its real-time factor) and each step applies the latest
+command it has. A torque computed from the state of step k reaches the plant at step k+1
+at best, later when the loop or the transport is slower than a step: one or more steps of
+latency, where the embedded plant has none. When several states arrived since the last
+tick, the tick takes the newest (the loop's time jumps by more than a period).
+
+No brakes in Gazebo: while the boards' brakes are engaged this backend holds each joint
+where it was when they engaged, with a stiff PD plus the model's gravity torques (as well
+as the model matches Gazebo's arm: not exactly, as a Sawyer's brakes hold). gazebo_ros_control
+keeps applying the last effort it got, forever: when the loop has not commanded for
+WATCHDOG (20 ms) of Gazebo time — booting, or stalled — the thread that receives the joint
+states holds the arm the same way.
+
+Measured torques: gazebo_ros_control's default robot hw sim reports as each joint's effort
+the effort it applied (the command, saturated at the URDF's limit), not a sensor reading.
+Collision detection's momentum observer still sees contacts through the dynamics (a
+contact changes the momentum the applied torques do not explain), but whatever Gazebo
+applies that the robot's model lacks (the URDF's joint damping and friction, which the
+embedded plant also applies) shows up in its residual too.
+
+Silence: no joint state for `stall_timeout` wall seconds faults the boards ("Gazebo
+stopped ..." when /clock stopped too, e.g. Gazebo gone or paused; "no joint states ..."
+when Gazebo's time ran on without them, e.g. joint_state_controller not running); the
+robot goes to error, and set_super_reset clears it once joint states arrive again.
+
+Layering: this module talks ROS (rospy and message packages only, never intera_rt.ros). It
+runs in the realtime core's process (intera_rt.realtime.process), which then holds a rospy
+node of its own, `realtime_boards`, whose threads receive the joint states: the one
+backend whose transport shares the core's interpreter (the GIL) with rospy. rospy is
+imported when the boards are configured, so that the registry and the pure tests never
+need it.
+
+Option `standin` starts intera_rt.boards.gazebo_standin (the embedded plant behind these
+same topics and services, for machines without Gazebo) as a child process.
+"""
+import math
+import os
+import select
+import struct
+import subprocess
+import sys
+import threading
+import time
+
+import numpy as np
+import pinocchio as pin
+
+from intera_rt.boards.base import BackendOption, BoardsError, BoardsReading, JointBoards
+from intera_rt.numeric import clip as _clip
+from intera_rt.robot import BOARD_JOINTS, LOOP_PERIOD
+
+NAMESPACE = '/sawyer_gazebo'
+CONTROLLER = 'effort_controller'
+MODEL = 'sawyer'
+STALL_TIMEOUT = 0.5                   # wall s without a joint state before the boards fault
+CONNECT_TIMEOUT = 45.0                # wall s for Gazebo's first joint state (within the
+                                      # adapter's 60 s for the core to boot)
+SERVICE_TIMEOUT = 5.0                 # wall s a Gazebo service may take
+WATCHDOG = 0.02                       # s of Gazebo time without a command from the loop
+                                      # before the boards hold the arm themselves
+UNPAUSE_AFTER = 1.0                   # wall s of silence at connect before unpausing Gazebo
+CLOCK_RAN_ON = 0.1                    # s of Gazebo time past the last joint state: its clock
+                                      # runs without them
+NODE_NAME = 'realtime_boards'
+# The brakes' stand-in: a PD about the position where they engaged, on the drives'
+# reflected inertia I (armature): kp = I·ω², kd = 2·I·ω (critically damped at ω rad/s,
+# well inside what a step or two of latency allows: kd·dt/I = 0.08).
+BRAKE_OMEGA = 40.0                    # rad/s
+
+
+class _Efforts:
+    """The effort command (std_msgs/Float64MultiArray: no layout dims, data_offset 0, the
+    efforts) in its wire form: packing it directly costs a fraction of building and
+    serializing the message object, once per tick."""
+    __slots__ = ('data', '_pack')
+    _type = 'std_msgs/Float64MultiArray'
+    _md5sum = '4b7d974086d4060e7db4613a7e6c3ba4'
+    _has_header = False
+
+    def __init__(self, n):
+        self.data = b''
+        self._pack = struct.Struct('<III%dd' % n).pack
+
+    def set(self, torque):
+        self.data = self._pack(0, 0, len(torque), *torque)
+        return self
+
+    def serialize(self, buff):
+        buff.write(self.data)
+
+
+class _DirectWrites:
+    """A subscriber connection of the command topic, written by the publishing thread
+    itself: no writer thread to wake (rospy's queued publishing costs ~100-200 µs a message
+    and its latency here), the command is on the wire when write() returns. A command the
+    socket cannot take at once is dropped (the subscriber stopped reading) rather than
+    blocking the loop."""
+
+    def __init__(self, connection, stats, key='dropped_commands'):
+        self._connection, self._stats, self._key = connection, stats, key
+        self._writable = select.poll()
+        self._writable.register(connection.fileno(), select.POLLOUT)
+
+    def __getattr__(self, name):           # everything else is the wrapped transport's
+        if name.startswith('__'):
+            raise AttributeError(name)
+        return getattr(self._connection, name)
+
+    def write_data(self, data):
+        if not self._writable.poll(0):
+            self._stats[self._key] += 1
+            return True
+        return self._connection.write_data(data)
+
+
+def gazebo_body(model, link):
+    """Gazebo's body for `link` of Pinocchio model `model`: Gazebo lumps a link hung on a
+    fixed joint into its parent, so the body is the child link of the nearest movable joint
+    above it (the root link when there is none). Returns (body name, joint id);
+    KeyError when there is no such link."""
+    if not model.existFrame(link, pin.FrameType.BODY):
+        raise KeyError('no link named %r' % link)
+    jid = model.frames[model.getFrameId(link, pin.FrameType.BODY)].parent
+    for frame in model.frames:
+        if frame.type == pin.FrameType.BODY and frame.parent == jid and (
+                jid == 0 or model.frames[frame.previousFrame].type == pin.FrameType.JOINT):
+            return frame.name, jid
+    raise KeyError('no body for link %r' % link)
+
+
+def body_com(model, data, jid):
+    """The lumped body's centre of mass in the world (the joint placements in `data` are
+    those of the last forwardKinematics)."""
+    return data.oMi[jid].act(model.inertias[jid].lever)
+
+
+def _shift(torque, force, arm):
+    """The torque of wrench (force, torque) about a point moved by `arm` (m): τ − arm × F."""
+    return np.asarray(torque, float) - np.cross(arm, force)
+
+
+class GazeboBoards(JointBoards):
+    name = 'gazebo'
+    simulated = True
+    owns_clock = True
+    sim_clock = True
+    # Obstacles and contacts would need models spawned into Gazebo and its contact sensors:
+    # refused (Unsupported) rather than half done.
+    capabilities = frozenset({'teleport', 'wrench', 'fault_injection'})
+    OPTIONS = {
+        'namespace': BackendOption(str, NAMESPACE, "gazebo_ros_control's robotNamespace: "
+                                   'joint_states and the controller live under it'),
+        'controller': BackendOption(str, CONTROLLER, 'the JointGroupEffortController '
+                                    '(its command topic: <namespace>/<controller>/command)'),
+        'model_name': BackendOption(str, MODEL, "the arm's model name in Gazebo (its "
+                                    'services)'),
+        'stall_timeout': BackendOption(float, STALL_TIMEOUT, 'wall s without a joint state '
+                                       'before the boards fault'),
+        'connect_timeout': BackendOption(float, CONNECT_TIMEOUT, "wall s to wait for Gazebo's "
+                                         'first joint state'),
+        'standin': BackendOption(bool, False, 'start the Gazebo stand-in (the embedded plant '
+                                 'behind the same topics and services) instead of talking to '
+                                 'a Gazebo already running'),
+        'real_time_factor': BackendOption(float, 1.0, "the stand-in's real-time factor"),
+        'unpause': BackendOption(bool, True, 'unpause Gazebo when no joint state comes within '
+                                 '%g s of connecting (the launch file spawns the arm paused, '
+                                 'so that it does not fall before the robot holds it)'
+                                 % UNPAUSE_AFTER),
+    }
+
+    def __init__(self, model, joint_names=BOARD_JOINTS, namespace=NAMESPACE,
+                 controller=CONTROLLER, model_name=MODEL, stall_timeout=STALL_TIMEOUT,
+                 connect_timeout=CONNECT_TIMEOUT, standin=False, real_time_factor=1.0,
+                 unpause=True):
+        """Args: model, the RobotModel (limits, inertias); joint_names, the boards' order;
+        the rest are the OPTIONS."""
+        for key, value in (('stall_timeout', stall_timeout), ('connect_timeout', connect_timeout),
+                           ('real_time_factor', real_time_factor)):
+            if not (math.isfinite(value) and value > 0.0):
+                raise ValueError('%s must be finite and > 0, got %r' % (key, value))
+        for key, value in (('namespace', namespace), ('controller', controller),
+                           ('model_name', model_name)):
+            if not value.strip('/') or any(c.isspace() for c in value):
+                raise ValueError('%s must be a ROS name, got %r' % (key, value))
+        self.joint_names = tuple(joint_names)
+        self.namespace = '/' + namespace.strip('/')
+        self.controller = controller.strip('/')
+        self.model_name = model_name.strip('/')
+        self.stall_timeout = float(stall_timeout)
+        self.connect_timeout = float(connect_timeout)
+        self.standin = bool(standin)
+        self.real_time_factor = float(real_time_factor)
+        self.unpause = bool(unpause)
+        self.state_topic = self.namespace + '/joint_states'
+        self.command_topic = '%s/%s/command' % (self.namespace, self.controller)
+        self._urdf = model.urdf_xml
+        lim = model.limit_arrays(self.joint_names)
+        self.lower, self.upper = lim['lower'], lim['upper']
+        self.effort_limit = lim['effort']
+        self._neg_effort_limit = -self.effort_limit
+        self._kp = lim['armature'] * BRAKE_OMEGA ** 2
+        self._kd = 2.0 * lim['armature'] * BRAKE_OMEGA
+        # Gravity (brakes) and the bodies' centres of mass (wrenches), from the URDF.
+        self.pin = pin.buildModelFromXML(model.urdf_xml)
+        self.data = self.pin.createData()
+        self._idx = np.array([self.pin.joints[self.pin.getJointId(n)].idx_q for n in self.joint_names])
+        self._full_q = pin.neutral(self.pin)
+        n = len(self.joint_names)
+        self._reading = BoardsReading(np.zeros(n), np.zeros(n), np.zeros(n), 0.0, True, '')
+        self.brakes = True
+        self._held = None               # where the brakes hold the joints
+        self._lock = threading.Condition()
+        self._latest = None             # (stamp, position, velocity, effort) from the callback
+        self._received = 0              # joint states received
+        self._taken = 0                 # ... of which the loop has taken the last
+        self._state_wall = -math.inf    # monotonic time of the latest joint state
+        self._clock = math.nan          # Gazebo's latest /clock (s)
+        self._skip_until = -math.inf    # joint states stamped before this predate a teleport
+        self._order = None              # (names in Gazebo's order, their indices in ours)
+        self._written_at = -math.inf    # Gazebo time of the state the loop last wrote after
+        self._wd_hold = None            # where the watchdog holds the joints (None: idle)
+        self._wd_data = self.pin.createData()
+        self._wd_q = pin.neutral(self.pin)
+        self._wd_msg = None
+        self.watchdog_holds = 0         # joint states the watchdog answered
+        self._rospy = self._pub = self._msg = None
+        self._standin = None
+        # received: joint states that came; states: those the loop ticked on (the others
+        # were overtaken by a newer one before the loop took them); skipped: dropped after a
+        # teleport; stale_ticks: waits that timed out; dropped_commands: commands a
+        # subscriber's socket could not take.
+        self.stats = {'received': 0, 'states': 0, 'skipped': 0, 'stale_ticks': 0,
+                      'dropped_commands': 0}
+
+    # --- lifecycle -----------------------------------------------------------------------
+    def on_configure(self):
+        try:
+            import rospy
+            from rosgraph_msgs.msg import Clock
+            from sensor_msgs.msg import JointState
+            from std_msgs.msg import Float64MultiArray
+        except ImportError as exc:
+            raise BoardsError('the gazebo backend needs rospy and the ROS message packages: '
+                              '%s' % exc) from exc
+        self._rospy = rospy
+        if not rospy.core.is_initialized():
+            # argv=[]: the core's process inherits the adapter's command line, whose
+            # __name:=realtime_loop would make this node take the adapter's name.
+            rospy.init_node(NODE_NAME, argv=[], anonymous=False, disable_signals=True)
+        if not rospy.get_param('/use_sim_time', False):
+            raise BoardsError('the gazebo backend needs /use_sim_time true (Gazebo is the '
+                              'clock): run scripts/sawyer --sim-time, or the Gazebo launch file')
+        if self.standin:
+            self._start_standin()
+        n = len(self.joint_names)
+        self._msg, self._wd_msg = _Efforts(n), _Efforts(n)     # (one per publishing thread)
+        import warnings
+        with warnings.catch_warnings():          # rospy warns about queue_size=None
+            warnings.simplefilter('ignore', SyntaxWarning)
+            self._pub = rospy.Publisher(self.command_topic, Float64MultiArray, queue_size=None,
+                                        tcp_nodelay=True)
+        add = self._pub.impl.add_connection
+        self._pub.impl.add_connection = lambda c: add(_DirectWrites(c, self.stats))
+        self._subs = [rospy.Subscriber(self.state_topic, JointState, self._on_joint_state,
+                                       queue_size=1, tcp_nodelay=True),
+                      rospy.Subscriber('/clock', Clock, self._on_clock, queue_size=1)]
+        start = time.monotonic()
+        deadline = start + self.connect_timeout
+        unpause_at = start + UNPAUSE_AFTER if self.unpause else math.inf
+        with self._lock:
+            while not self._received:
+                if time.monotonic() >= unpause_at:
+                    unpause_at = math.inf
+                    self._lock.release()
+                    try:
+                        self._unpause()
+                    finally:
+                        self._lock.acquire()
+                    continue
+                left = deadline - time.monotonic()
+                if left <= 0.0 or (self._standin is not None and self._standin.poll() is not None):
+                    self.on_shutdown()
+                    raise BoardsError('no joint state from Gazebo on %s within %.0f s (is '
+                                      'Gazebo running with gazebo_ros_control and a '
+                                      'joint_state_controller under %s?)'
+                                      % (self.state_topic, self.connect_timeout, self.namespace))
+                self._lock.wait(min(left, 0.1))
+        self._take()
+
+    def _unpause(self):
+        """/gazebo/unpause_physics, if Gazebo offers it (logged either way)."""
+        from std_srvs.srv import Empty
+        rospy = self._rospy
+        try:
+            rospy.wait_for_service('/gazebo/unpause_physics', 2.0)
+            rospy.ServiceProxy('/gazebo/unpause_physics', Empty)()
+            rospy.loginfo('gazebo backend: no joint state yet, Gazebo unpaused')
+        except (rospy.ROSException, rospy.ServiceException) as exc:
+            rospy.logwarn('gazebo backend: no joint state yet, and Gazebo could not be '
+                          'unpaused: %s' % exc)
+
+    def _start_standin(self):
+        args = [sys.executable, '-m', 'intera_rt.boards.gazebo_standin',
+                '--namespace', self.namespace, '--controller', self.controller,
+                '--model-name', self.model_name, '--real-time-factor', repr(self.real_time_factor),
+                '--paused']             # as the launch file spawns the arm in Gazebo
+        from intera_rt.boards.remote import _die_with_parent
+        self._standin = subprocess.Popen(args, stdin=subprocess.PIPE,
+                                         env=dict(os.environ, PYTHONUNBUFFERED='1'),
+                                         preexec_fn=_die_with_parent)
+        self._standin.stdin.write(self._urdf.encode())
+        self._standin.stdin.close()
+
+    def on_shutdown(self):
+        if self._pub is not None:
+            try:
+                self._publish(self._hold_torque())     # the last command Gazebo keeps applying
+            except Exception:  # noqa: BLE001 - shutting down
+                pass
+            for sub in getattr(self, '_subs', ()):
+                sub.unregister()
+            self._pub.unregister()
+            self._pub = None
+        if self._standin is not None:
+            self._standin.terminate()
+            try:
+                self._standin.wait(5.0)
+            except subprocess.TimeoutExpired:
+                self._standin.kill()
+            self._standin = None
+
+    def describe(self):
+        return 'the gazebo backend'
+
+    # --- rospy's threads ------------------------------------------------------------------
+    def _on_joint_state(self, msg):
+        names = msg.name
+        order = self._order
+        if order is None or order[0] != names:
+            try:
+                order = (list(names), np.array([names.index(n) for n in self.joint_names]))
+            except ValueError:
+                return                  # not our joints (a different controller's state)
+            self._order = order
+        idx = order[1]
+        stamp = msg.header.stamp.to_sec()
+        state = (stamp, np.asarray(msg.position)[idx], np.asarray(msg.velocity)[idx],
+                 np.asarray(msg.effort)[idx])
+        with self._lock:
+            if stamp <= self._skip_until:
+                self.stats['skipped'] += 1
+                return
+            self._latest = state
+            self._received += 1
+            self.stats['received'] += 1
+            self._state_wall = time.monotonic()
+            self._lock.notify_all()
+        if stamp - self._written_at > WATCHDOG:
+            self._watchdog(state[1], state[2])
+
+    def _watchdog(self, q, qd):
+        """The loop has not commanded for WATCHDOG s of Gazebo time (booting, stalled): hold
+        the joints where they were, as the brakes would (a Gazebo joint commanded nothing
+        falls; gazebo_ros_control keeps applying the last effort it got)."""
+        pub = self._pub
+        if pub is None:
+            return
+        if self._wd_hold is None:
+            held = self._held
+            self._wd_hold = held.copy() if self.brakes and held is not None else q.copy()
+        self._wd_q[self._idx] = q
+        g = pin.computeGeneralizedGravity(self.pin, self._wd_data, self._wd_q)[self._idx]
+        tau = g + self._kp * (self._wd_hold - q) - self._kd * qd
+        pub.publish(self._wd_msg.set(_clip(tau, self._neg_effort_limit, self.effort_limit).tolist()))
+        self.watchdog_holds += 1
+
+    def _on_clock(self, msg):
+        self._clock = msg.clock.to_sec()
+
+    # --- the cycle -----------------------------------------------------------------------
+    def _take(self):
+        """The newest joint state becomes the reading (under the lock or single-threaded)."""
+        stamp, q, qd, eff = self._latest
+        self._taken = self._received
+        self._reading = BoardsReading(q, qd, eff, max(stamp, self._reading.time), self.brakes,
+                                      self._fault)
+        self.stats['states'] += 1
+
+    def wait_cycle(self, timeout):
+        """The next joint state from Gazebo (at most `timeout` s); False when none came, and
+        the boards fault once none has come for stall_timeout."""
+        with self._lock:
+            if self._taken == self._received:
+                self._lock.wait(timeout)
+            if self._taken != self._received:
+                self._take()
+                return True
+            silent = time.monotonic() - self._state_wall
+            clock, last = self._clock, self._latest[0]
+        self.stats['stale_ticks'] += 1
+        if silent >= self.stall_timeout:
+            if clock - last > CLOCK_RAN_ON:
+                self.report_fault('no joint states from Gazebo on %s for %.2f s while its '
+                                  'clock ran on to %.3f s (is the joint_state_controller '
+                                  'running?)' % (self.state_topic, silent, clock))
+            else:
+                self.report_fault('Gazebo stopped: no joint states on %s and no /clock for '
+                                  '%.2f s (Gazebo gone or paused)' % (self.state_topic, silent))
+        return False
+
+    def read(self, time=None, period=None):
+        r = self._reading
+        if r.fault != self._fault or r.brakes != self.brakes:
+            r = self._reading = BoardsReading(r.position, r.velocity, r.effort, r.time,
+                                              self.brakes, self._fault)
+        return r
+
+    def _hold_torque(self):
+        """The brakes' stand-in: PD to where they engaged, plus gravity."""
+        r = self._reading
+        held = r.position if self._held is None else self._held
+        self._full_q[self._idx] = r.position
+        g = pin.computeGeneralizedGravity(self.pin, self.data, self._full_q)[self._idx]
+        return g + self._kp * (held - r.position) - self._kd * r.velocity
+
+    def write(self, torque, time=None, period=None):
+        if self.brakes:
+            torque = self._hold_torque()
+        else:
+            torque = np.asarray(torque, dtype=float)
+            if not np.isfinite(torque.sum()):
+                torque = np.where(np.isfinite(torque), torque, 0.0)
+        self._publish(_clip(torque, self._neg_effort_limit, self.effort_limit))
+        self._written_at = self._reading.time
+        self._wd_hold = None
+
+    def _publish(self, torque):
+        self._pub.publish(self._msg.set(torque.tolist()))
+
+    def set_brakes(self, engaged):
+        engaged = bool(engaged)
+        if engaged and not self.brakes:
+            self._held = self._reading.position.copy()
+        self.brakes = engaged
+
+    def on_clear_fault(self):
+        silent = time.monotonic() - self._state_wall
+        if silent >= self.stall_timeout:
+            return 'still no joint states from Gazebo on %s (%.1f s)' % (self.state_topic, silent)
+        return ''
+
+    # --- sim-only abilities, through Gazebo's services -------------------------------------
+    def _service(self, name, srv_type):
+        rospy = self._rospy
+        try:
+            rospy.wait_for_service(name, SERVICE_TIMEOUT)
+        except rospy.ROSException:
+            raise BoardsError('%s: Gazebo offers no %s' % (self.describe(), name)) from None
+        return rospy.ServiceProxy(name, srv_type)
+
+    def reset_pose(self, positions):
+        """Teleport through /gazebo/set_model_configuration (Gazebo pauses its world to set
+        the joints, which leaves them at rest); the reading is the new pose at once, and
+        joint states stamped before the call are dropped."""
+        from gazebo_msgs.srv import SetModelConfiguration
+        q = _clip(np.asarray(positions, float), self.lower, self.upper)
+        call = self._service('/gazebo/set_model_configuration', SetModelConfiguration)
+        reply = call(model_name=self.model_name, urdf_param_name='',
+                     joint_names=list(self.joint_names), joint_positions=q.tolist())
+        if not reply.success:
+            raise BoardsError('%s: set_model_configuration refused: %s'
+                              % (self.describe(), reply.status_message))
+        n = len(q)
+        with self._lock:
+            # (best effort: what was stamped by the time the call returned predates it)
+            self._skip_until = self._latest[0]
+            self._latest = (self._reading.time, q, np.zeros(n), self._reading.effort)
+            self._take()
+            self._taken = self._received
+        self._held = q.copy()
+        self._wd_hold = None            # (the watchdog holds the new pose)
+
+    def apply_wrench(self, link, wrench, duration):
+        """Through /gazebo/apply_body_wrench: Gazebo applies the force at the centre of mass
+        of the body `link` is lumped into, in the world frame (the model's base at the world
+        origin, as launch/sawyer_gazebo.launch spawns it), so the torque about the link's
+        origin is moved there (τ_com = τ_o − (c − o) × F)."""
+        from gazebo_msgs.srv import ApplyBodyWrench
+        from geometry_msgs.msg import Point, Vector3, Wrench
+        body, jid = gazebo_body(self.pin, link)
+        self._full_q[self._idx] = self._reading.position
+        pin.framesForwardKinematics(self.pin, self.data, self._full_q)
+        origin = self.data.oMf[self.pin.getFrameId(link, pin.FrameType.BODY)].translation
+        w = np.asarray(wrench, float)
+        torque = _shift(w[3:], w[:3], body_com(self.pin, self.data, jid) - origin)
+        seconds = float(duration)
+        call = self._service('/gazebo/apply_body_wrench', ApplyBodyWrench)
+        reply = call(body_name='%s::%s' % (self.model_name, body), reference_frame='',
+                     reference_point=Point(0.0, 0.0, 0.0),
+                     wrench=Wrench(Vector3(*w[:3].tolist()), Vector3(*torque.tolist())),
+                     start_time=self._rospy.Time(0),
+                     duration=self._rospy.Duration.from_sec(seconds))
+        if not reply.success:
+            raise BoardsError('%s: apply_body_wrench refused: %s'
+                              % (self.describe(), reply.status_message))
+
+    def __del__(self):
+        try:
+            self.on_shutdown()
+        except Exception:  # noqa: BLE001 - interpreter shutdown
+            pass

@@ -1,0 +1,220 @@
+"""The Gazebo files, checked statically (Gazebo 11 cannot be installed on Debian 12, so they
+are never run here: README "Gazebo"), and the gazebo backend's pure parts. No ROS.
+
+- share/gazebo/sawyer_gazebo.urdf is sawyer.urdf (same links, joints, inertias: the arm
+  Gazebo simulates weighs what the robot's model says) plus the base fixed to the world,
+  one effort transmission per board joint and the gazebo_ros_control plugin, and is what
+  tools/make_gazebo_files.py makes of the current sawyer.urdf;
+- share/gazebo/controllers.yaml names every board joint, in the backend's order;
+- launch/sawyer_gazebo.launch refers to files that exist, to packages and node types as
+  Noetic has them, to arguments the included launch files declare, and passes backend
+  options the gazebo backend takes;
+- the backend: registered, options checked, obstacles and contacts refused clearly; the
+  wrench it sends Gazebo (at the lumped body's centre of mass) and the stand-in's reading
+  of it push the joints with the same torques as the wrench asked for.
+"""
+import importlib.util
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import numpy as np
+import pinocchio as pin
+import pytest
+import yaml
+
+from intera_rt.boards import BACKENDS, Unsupported, check_backend, make_boards
+from intera_rt.boards.gazebo import (CONTROLLER, MODEL, NAMESPACE, _shift, body_com,
+                                     gazebo_body)
+from intera_rt.model import RobotModel
+from intera_rt.robot import BOARD_JOINTS, NEUTRAL
+
+REPO = Path(__file__).resolve().parents[1]
+URDF = REPO / 'urdf' / 'sawyer.urdf'
+GAZEBO_URDF = REPO / 'share' / 'gazebo' / 'sawyer_gazebo.urdf'
+CONTROLLERS = REPO / 'share' / 'gazebo' / 'controllers.yaml'
+LAUNCH = REPO / 'launch' / 'sawyer_gazebo.launch'
+TOOL = REPO / 'tools' / 'make_gazebo_files.py'
+EFFORT = 'hardware_interface/EffortJointInterface'
+# Noetic facts (gazebo_ros 2.9, controller_manager 0.19): the arguments of
+# gazebo_ros/launch/empty_world.launch, and the node types the launch file starts.
+EMPTY_WORLD_ARGS = {'paused', 'use_sim_time', 'extra_gazebo_args', 'gui', 'recording',
+                    'headless', 'debug', 'physics', 'verbose', 'output', 'world_name',
+                    'respawn_gazebo', 'use_clock_frequency', 'pub_clock_frequency',
+                    'enable_ros_network', 'server_required', 'gui_required'}
+NOETIC_NODES = {('gazebo_ros', 'spawn_model'), ('controller_manager', 'spawner')}
+
+
+def _tool():
+    spec = importlib.util.spec_from_file_location('make_gazebo_files', str(TOOL))
+    tool = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(tool)
+    return tool
+
+
+def _canon(e):
+    """An element as (tag, attributes, text, children), whitespace aside."""
+    return (e.tag, e.attrib, (e.text or '').strip(), [_canon(c) for c in e])
+
+
+def test_generated_files_are_those_of_the_current_urdf():
+    tool = _tool()
+    assert GAZEBO_URDF.read_text() == tool.make_urdf(URDF.read_text())
+    assert CONTROLLERS.read_text() == tool.make_controllers()
+
+
+def test_gazebo_urdf_is_the_robots_model_fixed_to_the_world_with_effort_transmissions():
+    ours, gz = ET.parse(URDF).getroot(), ET.parse(GAZEBO_URDF).getroot()
+    gz_joints = {j.get('name'): j for j in gz.findall('joint')}
+    gz_links = {l.get('name'): l for l in gz.findall('link')}
+    for joint in ours.findall('joint'):
+        assert _canon(gz_joints[joint.get('name')]) == _canon(joint)
+    for link in ours.findall('link'):
+        assert _canon(gz_links[link.get('name')]) == _canon(link)
+    world = gz_joints['world_fixed']
+    assert world.get('type') == 'fixed' and world.find('parent').get('link') == 'world'
+    assert world.find('child').get('link') == 'base' and 'world' in gz_links
+    # One effort transmission per board joint, none for any other.
+    transmissions = {}
+    for tr in gz.findall('transmission'):
+        assert tr.findtext('type') == 'transmission_interface/SimpleTransmission'
+        (joint,) = tr.findall('joint')
+        assert joint.findtext('hardwareInterface') == EFFORT
+        assert tr.find('actuator').findtext('hardwareInterface') == EFFORT
+        assert float(tr.find('actuator').findtext('mechanicalReduction')) == 1.0
+        transmissions[joint.get('name')] = tr
+    assert sorted(transmissions) == sorted(BOARD_JOINTS)
+    (plugin,) = gz.findall('gazebo/plugin')
+    assert plugin.get('name') == 'gazebo_ros_control'
+    assert plugin.get('filename') == 'libgazebo_ros_control.so'
+    assert plugin.findtext('robotNamespace') == NAMESPACE
+    assert plugin.findtext('robotSimType') == 'gazebo_ros_control/DefaultRobotHWSim'
+    assert float(plugin.findtext('controlPeriod')) == 0.001
+    # The arm Gazebo simulates weighs what the robot's model says: the same gravity
+    # torques at neutral, joint by joint.
+    q = {n: v for n, v in zip(BOARD_JOINTS, list(NEUTRAL) + [0.0])}
+
+    def gravity(text):
+        m = pin.buildModelFromXML(text)
+        full = pin.neutral(m)
+        for name, value in q.items():
+            full[m.joints[m.getJointId(name)].idx_q] = value
+        g = pin.computeGeneralizedGravity(m, m.createData(), full)
+        return np.array([g[m.joints[m.getJointId(n)].idx_v] for n in BOARD_JOINTS])
+    g_ours, g_gz = gravity(URDF.read_text()), gravity(GAZEBO_URDF.read_text())
+    assert np.abs(g_ours).max() > 10.0
+    np.testing.assert_allclose(g_gz, g_ours, atol=1e-9)
+
+
+def test_controllers_file_names_every_board_joint_in_the_backends_order():
+    conf = yaml.safe_load(CONTROLLERS.read_text())
+    assert conf['joint_state_controller'] == {
+        'type': 'joint_state_controller/JointStateController', 'publish_rate': 1000}
+    assert conf[CONTROLLER] == {'type': 'effort_controllers/JointGroupEffortController',
+                                'joints': list(BOARD_JOINTS)}
+
+
+def _find(text):
+    """$(find intera_rt)/x → the repository's x; other packages' paths as (package, rest)."""
+    head, _, rest = text.partition(')')
+    package = head.replace('$(find ', '').strip()
+    return (REPO / rest.lstrip('/')) if package == 'intera_rt' else (package, rest)
+
+
+def test_launch_file_refers_to_what_exists():
+    root = ET.parse(LAUNCH).getroot()
+    args = {a.get('name') for a in root.findall('arg')}
+    includes = root.findall('include')
+    empty, ours = includes
+    assert _find(empty.get('file')) == ('gazebo_ros', '/launch/empty_world.launch')
+    assert {a.get('name') for a in empty.findall('arg')} <= EMPTY_WORLD_ARGS
+    sawyer = _find(ours.get('file'))
+    assert sawyer.is_file()
+    declared = {a.get('name') for a in ET.parse(sawyer).getroot().findall('arg')}
+    passed = {a.get('name'): a.get('value') for a in ours.findall('arg')}
+    assert set(passed) <= declared
+    assert passed['backend'] == 'gazebo' and passed['sim_time'] == 'true'
+    options = yaml.safe_load(passed['backend_options'].replace('$(arg namespace)', NAMESPACE))
+    assert check_backend('gazebo', options) == {'namespace': NAMESPACE, 'controller': CONTROLLER,
+                                                'model_name': MODEL}
+    # Every $(arg x) it uses is declared.
+    text = LAUNCH.read_text()
+    used = {part.split(')')[0] for part in text.split('$(arg ')[1:]}
+    assert used <= args
+    # Parameters and files.
+    params = {p.get('name'): p for p in root.findall('param')}
+    description = params['/robot/gazebo_description']
+    assert _find(description.get('textfile')) == GAZEBO_URDF
+    plugin = ET.parse(GAZEBO_URDF).getroot().find('gazebo/plugin')
+    assert plugin.findtext('robotParam') == '/robot/gazebo_description'
+    (load,) = root.findall('rosparam')
+    assert _find(load.get('file')) == CONTROLLERS and load.get('ns') == '$(arg namespace)'
+    assert root.find("arg[@name='namespace']").get('value') == NAMESPACE
+    nodes = {(n.get('pkg'), n.get('type')): n for n in root.findall('node')}
+    assert set(nodes) == NOETIC_NODES
+    spawn = nodes['gazebo_ros', 'spawn_model'].get('args').split()
+    assert spawn[spawn.index('-param') + 1] == '/robot/gazebo_description'
+    assert spawn[spawn.index('-model') + 1] == MODEL and '-urdf' in spawn
+    spawner = nodes['controller_manager', 'spawner']
+    assert spawner.get('ns') == '$(arg namespace)'
+    assert set(spawner.get('args').split()) == set(yaml.safe_load(CONTROLLERS.read_text()))
+
+
+def test_backend_is_registered_and_refuses_what_gazebo_cannot_do():
+    assert 'gazebo' in BACKENDS
+    assert check_backend('gazebo', {'standin': 'true', 'real_time_factor': '0.5'}) == {
+        'standin': True, 'real_time_factor': 0.5}
+    with pytest.raises(ValueError, match='stall_timeout must be a number'):
+        check_backend('gazebo', {'stall_timeout': 'soon'})
+    with pytest.raises(ValueError, match="takes no option 'table'"):
+        check_backend('gazebo', {'table': True})
+    model = RobotModel.from_file()
+    with pytest.raises(ValueError, match='real_time_factor must be finite and > 0'):
+        make_boards('gazebo', model, {'real_time_factor': 0.0})
+    with pytest.raises(ValueError, match='namespace must be a ROS name'):
+        make_boards('gazebo', model, {'namespace': '/'})
+    boards = make_boards('gazebo', model)           # (not configured: no ROS needed)
+    assert boards.owns_clock and boards.sim_clock and boards.simulated
+    assert boards.command_topic == '/sawyer_gazebo/effort_controller/command'
+    assert boards.state_topic == '/sawyer_gazebo/joint_states'
+    with pytest.raises(Unsupported, match='the gazebo backend cannot place obstacles'):
+        boards.add_obstacle('wall', 'box', [1, 0, 0], [0, 0, 0, 1], [0.1, 1, 1])
+    with pytest.raises(Unsupported, match='the gazebo backend cannot report contacts'):
+        boards.contacts()
+
+
+def test_gazebo_bodies_are_the_links_fixed_joints_lump_into():
+    m = pin.buildModelFromXML(URDF.read_text())
+    assert gazebo_body(m, 'right_hand')[0] == 'right_l6'
+    assert gazebo_body(m, 'right_l6')[0] == 'right_l6'
+    assert gazebo_body(m, 'right_hand_camera')[0] == 'right_l5'
+    assert gazebo_body(m, 'pedestal')[0] == 'base'
+    with pytest.raises(KeyError, match='no link named'):
+        gazebo_body(m, 'left_hand')
+
+
+@pytest.mark.parametrize('link', ['right_hand', 'right_l4', 'right_hand_camera'])
+def test_a_wrench_sent_through_gazebo_pushes_the_joints_as_asked(link):
+    """The backend moves the wrench (about the link's origin) to the lumped body's centre of
+    mass, where Gazebo applies it; the stand-in moves it from there to the body's origin.
+    The joint torques it makes are those of the wrench as asked."""
+    m = pin.buildModelFromXML(URDF.read_text())
+    d = m.createData()
+    q = pin.neutral(m)
+    rng = np.random.default_rng(3)
+    for name, value in zip(BOARD_JOINTS, list(NEUTRAL) + [0.2]):
+        q[m.joints[m.getJointId(name)].idx_q] = value + rng.uniform(-0.3, 0.3)
+    pin.computeJointJacobians(m, d, q)
+    pin.framesForwardKinematics(m, d, q)
+    body, jid = gazebo_body(m, link)
+    fid, bid = m.getFrameId(link, pin.FrameType.BODY), m.getFrameId(body, pin.FrameType.BODY)
+    force, torque = np.array([3.0, -20.0, 12.0]), np.array([0.5, 1.0, -0.7])
+    com = body_com(m, d, jid)
+    at_com = _shift(torque, force, com - d.oMf[fid].translation)            # the backend
+    at_body = _shift(at_com, force, d.oMf[bid].translation - com)           # the stand-in
+
+    def joint_torques(frame, f, t):
+        J = pin.getFrameJacobian(m, d, frame, pin.ReferenceFrame.LOCAL_WORLD_ALIGNED)
+        return J.T @ np.r_[f, t]
+    asked = joint_torques(fid, force, torque)
+    assert np.abs(asked).max() > 1.0
+    np.testing.assert_allclose(joint_torques(bid, force, at_body), asked, atol=1e-9)
