@@ -232,3 +232,26 @@ def test_obstacle_markers_replace_the_previous_list():
     assert [m.text for m in names] == ['box', 'ball']
     assert all(m.header.frame_id == 'base' for m in markers[1:])
     assert obstacle_markers([])[0].action == Marker.DELETEALL and len(obstacle_markers([])) == 1
+
+
+# --- scripts/sawyer's RViz options -----------------------------------------------------------
+
+@pytest.mark.parametrize('args,fragment,display', [
+    (['--rviz'], '--rviz needs an X display and DISPLAY is not set', None),
+    (['--rviz-config', 'config/sawyer.rviz'], '--rviz-config is only meaningful with --rviz',
+     ':0'),
+    (['--rviz', '--rviz-config', '/no/such.rviz'], '--rviz-config: no such file: /no/such.rviz',
+     ':0'),
+])
+def test_rviz_options_are_checked_before_starting_anything(args, fragment, display):
+    import subprocess
+    from intera_rt.robot_process import SAWYER
+    env = dict(os.environ, ROS_MASTER_URI='http://127.0.0.1:9')   # nothing may be started
+    env.pop('DISPLAY', None)
+    if display:
+        env['DISPLAY'] = display
+    proc = subprocess.run([str(SAWYER)] + args, capture_output=True, text=True, timeout=60,
+                          env=env)
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert fragment in proc.stderr
+    assert 'roslaunch' not in proc.stdout
