@@ -31,6 +31,9 @@ IR_APT_PACKAGES=(
     python3-dynamic-reconfigure libdynamic-reconfigure-config-init-mutex-dev
     catkin cmake make g++
     python3-venv python3-yaml python3-pytest python3-catkin-pkg
+    # scripts/sawyer --rviz and its test: RViz, its markers, a virtual X server and Mesa's
+    # software OpenGL (llvmpipe) for headless rendering (xauth: xvfb-run)
+    rviz python3-visualization-msgs ros-visualization-msgs xvfb xauth libgl1-mesa-dri
 )
 
 # Prints the packages of IR_APT_PACKAGES that are not installed (one a line).

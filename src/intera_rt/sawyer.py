@@ -6,13 +6,13 @@ Usage (normally through ``scripts/sawyer``, which sets up the environment):
                    [--backend-option KEY=VALUE ...] [--viewer]
                    [--pose neutral|shipping|A0,A1,...,A6] [--disabled]
                    [--unhomed] [--gripper] [--velocity-scaling] [--no-jtas]
-                   [--screen]
+                   [--rviz [--rviz-config FILE]] [--screen]
 
 Validates the options, then runs
 
     roslaunch intera_rt sawyer.launch sim_time:=... speed:=... backend:=...
               backend_options:={...} pose:=... disabled:=... unhomed:=... gripper:=...
-              jtas:=...
+              jtas:=... rviz:=... [rviz_config:=...]
 
 in the foreground.  roslaunch starts a ROS master at ROS_MASTER_URI when
 none answers there (so a private robot on another port is just
@@ -134,6 +134,13 @@ def build_parser():
         help='leave out the built-in joint trajectory action server (run the SDK\'s '
              'joint_trajectory_action_server.py instead)')
     parser.add_argument(
+        '--rviz', action='store_true',
+        help='also open RViz (config/sawyer.rviz: robot model, TF, endpoint, avoidance '
+             'shapes, sim obstacles, camera images) on $DISPLAY; headless: under xvfb-run')
+    parser.add_argument(
+        '--rviz-config', default=None, metavar='FILE',
+        help='the RViz configuration --rviz opens (default: config/sawyer.rviz)')
+    parser.add_argument(
         '--screen', action='store_true',
         help="pass --screen to roslaunch (every node's output to the "
              'terminal)')
@@ -163,6 +170,15 @@ def parse_args(argv=None):
         parser.error('--speed is only meaningful with --sim-time')
     if args.speed is None:
         args.speed = '1.0'
+    if args.rviz_config is not None:
+        if not args.rviz:
+            parser.error('--rviz-config is only meaningful with --rviz')
+        if not os.path.isfile(args.rviz_config):
+            parser.error('--rviz-config: no such file: %s' % args.rviz_config)
+        args.rviz_config = os.path.abspath(args.rviz_config)
+    if args.rviz and not os.environ.get('DISPLAY'):
+        parser.error('--rviz needs an X display and DISPLAY is not set: run it on a desktop, '
+                     'with ssh -X, or headless under xvfb-run (README "RViz")')
     from intera_rt.boards import check_backend
     from intera_rt.boards.registry import option_help
     options = {}
@@ -214,7 +230,10 @@ def roslaunch_command(args):
         'gripper:=%s' % ('true' if args.gripper else 'false'),
         'velocity_scaling:=%s' % ('true' if args.velocity_scaling else 'false'),
         'jtas:=%s' % ('true' if args.jtas else 'false'),
+        'rviz:=%s' % ('true' if getattr(args, 'rviz', False) else 'false'),
     ]
+    if getattr(args, 'rviz_config', None):
+        cmd.append('rviz_config:=%s' % args.rviz_config)
     return cmd
 
 

@@ -47,6 +47,7 @@ from std_msgs.msg import Bool, Empty, Float64, Header, String
 from std_srvs.srv import SetBool, SetBoolResponse
 
 from intera_rt.boards import backend_class, check_backend
+from intera_rt.boards.base import check_obstacle
 from intera_rt.control import commands as cmds
 from intera_rt.control import model_effort
 from intera_rt.control.registry import ADDITIVES, CONTROLLERS, MONITORS
@@ -286,8 +287,12 @@ class RealtimeLoop:
                           lambda r: SetJointPositionsResponse(
                               *call(cmds.SimJointPositions(tuple(r.names), tuple(r.positions)))))
             rospy.Service(SIM_NS + 'add_obstacle', AddObstacle, self._sim_add_obstacle)
-            rospy.Service(SIM_NS + 'remove_obstacle', RemoveObstacle,
-                          lambda r: RemoveObstacleResponse(*call(cmds.SimRemoveObstacle(r.name))))
+            rospy.Service(SIM_NS + 'remove_obstacle', RemoveObstacle, self._sim_remove_obstacle)
+            # Read-only: the obstacles placed (for viewers such as rviz_markers).
+            self._obstacles = {}
+            self._obstacles_lock = threading.Lock()
+            self.pub_obstacles = pub(SIM_NS + 'obstacles', String, queue_size=1, latch=True)
+            self._publish_obstacles()
 
     # --- inputs -----------------------------------------------------------------------
     def _on_homing(self, msg):
@@ -384,8 +389,30 @@ class RealtimeLoop:
 
     def _sim_add_obstacle(self, req):
         p, o = req.pose.position, req.pose.orientation
-        return AddObstacleResponse(*self._call(cmds.SimAddObstacle(
-            req.name, req.shape, (p.x, p.y, p.z), (o.x, o.y, o.z, o.w), tuple(req.size))))
+        position, quaternion, size = (p.x, p.y, p.z), (o.x, o.y, o.z, o.w), tuple(req.size)
+        success, message = self._call(cmds.SimAddObstacle(req.name, req.shape, position,
+                                                          quaternion, size))
+        if success:                      # the core accepted it: the values are valid
+            obstacle = check_obstacle(req.name, req.shape, position, quaternion, size)
+            with self._obstacles_lock:
+                self._obstacles[req.name] = obstacle
+                self._publish_obstacles()
+        return AddObstacleResponse(success, message)
+
+    def _sim_remove_obstacle(self, req):
+        success, message = self._call(cmds.SimRemoveObstacle(req.name))
+        if success:
+            with self._obstacles_lock:
+                self._obstacles.pop(req.name, None)
+                self._publish_obstacles()
+        return RemoveObstacleResponse(success, message)
+
+    def _publish_obstacles(self):
+        """The latched /intera_rt/sim/obstacles: a JSON list of the obstacles placed, in the
+        order placed, each {name, shape, position, quaternion (x, y, z, w), size} as
+        add_obstacle took them (quaternion normalised)."""
+        self.pub_obstacles.publish(String(json.dumps(
+            [o._asdict() for o in self._obstacles.values()])))
 
     # --- outputs ------------------------------------------------------------------------
     def run(self):
