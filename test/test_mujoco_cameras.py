@@ -79,7 +79,10 @@ def test_head_camera_frames_come_from_mujoco_and_show_the_arm_and_obstacles(cams
         settled(frames, 'the box in view', lambda m: blue_fraction(m) > 0.01)
         assert sim['remove_obstacle']('crate').success
         settled(frames, 'the box gone', lambda m: blue_fraction(m) < 0.001)
-        print('head camera on MuJoCo: %.1f frames/s' % rate)
+        stat = wait_for(lambda: [line for line in list(io_log) if 'frames rendered by' in line],
+                        10.0, 'the render time in the log')[0]
+        assert 'frames rendered by MuJoCo' in stat, stat
+        print('head camera on MuJoCo: %.1f frames/s; %s' % (rate, stat))
     finally:
         frames.close()
         stream(head, False)

@@ -46,6 +46,7 @@ from intera_rt.ros.io.framework import IONode
 NS = '/io/internal_camera/'
 POSITION_RESOLUTION = 1e-4        # rad: a joint moving less than this does not re-render
 STAT_EVERY = 30.0                 # s between render-time log lines while streaming
+FIRST_STAT = 5.0                  # s: the first one after a camera starts streaming
 
 
 class CameraStream:
@@ -181,6 +182,8 @@ class CameraIO:
             from intera_rt.ros.io.mujoco_cameras import MujocoCameras
             cams = MujocoCameras(self._urdf, {n: d.spec for n, d in self.devices.items()},
                                  self._render_scale, table=bool(options.get('table', False)))
+            for name in self.devices:            # compiles the shaders: not in a streamed frame
+                cams.render(name, {})
         except Exception as exc:  # noqa: BLE001 - no OpenGL shows in many error types
             rospy.logwarn('io_internal_camera: MuJoCo offscreen rendering is unavailable (%s: %s); '
                           'the cameras are rendered by the software renderer',
@@ -232,6 +235,7 @@ class CameraIO:
             if name != announced:
                 announced = name
                 rospy.loginfo('io_internal_camera: %s streams, rendered by %s', name, self.renderer)
+                last_log = time.monotonic() - STAT_EVERY + FIRST_STAT
             period = 1.0 / float(stream.device.spec['rate'])
             t_wall, t_ros = time.monotonic(), rospy.get_time()
             if stream.wanted():
