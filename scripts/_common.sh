@@ -34,6 +34,8 @@ IR_APT_PACKAGES=(
     # scripts/sawyer --rviz and its test: RViz, its markers, a virtual X server and Mesa's
     # software OpenGL (llvmpipe) for headless rendering (xauth: xvfb-run)
     rviz python3-visualization-msgs ros-visualization-msgs xvfb xauth libgl1-mesa-dri
+    # --backend mujoco: the io node renders the cameras with MuJoCo on headless EGL (Mesa)
+    libegl1 libegl-mesa0
 )
 
 # Prints the packages of IR_APT_PACKAGES that are not installed (one a line).

@@ -17,6 +17,11 @@ joint angles (/robot/joint_states, subscribed only while a camera streams) seen 
 camera's frame, then scaled by exposure, gain and strobe; the head's screen shows what
 /robot/head_display last showed (HeadDisplayIO), when a camera sees it.
 
+With `--backend mujoco` (/realtime_loop/backend), MuJoCo renders them offscreen in this
+process (intera_rt.ros.io.mujoco_cameras: the MuJoCo backend's model of the cell, its table
+and the sim obstacles of /intera_rt/sim/obstacles; the head's screen is not drawn); if it
+cannot (no OpenGL), the software renderer does, with one warning.
+
 CPU: a frame is rendered only while a camera streams and something subscribes to its
 images, at most at the camera's rate in both ROS and wall-clock time, with its rays at
 ~render_scale of the image resolution (then scaled up); while the arm stands still the
@@ -25,12 +30,13 @@ last frame is sent again instead of rendering it anew.
 Private parameters: ~render_scale (default 0.5), ~<camera>/width, ~<camera>/height,
 ~<camera>/rate (Hz) — defaults in intera_rt.io.camera.CAMERAS.
 """
+import json
 import threading
 import time
 
 import rospy
 from sensor_msgs.msg import CameraInfo, Image, JointState
-from std_msgs.msg import Header
+from std_msgs.msg import Header, String
 
 from intera_rt.io.camera import CAMERAS, InternalCamera
 from intera_rt.io.render import Camera, Scene, intrinsics, render, resize_nearest, to_bgr8, to_mono8
@@ -40,6 +46,7 @@ from intera_rt.ros.io.framework import IONode
 NS = '/io/internal_camera/'
 POSITION_RESOLUTION = 1e-4        # rad: a joint moving less than this does not re-render
 STAT_EVERY = 30.0                 # s between render-time log lines while streaming
+FIRST_STAT = 5.0                  # s: the first one after a camera starts streaming
 
 
 class CameraStream:
@@ -63,6 +70,7 @@ class CameraStream:
         self.info = CameraInfo(height=self.height, width=self.width, distortion_model='plumb_bob',
                                D=[0.0] * 5, K=[f, 0, cx, 0, f, cy, 0, 0, 1],
                                R=[1, 0, 0, 0, 1, 0, 0, 0, 1], P=[f, 0, cx, 0, 0, f, cy, 0, 0, 0, 1, 0])
+        self.mujoco = None              # a MujocoCameras that renders this camera, or None
         self._key = None
         self._data = None
         self.renders = 0
@@ -74,11 +82,15 @@ class CameraStream:
     def publish(self, positions, stamp, brightness, screens=(0, None)):
         """One frame; `screens`: (version, {link: image}) of the displays to draw."""
         key = (tuple(sorted((n, round(q / POSITION_RESOLUTION)) for n, q in positions.items())),
-               round(brightness, 4), screens[0])
+               round(brightness, 4), screens[0],
+               id(self.mujoco.m) if self.mujoco is not None else None)
         if key != self._key:
             t0 = time.perf_counter()
-            poses = self.scene.link_poses(positions)
-            rgb, _ = render(self.scene, positions, poses[self.frame], self.camera, screens[1])
+            if self.mujoco is not None:
+                rgb = self.mujoco.render(self.device.name, positions)
+            else:
+                poses = self.scene.link_poses(positions)
+                rgb, _ = render(self.scene, positions, poses[self.frame], self.camera, screens[1])
             img = to_bgr8(rgb, brightness) if self.color else to_mono8(rgb, brightness)
             self._data = resize_nearest(img, self.height, self.width).tobytes()
             self._key = key
@@ -108,6 +120,7 @@ class CameraIO:
             with open(default_urdf_path()) as f:
                 urdf = f.read()
         scene = Scene(urdf)
+        self._urdf, self._render_scale = urdf, render_scale
         self.devices, self.streams = {}, {}
         for name in sorted(configured):
             if name not in CAMERAS:
@@ -136,6 +149,8 @@ class CameraIO:
         self._stamp = None
         self._sub = None
         self._wake = threading.Event()
+        self.renderer = 'software'
+        self._obstacles = None          # the latest /intera_rt/sim/obstacles list (MuJoCo)
         threading.Thread(target=self._loop, name='cameras', daemon=True).start()
         self.io.start()
 
@@ -156,17 +171,71 @@ class CameraIO:
             self._positions = dict(zip(msg.name, msg.position))
             self._stamp = msg.header.stamp
 
+    def _start_mujoco(self):
+        """MuJoCo renders the cameras when the robot runs on the MuJoCo backend (in this
+        thread: its OpenGL context is current here)."""
+        if rospy.get_param('/realtime_loop/backend', 'embedded') != 'mujoco':
+            rospy.loginfo('io_internal_camera: the cameras are rendered by the software renderer')
+            return
+        options = rospy.get_param('/realtime_loop/backend_options', {}) or {}
+        try:
+            from intera_rt.ros.io.mujoco_cameras import MujocoCameras
+            cams = MujocoCameras(self._urdf, {n: d.spec for n, d in self.devices.items()},
+                                 self._render_scale, table=bool(options.get('table', False)))
+            for name in self.devices:            # compiles the shaders: not in a streamed frame
+                cams.render(name, {})
+        except Exception as exc:  # noqa: BLE001 - no OpenGL shows in many error types
+            rospy.logwarn('io_internal_camera: MuJoCo offscreen rendering is unavailable (%s: %s); '
+                          'the cameras are rendered by the software renderer',
+                          type(exc).__name__, exc)
+            return
+        import os
+        for stream in self.streams.values():
+            stream.mujoco = cams
+        self.mujoco = cams
+        self.renderer = 'MuJoCo'
+        rospy.Subscriber('/intera_rt/sim/obstacles', String, self._on_obstacles, queue_size=1)
+        rospy.loginfo('io_internal_camera: the cameras are rendered by MuJoCo offscreen '
+                      '(MUJOCO_GL=%s)', os.environ.get('MUJOCO_GL'))
+
+    def _on_obstacles(self, msg):
+        try:
+            obstacles = json.loads(msg.data)
+            assert isinstance(obstacles, list)
+        except (ValueError, AssertionError):
+            rospy.logwarn('io_internal_camera: /intera_rt/sim/obstacles is not a JSON list: %r',
+                          msg.data[:200])
+            return
+        self._obstacles = obstacles
+        self._wake.set()
+
     def _loop(self):
+        self.mujoco = None
+        self._start_mujoco()
         last_log = time.monotonic()
+        announced = None
         while not rospy.is_shutdown():
+            if self.mujoco is not None and self._obstacles is not None:
+                try:
+                    self.mujoco.set_obstacles(self._obstacles)
+                except Exception as exc:  # noqa: BLE001 - a bad entry must not stop the cameras
+                    rospy.logwarn('io_internal_camera: cannot draw the sim obstacles (%s)', exc)
+                    self._obstacles = None
+
             with self.io.lock:
                 name = next((n for n, d in self.devices.items() if d.streaming), None)
                 brightness = self.devices[name].brightness() if name else 1.0
+            if name is None:
+                announced = None
             if name is None or self._positions is None:
                 self._wake.wait(0.5 if name is None else 0.02)
                 self._wake.clear()
                 continue
             stream = self.streams[name]
+            if name != announced:
+                announced = name
+                rospy.loginfo('io_internal_camera: %s streams, rendered by %s', name, self.renderer)
+                last_log = time.monotonic() - STAT_EVERY + FIRST_STAT
             period = 1.0 / float(stream.device.spec['rate'])
             t_wall, t_ros = time.monotonic(), rospy.get_time()
             if stream.wanted():
@@ -174,8 +243,9 @@ class CameraIO:
                                self.display.screens() if self.display else (0, None))
             if stream.renders and time.monotonic() - last_log > STAT_EVERY:
                 last_log = time.monotonic()
-                rospy.loginfo('io_internal_camera: %s %dx%d: %d frames rendered, %.1f ms each on '
-                              'average', name, stream.width, stream.height, stream.renders,
+                rospy.loginfo('io_internal_camera: %s %dx%d: %d frames rendered by %s, %.1f ms each '
+                              'on average', name, stream.width, stream.height, stream.renders,
+                              self.renderer,
                               1e3 * stream.render_time / stream.renders)
             # the next frame one period later in both wall-clock and ROS time
             self._wake.wait(max(0.0, t_wall + period - time.monotonic()))
