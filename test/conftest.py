@@ -106,3 +106,13 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
                   n('skipped') + n('xfailed'), n('error'))
         with open(results, 'a') as f:
             f.write('%d %d %d %d\n' % counts)
+
+
+@pytest.fixture(scope='module')
+def no_false_detection(request, robot):
+    """Normal use: nothing in a module that uses this may make the robot detect a collision
+    (`pytestmark = pytest.mark.usefixtures('no_false_detection')`)."""
+    watch = rosharness.CollisionWatch()
+    yield
+    watch.close()
+    watch.check(request.module.__name__)

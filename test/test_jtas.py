@@ -19,7 +19,8 @@ import pytest
 from rosharness import latest, wait_for
 from intera_rt import robot  # noqa: E402
 
-pytestmark = pytest.mark.sawyer_args(['--sim-time', '--speed', '0.5'])
+pytestmark = [pytest.mark.sawyer_args(['--sim-time', '--speed', '0.5']),
+              pytest.mark.usefixtures('no_false_detection')]  # normal use: no collision detected
 
 REPO = Path(__file__).resolve().parents[1]
 ARM = ['right_j%d' % i for i in range(7)]
@@ -145,15 +146,6 @@ class Sent:
         return state, result
 
 
-
-@pytest.fixture(scope='module', autouse=True)
-def no_false_detection(robot):
-    """Normal use: nothing in this module may make the robot detect a collision."""
-    from rosharness import CollisionWatch
-    watch = CollisionWatch()
-    yield
-    watch.close()
-    watch.check(__name__)
 
 @pytest.fixture(scope='module')
 def ros(robot):

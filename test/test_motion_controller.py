@@ -11,6 +11,8 @@ import pytest
 from rosharness import latest, wait_for
 from intera_rt import robot  # noqa: E402
 
+pytestmark = pytest.mark.usefixtures('no_false_detection')    # normal use: no collision detected
+
 ARM = ['right_j%d' % i for i in range(7)]
 NEUTRAL = list(robot.NEUTRAL)
 BIAS = [0.0, -0.9, 0.0, 1.8, 0.0, -0.9, 0.0]
@@ -24,15 +26,6 @@ SETTLE = 10.0
 
 
 # --- fixtures and helpers --------------------------------------------------------------------
-
-@pytest.fixture(scope='module', autouse=True)
-def no_false_detection(robot):
-    """Normal use: nothing in this module may make the robot detect a collision."""
-    from rosharness import CollisionWatch
-    watch = CollisionWatch()
-    yield
-    watch.close()
-    watch.check(__name__)
 
 @pytest.fixture(scope='module')
 def ros(robot):

@@ -39,6 +39,8 @@ from typing import NamedTuple
 
 import numpy as np
 
+from intera_rt.numeric import clip
+
 # Obstacle shapes and how many size values each takes: a box's 3 full edge lengths, a
 # sphere's radius (m).
 OBSTACLE_SHAPES = {'box': 3, 'sphere': 1}
@@ -327,3 +329,20 @@ class JointBoards:
     def contacts(self):
         """The contacts of the latest physics step: a list of Contact records."""
         self._require('contacts', 'report contacts')
+
+
+class SimulatedPlant(JointBoards):
+    """Boards whose plant steps in this process (embedded, MuJoCo). Each step replaces its
+    state arrays (q, qd, tau_transmitted, time), never writes into them, so a reading needs
+    no copies; a command is kept in tau_cmd for the next step, within the effort limits
+    (effort_limit, _neg_effort_limit), a non-finite value as 0."""
+
+    def read(self, time=None, period=None):
+        return BoardsReading(self.q, self.qd, self.tau_transmitted, self.time, self.brakes,
+                             self._fault)
+
+    def write(self, torque, time=None, period=None):
+        torque = np.asarray(torque, dtype=float)
+        if not np.isfinite(torque.sum()):                    # never let a bad number into the plant
+            torque = np.where(np.isfinite(torque), torque, 0.0)
+        self.tau_cmd = clip(torque, self._neg_effort_limit, self.effort_limit)

@@ -10,7 +10,6 @@ the arm driven). --announce prints 'port N' once bound (the remote backend start
 without --urdf the URDF is read from stdin when it is not a terminal, else the project's.
 """
 import argparse
-import select
 import socket
 import sys
 import time
@@ -18,6 +17,7 @@ import time
 import numpy as np
 
 from intera_rt.boards.embedded import EmbeddedBoards
+from intera_rt.boards.pacing import WallPacer
 from intera_rt.boards.remote import newer, pack_state, unpack_command
 from intera_rt.model import RobotModel
 from intera_rt.robot import HEAD_NAMED_POSES, LOOP_PERIOD, NEUTRAL
@@ -88,21 +88,12 @@ class BoardServer:
         """Cycle at 1/period Hz by the wall clock until killed, or ORPHANED cycles after its
         robot stopped commanding (a late cycle is not made up: the boards skip, as hardware
         does)."""
-        start, k = time.perf_counter(), 0
+        pacer = WallPacer(period, resync_after=10)
         # The boards' clock is a clock: a stalled cycle does not stop it.
-        self.clock = lambda origin=start: time.perf_counter() - origin
+        self.clock = lambda origin=pacer.start: time.perf_counter() - origin
         while self.peer is None or self.silent < ORPHANED:
             self.cycle(period)
-            k += 1
-            deadline = start + k * period
-            now = time.perf_counter()
-            if now - deadline > 10 * period:
-                start, k = now, 0                   # stalled: start the count again
-                continue
-            if deadline - now > 2e-4:
-                select.select([], [], [], deadline - now - 1.5e-4)
-            while time.perf_counter() < deadline:
-                pass
+            pacer.wait()
 
 
 def main(argv=None):

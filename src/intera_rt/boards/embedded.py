@@ -45,7 +45,7 @@ import pinocchio as pin
 from scipy.linalg.blas import dsymv
 from scipy.linalg.lapack import dposv, dpotrs
 
-from intera_rt.boards.base import (CAPABILITIES, BackendOption, BoardsReading, Contact, JointBoards,
+from intera_rt.boards.base import (CAPABILITIES, BackendOption, Contact, JointBoards, SimulatedPlant,
                                    check_obstacle)
 from intera_rt.model import ARM_JOINTS, HEAD_JOINTS
 from intera_rt.model.robot_model import BASE_FRAME
@@ -66,7 +66,7 @@ class _LinkShape:
         self.reach_centre, self.reach = reach_centre, reach
 
 
-class EmbeddedBoards(JointBoards):
+class EmbeddedBoards(SimulatedPlant):
     name = 'embedded'
     simulated = True
     capabilities = frozenset(CAPABILITIES)
@@ -144,17 +144,6 @@ class EmbeddedBoards(JointBoards):
         self._world_base = None if base.isIdentity() else base.copy()
 
     # --- joint-boards interface -------------------------------------------------------
-    def read(self, time=None, period=None):
-        # The state arrays are replaced, never written, by each step: no copies needed.
-        return BoardsReading(self.q, self.qd, self.tau_transmitted, self.time, self.brakes,
-                             self._fault)
-
-    def write(self, torque, time=None, period=None):
-        torque = np.asarray(torque, dtype=float)
-        if not np.isfinite(torque.sum()):                    # never let a bad number into the plant
-            torque = np.where(np.isfinite(torque), torque, 0.0)
-        self.tau_cmd = _clip(torque, self._neg_effort_limit, self.effort_limit)
-
     def set_brakes(self, engaged):
         self.brakes = bool(engaged)
         if self.brakes:

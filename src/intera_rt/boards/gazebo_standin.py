@@ -37,7 +37,6 @@ controller_manager's services, model states.
 """
 import argparse
 import os
-import select
 import sys
 import threading
 import time
@@ -46,6 +45,7 @@ import numpy as np
 import pinocchio as pin
 
 from intera_rt.boards.embedded import EmbeddedBoards
+from intera_rt.boards.pacing import WallPacer
 from intera_rt.boards.gazebo import (CONTROLLER, MODEL, NAMESPACE, _DirectWrites, _shift,
                                      body_com, gazebo_body)
 from intera_rt.model import RobotModel
@@ -217,22 +217,13 @@ class GazeboStandin:
         """Step at real_time_factor × real time until ROS shuts down."""
         rospy = self._rospy
         period = self.dt / self.real_time_factor
-        start, k = time.perf_counter(), 0
+        pacer = WallPacer(period, RESYNC_AFTER)
         while not rospy.is_shutdown():
             if not self.step():
                 time.sleep(0.005)
-                start, k = time.perf_counter(), 0       # unpaused: pace from then
+                pacer.restart()                          # unpaused: pace from then
                 continue
-            k += 1
-            deadline = start + k * period
-            now = time.perf_counter()
-            if now - deadline > RESYNC_AFTER * period:
-                start, k = now, 0                       # fell behind: no catching up
-                continue
-            if deadline - now > 2e-4:
-                select.select([], [], [], deadline - now - 1.5e-4)
-            while time.perf_counter() < deadline:
-                pass
+            pacer.wait()
 
 
 def main(argv=None):

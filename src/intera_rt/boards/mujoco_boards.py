@@ -39,8 +39,8 @@ import threading
 import mujoco
 import numpy as np
 
-from intera_rt.boards.base import (CAPABILITIES, BackendOption, BoardsError, BoardsReading, Contact,
-                                   JointBoards, check_obstacle)
+from intera_rt.boards.base import (CAPABILITIES, BackendOption, BoardsError, Contact, JointBoards,
+                                   SimulatedPlant, check_obstacle)
 from intera_rt.model.robot_model import GRAVITY
 from intera_rt.numeric import clip as _clip
 from intera_rt.robot import BOARD_JOINTS, HARD_STOP_MARGIN, LOOP_PERIOD
@@ -236,7 +236,7 @@ def mjcf_from_urdf(robot, limits, joint_names=BOARD_JOINTS, table=False,
         '</mujoco>'])
 
 
-class MujocoBoards(JointBoards):
+class MujocoBoards(SimulatedPlant):
     name = 'mujoco'
     simulated = True
     capabilities = frozenset(CAPABILITIES)
@@ -335,17 +335,6 @@ class MujocoBoards(JointBoards):
         self._viewer_threads = set(threading.enumerate()) - before
 
     # --- the cycle -----------------------------------------------------------------------
-    def read(self, time=None, period=None):
-        # The state arrays are replaced, never written, by each step: no copies needed.
-        return BoardsReading(self.q, self.qd, self.tau_transmitted, self.time, self.brakes,
-                             self._fault)
-
-    def write(self, torque, time=None, period=None):
-        torque = np.asarray(torque, dtype=float)
-        if not np.isfinite(torque.sum()):                    # never let a bad number into the plant
-            torque = np.where(np.isfinite(torque), torque, 0.0)
-        self.tau_cmd = _clip(torque, self._neg_effort_limit, self.effort_limit)
-
     def set_brakes(self, engaged):
         engaged = bool(engaged)
         if engaged != self.brakes:

@@ -22,11 +22,15 @@ MIN_RESULT_DELAY = 0.2          # s
 class StatusHoldingServer(actionlib.ActionServer):
     """actionlib's ActionServer, except that a goal appears in /status only MIN_RESULT_DELAY
     after it arrived (then at once), and feedback sent sooner is dropped (a server that must
-    not lose its first feedback waits that long before it sends it: `wait_until_known`). The base server lists a new goal in the very next
-    status message: the one set_accepted() publishes on the spot, or its 5 Hz timer's —
-    either can reach a SimpleActionClient before it has recorded the goal's handle (see
+    not lose its first feedback waits that long before it sends it: `wait_until_known`).
+
+    The base server lists a new goal in the very next status message: the one
+    set_accepted() publishes on the spot, or its 5 Hz timer's — either can reach a SimpleActionClient before it has recorded the goal's handle (see
     MIN_RESULT_DELAY). Until a client has seen a goal in a status, its absence from one is
-    no news to it (the goal stays WAITING_FOR_GOAL_ACK), so holding it back is safe."""
+    no news to it (the goal stays WAITING_FOR_GOAL_ACK), so holding it back is safe — unless
+    the client cancels it meanwhile: WAITING_FOR_CANCEL_ACK takes an absence as the goal
+    LOST. A cancel therefore releases the goals it names (a client that cancels a goal knows
+    its handle)."""
 
     def __init__(self, *args, **kwargs):
         self._held = {}                  # goal id → time.monotonic() it arrived
@@ -40,6 +44,18 @@ class StatusHoldingServer(actionlib.ActionServer):
         timer.daemon = True
         timer.start()
         super().internal_goal_callback(goal)
+
+    def internal_cancel_callback(self, goal_id):
+        with self.lock:
+            everything = goal_id.id == '' and goal_id.stamp == rospy.Time()
+            before = goal_id.stamp != rospy.Time()
+            if everything or before:
+                # (the stamp a goal carries is its client's: release every held goal rather
+                # than look each up; they are at most MIN_RESULT_DELAY old)
+                self._held.clear()
+            else:
+                self._held.pop(goal_id.id, None)
+        super().internal_cancel_callback(goal_id)
 
     def _release(self, gid):
         with self.lock:
