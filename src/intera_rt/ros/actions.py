@@ -17,6 +17,7 @@ import rospy
 # its other threads (message callbacks) hold the GIL meanwhile: 50 ms was exceeded once at
 # load average 10 on 2 cores (a "stop" result lost). An instant answer waits this long.
 MIN_RESULT_DELAY = 0.2          # s
+HELD_STATUS_GAP = 1.0           # s: the longest a held goal keeps every status back
 
 
 class StatusHoldingServer(actionlib.ActionServer):
@@ -26,14 +27,15 @@ class StatusHoldingServer(actionlib.ActionServer):
 
     The base server lists a new goal in the very next status message: the one
     set_accepted() publishes on the spot, or its 5 Hz timer's — either can reach a SimpleActionClient before it has recorded the goal's handle (see
-    MIN_RESULT_DELAY). Until a client has seen a goal in a status, its absence from one is
-    no news to it (the goal stays WAITING_FOR_GOAL_ACK), so holding it back is safe — unless
-    the client cancels it meanwhile: WAITING_FOR_CANCEL_ACK takes an absence as the goal
-    LOST. A cancel therefore releases the goals it names (a client that cancels a goal knows
-    its handle)."""
+    MIN_RESULT_DELAY). While a goal is held, no status is published at all (for at most
+    HELD_STATUS_GAP since the last one): a status without the goal would be no news to a
+    client still WAITING_FOR_GOAL_ACK, but one that has already cancelled it
+    (WAITING_FOR_CANCEL_ACK) takes the goal's absence as LOST. A cancel releases the goals
+    it names (a client that cancels a goal knows its handle)."""
 
     def __init__(self, *args, **kwargs):
         self._held = {}                  # goal id → time.monotonic() it arrived
+        self._last_status = 0.0          # time.monotonic() of the last status published
         super().__init__(*args, **kwargs)
 
     def internal_goal_callback(self, goal):
@@ -67,8 +69,13 @@ class StatusHoldingServer(actionlib.ActionServer):
             now = time.monotonic()
             for gid in [g for g, t in self._held.items() if now - t >= MIN_RESULT_DELAY]:
                 del self._held[gid]
+            if self._held and now - self._last_status < HELD_STATUS_GAP:
+                return                   # (see the class docstring) the release publishes
+            self._last_status = now
             if not self._held:
                 return super().publish_status()
+            # Goals keep arriving faster than they are released (> 5 a second for a second):
+            # a status without them, so that the others' transitions are not held forever.
             held = [st for st in self.status_list if st.status.goal_id.id in self._held]
             self.status_list = [st for st in self.status_list if st.status.goal_id.id not in self._held]
             try:
