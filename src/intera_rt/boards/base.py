@@ -337,6 +337,9 @@ class SimulatedPlant(JointBoards):
     no copies; a command is kept in tau_cmd for the next step, within the effort limits
     (effort_limit, _neg_effort_limit), a non-finite value as 0."""
 
+    simulated = True
+    capabilities = frozenset(CAPABILITIES)     # every sim-only ability
+
     def read(self, time=None, period=None):
         return BoardsReading(self.q, self.qd, self.tau_transmitted, self.time, self.brakes,
                              self._fault)

@@ -45,7 +45,7 @@ import pinocchio as pin
 from scipy.linalg.blas import dsymv
 from scipy.linalg.lapack import dposv, dpotrs
 
-from intera_rt.boards.base import (CAPABILITIES, BackendOption, Contact, JointBoards, SimulatedPlant,
+from intera_rt.boards.base import (BackendOption, Contact, JointBoards, SimulatedPlant,
                                    check_obstacle)
 from intera_rt.model import ARM_JOINTS, HEAD_JOINTS
 from intera_rt.model.robot_model import BASE_FRAME
@@ -68,8 +68,6 @@ class _LinkShape:
 
 class EmbeddedBoards(SimulatedPlant):
     name = 'embedded'
-    simulated = True
-    capabilities = frozenset(CAPABILITIES)
     OPTIONS = {
         'substeps': BackendOption(int, 1, 'physics steps per 1 ms tick'),
         'contact_stiffness': BackendOption(float, CONTACT_STIFFNESS, 'obstacle contact stiffness k (N/m)'),

@@ -39,7 +39,7 @@ import threading
 import mujoco
 import numpy as np
 
-from intera_rt.boards.base import (CAPABILITIES, BackendOption, BoardsError, Contact, JointBoards,
+from intera_rt.boards.base import (BackendOption, BoardsError, Contact, JointBoards,
                                    SimulatedPlant, check_obstacle)
 from intera_rt.model.robot_model import GRAVITY
 from intera_rt.numeric import clip as _clip
@@ -238,8 +238,6 @@ def mjcf_from_urdf(robot, limits, joint_names=BOARD_JOINTS, table=False,
 
 class MujocoBoards(SimulatedPlant):
     name = 'mujoco'
-    simulated = True
-    capabilities = frozenset(CAPABILITIES)
     OPTIONS = {
         'substeps': BackendOption(int, 1, 'MuJoCo steps per 1 ms tick'),
         'table': BackendOption(bool, False, 'a table in front of the robot (0.75 m high, near '

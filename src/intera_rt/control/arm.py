@@ -52,6 +52,16 @@ class Arm:
         self.speed_ratio_serial += 1
         return self.speed_ratio
 
+    def stop_at_limits(self, p, v, a):
+        """A reference (p, v, a) extrapolated into a position limit stops there: clipped to
+        the limits, no velocity or acceleration on the joints at one."""
+        at_limit = (p <= self.lower) | (p >= self.upper)
+        if np.count_nonzero(at_limit):
+            v, a = v.copy(), a.copy()
+            v[at_limit], a[at_limit] = 0.0, 0.0
+            p = clip(p, self.lower, self.upper)
+        return p, v, a
+
     def track(self, state, p, v, a):
         """Computed torque tracking the reference (p, v, a): u = a + Kp·e + Kd·ė,
         τ = M(q)·u + C(q, q̇)·q̇ (+ each drive's reflected inertia), gravity left out (gravity

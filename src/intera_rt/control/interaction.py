@@ -375,7 +375,7 @@ class InteractionController(Controller):
             v[idx] = parsed.arrays['velocity']
         if 'acceleration' in parsed.arrays:
             a[idx] = parsed.arrays['acceleration']
-        self._jp, self._jv, self._ja = self._bounded(*extrapolate(p, v, a, now - parsed.stamp,
+        self._jp, self._jv, self._ja = self.arm.stop_at_limits(*extrapolate(p, v, a, now - parsed.stamp,
                                                                   self.arm.vel_limit))
         self._jt = self._j_last = now
         self._driven = self._ref_dirty = True
@@ -396,15 +396,6 @@ class InteractionController(Controller):
         self._R_ref, self._p_ref = R, p
         self._u = np.zeros(6)
 
-    def _bounded(self, p, v, a):
-        arm = self.arm
-        at_limit = (p <= arm.lower) | (p >= arm.upper)
-        if np.count_nonzero(at_limit):
-            v, a = v.copy(), a.copy()
-            v[at_limit], a[at_limit] = 0.0, 0.0
-            p = clip(p, arm.lower, arm.upper)
-        return p, v, a
-
     def _joint_reference(self, now):
         """The joint reference at `now`: extrapolated from the latest sample for at most the
         joint command timeout (a stream that stops leaves it where it got to)."""
@@ -412,7 +403,7 @@ class InteractionController(Controller):
             return self._q_ns, self._jv, self._ja
         t_end = min(now, self._j_last + self.arm.timeout)
         if t_end > self._jt and (np.count_nonzero(self._jv) or np.count_nonzero(self._ja)):
-            self._jp, self._jv, self._ja = self._bounded(*extrapolate(
+            self._jp, self._jv, self._ja = self.arm.stop_at_limits(*extrapolate(
                 self._jp, self._jv, self._ja, t_end - self._jt, self.arm.vel_limit))
             self._ref_dirty = True
         self._jt = t_end

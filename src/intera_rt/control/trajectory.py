@@ -75,22 +75,12 @@ class TrajectoryController(Controller):
         if 'acceleration' in parsed.arrays:
             a[idx] = parsed.arrays['acceleration']
         # The sample refers to parsed.stamp: extrapolate it to now.
-        self.p, self.v, self.a = self._bounded(*extrapolate(p, v, a, now - parsed.stamp, self.arm.vel_limit))
+        self.p, self.v, self.a = self.arm.stop_at_limits(*extrapolate(p, v, a, now - parsed.stamp, self.arm.vel_limit))
         self.t = now
-
-    def _bounded(self, p, v, a):
-        """A reference extrapolated into a position limit stops there."""
-        arm = self.arm
-        at_limit = (p <= arm.lower) | (p >= arm.upper)
-        if np.count_nonzero(at_limit):
-            v, a = v.copy(), a.copy()
-            v[at_limit], a[at_limit] = 0.0, 0.0
-            p = clip(p, arm.lower, arm.upper)
-        return p, v, a
 
     def _advance(self, now):
         if now != self.t:
-            self.p, self.v, self.a = self._bounded(*extrapolate(self.p, self.v, self.a, now - self.t,
+            self.p, self.v, self.a = self.arm.stop_at_limits(*extrapolate(self.p, self.v, self.a, now - self.t,
                                                                 self.arm.vel_limit))
             self.t = now
         return self.p, self.v, self.a
