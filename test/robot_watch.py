@@ -371,13 +371,22 @@ class FakePublisher:
                 return
             threading.Thread(target=self._serve, args=(sock,), daemon=True).start()
 
-    def _serve(self, sock):
+    def _record(self, sock):
+        """Record the subscriber's header in `connections`; returns the record."""
         entry = {'header': read_header(sock), 'refused': None}
         self.connections.append(entry)
+        return entry
+
+    def _answer(self, sock):
+        """This publisher's header: its declared type and md5."""
+        sock.sendall(tcpros_header({'callerid': self.caller_id, 'topic': self.topic,
+                                    'type': self.msg_type, 'md5sum': self.md5,
+                                    'latching': '0', 'message_definition': ''}))
+
+    def _serve(self, sock):
+        entry = self._record(sock)
         try:
-            sock.sendall(tcpros_header({'callerid': self.caller_id, 'topic': self.topic,
-                                        'type': self.msg_type, 'md5sum': self.md5,
-                                        'latching': '0', 'message_definition': ''}))
+            self._answer(sock)
             sock.sendall(struct.pack('<I', len(self.payload)) + self.payload)
         except OSError:
             entry['refused'] = True
@@ -417,12 +426,9 @@ class Flooder(FakePublisher):
         super().__init__(topic, msg_class._type, msg_class._md5sum, b'')
 
     def _serve(self, sock):
-        entry = {'header': read_header(sock), 'refused': None}
-        self.connections.append(entry)
+        entry = self._record(sock)
         try:
-            sock.sendall(tcpros_header({'callerid': self.caller_id, 'topic': self.topic,
-                                        'type': self.msg_type, 'md5sum': self.md5,
-                                        'latching': '0', 'message_definition': ''}))
+            self._answer(sock)
             self.started.set()
             n_frames = len(self._frames)
             t0 = time.monotonic()
