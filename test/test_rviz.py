@@ -23,6 +23,7 @@ RENDER_TIMEOUT = 20.0           # s for a change to show
 MIN_ARM_PIXELS = 2500           # the red arm at neutral covers ~7000 px of the 3D view
 MIN_SHAPE_PIXELS = 5000         # the blue avoidance shapes: ~25000 px
 MIN_OBSTACLE_PIXELS = 1500      # a 0.25 m box near the arm: thousands of px
+SETTLED_SHOTS = 6               # identical screenshots in a row (1 s) make a settled picture
 # Far from neutral in the image: the arm swung to its side and stretched out.
 REACH_OUT = (1.2, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0)
 
@@ -104,7 +105,8 @@ def wait_render(display, predicate, timeout, what, reference=None):
                                  exc, path, v.shape[:2], np.count_nonzero(red(v)),
                                  np.count_nonzero(blue_tint(v)),
                                  np.count_nonzero(green(v)))
-                             + ('' if reference is None else ', before: 3D view %s' % (reference.shape[:2],))
+                             + ('' if reference is None else ', before: 3D view %s, %d red px'
+                                % (reference.shape[:2], np.count_nonzero(reference)))
                              + ('' if reference is None or v.shape[:2] != reference.shape else
                                 ', red overlap with before %.2f' % overlap(red(v), reference))
                              ) from None
@@ -123,15 +125,17 @@ def teleport(q):
     assert resp.success, resp.message
 
 
-def settled(display):
-    """The 3D view once RViz shows the arm and the avoidance shapes and two screenshots in
-    a row are the same (every display has drawn what it has)."""
-    last = []
+def settled(display, shots=SETTLED_SHOTS):
+    """The 3D view once RViz shows the arm and the avoidance shapes and `shots` screenshots
+    in a row (0.2 s apart) are the same: every display has drawn what it has. (Two in a row
+    were once the same while RViz, slowed by a loaded machine, had drawn part of the arm.)"""
+    same = []
 
     def ready(v):
-        same = bool(last) and last[0].shape == v.shape and np.array_equal(last[0], v)
-        last[:] = [v]
-        return (same and np.count_nonzero(red(v)) >= MIN_ARM_PIXELS
+        if same and (same[0].shape != v.shape or not np.array_equal(same[0], v)):
+            same.clear()
+        same.append(v)
+        return (len(same) >= shots and np.count_nonzero(red(v)) >= MIN_ARM_PIXELS
                 and np.count_nonzero(blue_tint(v)) >= MIN_SHAPE_PIXELS)
     return wait_render(display, ready, RVIZ_TIMEOUT,
                        'RViz to show the red arm (>= %d px) and the avoidance shapes (>= %d '
