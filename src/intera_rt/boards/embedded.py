@@ -152,9 +152,10 @@ class EmbeddedBoards(SimulatedPlant):
         for _ in range(self.substeps):
             self._step(h)
         self.time += dt
-        for w in self._wrenches:
-            w[2] -= dt
-        self._wrenches = [w for w in self._wrenches if w[2] > 0.0]
+        if self._wrenches:
+            for w in self._wrenches:
+                w[2] -= dt
+            self._wrenches = [w for w in self._wrenches if w[2] > 0.0]
 
     # --- sim control ------------------------------------------------------------------
     def apply_wrench(self, link, wrench, duration):

@@ -47,7 +47,8 @@ Detection, per joint j
     hand over-wrench
              w = (J Jᵀ + λ² I)⁻¹ J r, J the 6×7 Jacobian of right_hand (base-aligned,
              about its origin), λ² = wrench_damping: the wrench at the hand that explains
-             r, every WRENCH_MAP_PERIOD (5 ms). ‖force‖ > overwrench_force
+             r, every WRENCH_PERIOD (5 ms; the map J's pose gives every
+             WRENCH_MAP_PERIOD, 20 ms: a pose moves little in that). ‖force‖ > overwrench_force
              or ‖torque‖ > overwrench_torque. Joint torques cannot tell a push on the
              forearm from some wrench at the hand; the thresholds make a squish, when
              active, usually fire first (seed 000): pushes ramped on right_l3, l4, l5 and
@@ -135,7 +136,8 @@ NAME = 'collision_detection'
 HAND = 'right_hand'
 MAX_GAP = 0.01          # s between two readings beyond which the observer restarts
 STOP_TOLERANCE = 1e-9   # rad: a joint this close to its mechanical stop is on it
-WRENCH_MAP_PERIOD = 0.005   # s between updates of the hand wrench's map from r
+WRENCH_PERIOD = 0.005       # s between two evaluations of the hand wrench from r
+WRENCH_MAP_PERIOD = 0.02    # s between updates of the map r → hand wrench (the pose's J)
 KINDS = ('impact', 'squish', 'hand_overwrench')
 
 DEFAULTS = {
@@ -255,7 +257,7 @@ class CollisionDetection(Monitor):
         self._tmp = np.zeros(nv)
         self._tmp7 = np.zeros(7)
         self._map = np.zeros((6, 7))         # r → hand wrench
-        self._map_due = -math.inf
+        self._map_due = self._wrench_due = -math.inf
         # Observer and detector state, arm order.
         self.r = np.zeros(7)                 # external torque estimate
         self._judged_r = np.zeros(7)         # what of it counts (_judged)
@@ -293,7 +295,7 @@ class CollisionDetection(Monitor):
         self._expected = self._fading = None
         self.level = 0.0
         self.wrench[:] = 0.0
-        self._map_due = -math.inf
+        self._map_due = self._wrench_due = -math.inf
         self._wrench2 = (0.0, 0.0)
         self._on_stop = False
         self._armed_at = state.now + self.settle
@@ -368,19 +370,20 @@ class CollisionDetection(Monitor):
 
     def _hand_wrench(self, now):
         """The wrench at right_hand that explains r, by damped least squares, into
-        self.wrench; returns (‖force‖², ‖torque‖²). Evaluated every WRENCH_MAP_PERIOD s
-        (the latest values in between), with the 6×7 map (J Jᵀ + λ² I)⁻¹ J of that pose: an
-        over-wrench is a sustained load, and a squish usually comes first."""
-        if now < self._map_due:
-            return self._wrench2
-        self._map_due = now + WRENCH_MAP_PERIOD
-        jac = pin.computeFrameJacobian(self._pin, self._data, self._q1, self._hand,
-                                       pin.LOCAL_WORLD_ALIGNED)[:, self._arm]
-        jjt = jac @ jac.T
-        jjt.flat[::7] += self.wrench_damping
-        _, dls, info = dposv(jjt, jac, lower=0, overwrite_a=1, overwrite_b=1)
-        if info == 0:                  # JJᵀ + λ²I is positive definite: always
-            self._map = dls
+        self.wrench; returns (‖force‖², ‖torque‖²). Evaluated every WRENCH_PERIOD s (the
+        latest values in between), with the 6×7 map (J Jᵀ + λ² I)⁻¹ J of the pose at most
+        WRENCH_MAP_PERIOD s old: an over-wrench is a sustained load, and a squish usually
+        comes first."""
+        self._wrench_due = now + WRENCH_PERIOD
+        if now >= self._map_due:
+            self._map_due = now + WRENCH_MAP_PERIOD
+            jac = pin.computeFrameJacobian(self._pin, self._data, self._q1, self._hand,
+                                           pin.LOCAL_WORLD_ALIGNED)[:, self._arm]
+            jjt = jac @ jac.T
+            jjt.flat[::7] += self.wrench_damping
+            _, dls, info = dposv(jjt, jac, lower=0, overwrite_a=1, overwrite_b=1)
+            if info == 0:                  # JJᵀ + λ²I is positive definite: always
+                self._map = dls
         w = np.dot(self._map, self.r, out=self.wrench)
         f, t = w[:3], w[3:]
         self._wrench2 = float(f @ f), float(t @ t)
@@ -411,7 +414,7 @@ class CollisionDetection(Monitor):
             self._observe(h)
         judged = self._judged(controller, h)
         self._slow_step(judged)
-        f2, t2 = self._wrench2 if now < self._map_due else self._hand_wrench(now)
+        f2, t2 = self._wrench2 if now < self._wrench_due else self._hand_wrench(now)
         # This reading becomes the previous one.
         self._q0, self._q1 = self._q1, self._q0
         self._v0, self._v1 = self._v1, self._v0
