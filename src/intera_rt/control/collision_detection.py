@@ -47,8 +47,8 @@ Detection, per joint j
     hand over-wrench
              w = (J Jᵀ + λ² I)⁻¹ J r, J the 6×7 Jacobian of right_hand (base-aligned,
              about its origin), λ² = wrench_damping: the wrench at the hand that explains
-             r, every WRENCH_PERIOD (5 ms; the map J's pose gives every
-             WRENCH_MAP_PERIOD, 20 ms: a pose moves little in that). ‖force‖ > overwrench_force
+             r, every WRENCH_PERIOD (5 ms), J refreshed every WRENCH_MAP_PERIOD (20 ms:
+             a pose moves little in that). ‖force‖ > overwrench_force
              or ‖torque‖ > overwrench_torque. Joint torques cannot tell a push on the
              forearm from some wrench at the hand; the thresholds make a squish, when
              active, usually fire first (seed 000): pushes ramped on right_l3, l4, l5 and
