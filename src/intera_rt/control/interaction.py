@@ -99,7 +99,7 @@ from scipy.linalg.lapack import dposv
 
 from intera_rt.control.base import CommandRejected, Controller, Output
 from intera_rt.control.commands import InteractionCommand
-from intera_rt.control.trajectory import TrajectoryController, extrapolate
+from intera_rt.control.trajectory import TrajectoryController, extrapolate, sample_reference
 from intera_rt.numeric import clip
 from intera_rt.robot import LOOP_PERIOD
 
@@ -367,16 +367,9 @@ class InteractionController(Controller):
     def reference(self, parsed, state):
         """A TRAJECTORY_MODE sample: the joint reference the endpoint and nullspace references
         follow (extrapolated as the trajectory controller does)."""
-        now, idx = state.now, parsed.idx
-        p = self._joint_reference(now)[0].copy()
-        v, a = np.zeros(7), np.zeros(7)
-        p[idx] = parsed.arrays['position']
-        if 'velocity' in parsed.arrays:
-            v[idx] = parsed.arrays['velocity']
-        if 'acceleration' in parsed.arrays:
-            a[idx] = parsed.arrays['acceleration']
-        self._jp, self._jv, self._ja = self.arm.stop_at_limits(*extrapolate(p, v, a, now - parsed.stamp,
-                                                                  self.arm.vel_limit))
+        now = state.now
+        self._jp, self._jv, self._ja = sample_reference(parsed, self._joint_reference(now)[0],
+                                                        now, self.arm)
         self._jt = self._j_last = now
         self._driven = self._ref_dirty = True
 

@@ -33,6 +33,21 @@ def extrapolate(p, v, a, dt, vmax):
     return p_new, v_cap, np.where(capped, 0.0, a)
 
 
+def sample_reference(parsed, base, now, arm):
+    """The joint reference (p, v, a) a TRAJECTORY_MODE sample sets at `now`: its joints'
+    values over `base` (the reference in force: the joints it leaves out keep their
+    position, at rest), extrapolated from its stamp to now and stopped at the limits."""
+    idx = parsed.idx
+    p = base.copy()
+    v, a = np.zeros(7), np.zeros(7)
+    p[idx] = parsed.arrays['position']
+    if 'velocity' in parsed.arrays:
+        v[idx] = parsed.arrays['velocity']
+    if 'acceleration' in parsed.arrays:
+        a[idx] = parsed.arrays['acceleration']
+    return arm.stop_at_limits(*extrapolate(p, v, a, now - parsed.stamp, arm.vel_limit))
+
+
 class TrajectoryController(Controller):
     name = 'trajectory'
     joint_command_mode = 4
@@ -66,16 +81,9 @@ class TrajectoryController(Controller):
         return parsed, warnings
 
     def command(self, parsed, state):
-        now, idx = state.now, parsed.idx
-        p = self._advance(now)[0].copy()
-        v, a = np.zeros(7), np.zeros(7)
-        p[idx] = parsed.arrays['position']
-        if 'velocity' in parsed.arrays:
-            v[idx] = parsed.arrays['velocity']
-        if 'acceleration' in parsed.arrays:
-            a[idx] = parsed.arrays['acceleration']
-        # The sample refers to parsed.stamp: extrapolate it to now.
-        self.p, self.v, self.a = self.arm.stop_at_limits(*extrapolate(p, v, a, now - parsed.stamp, self.arm.vel_limit))
+        now = state.now
+        # The sample refers to parsed.stamp: extrapolated to now.
+        self.p, self.v, self.a = sample_reference(parsed, self._advance(now)[0], now, self.arm)
         self.t = now
 
     def _advance(self, now):
