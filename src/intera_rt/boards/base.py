@@ -340,6 +340,23 @@ class SimulatedPlant(JointBoards):
     simulated = True
     capabilities = frozenset(CAPABILITIES)     # every sim-only ability
 
+    def _init_plant(self, model, joint_names):
+        """The state both plants start from: joints at 0, at rest, nothing commanded, the
+        brakes on, plant time 0; the joints' limits. Returns model.limit_arrays of them."""
+        self.joint_names = tuple(joint_names)
+        lim = model.limit_arrays(self.joint_names)
+        self.lower, self.upper = lim['lower'], lim['upper']
+        self.effort_limit = lim['effort']
+        self._neg_effort_limit = -self.effort_limit
+        n = len(self.joint_names)
+        self.q = np.zeros(n)
+        self.qd = np.zeros(n)
+        self.tau_cmd = np.zeros(n)
+        self.tau_transmitted = np.zeros(n)
+        self.brakes = True
+        self.time = 0.0                            # s of plant time
+        return lim
+
     def read(self, time=None, period=None):
         return BoardsReading(self.q, self.qd, self.tau_transmitted, self.time, self.brakes,
                              self._fault)

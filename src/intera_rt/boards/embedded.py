@@ -45,7 +45,7 @@ import pinocchio as pin
 from scipy.linalg.blas import dsymv
 from scipy.linalg.lapack import dposv, dpotrs
 
-from intera_rt.boards.base import (BackendOption, Contact, JointBoards, SimulatedPlant,
+from intera_rt.boards.base import (BackendOption, Contact, SimulatedPlant,
                                    check_obstacle)
 from intera_rt.model import ARM_JOINTS, HEAD_JOINTS
 from intera_rt.model.robot_model import BASE_FRAME
@@ -91,33 +91,22 @@ class EmbeddedBoards(SimulatedPlant):
             raise ValueError('contact_damping must be finite and >= 0 N·s/m, got %r'
                              % (contact_damping,))
         self.contact_stiffness, self.contact_damping = k, c
-        self.joint_names = tuple(joint_names)
+        lim = self._init_plant(model, joint_names)
         self.substeps = int(substeps)
         if self.substeps < 1:
             raise ValueError('substeps must be >= 1, got %r' % (substeps,))
-        self.time = 0.0                # s of plant time
         self._urdf_xml = model.urdf_xml
         self.pin = pin.buildModelFromXML(model.urdf_xml)
         self.data = self.pin.createData()
         # Pinocchio orders joints depth-first; map ours onto its q/v indices.
         self._idx = np.array([self.pin.joints[self.pin.getJointId(n)].idx_v for n in self.joint_names])
-        lim = model.limit_arrays(self.joint_names)
-        self.lower, self.upper = lim['lower'], lim['upper']
         # The hard stops sit a little beyond the limits the software keeps to (as on an arm:
         # a controller holding a joint at its limit must not press on the stop).
         self.stop_lower, self.stop_upper = self.lower - HARD_STOP_MARGIN, self.upper + HARD_STOP_MARGIN
-        self.effort_limit = lim['effort']
-        self._neg_effort_limit = -self.effort_limit
         self.damping, self.coulomb = lim['damping'], lim['friction']
         # Pinocchio 2.x leaves model.armature out of ABA/CRBA: add it to M ourselves.
         self._armature_matrix = np.zeros((self.pin.nv, self.pin.nv))
         self._armature_matrix[self._idx, self._idx] = lim['armature']
-        n = len(self.joint_names)
-        self.q = np.zeros(n)
-        self.qd = np.zeros(n)
-        self.tau_cmd = np.zeros(n)
-        self.tau_transmitted = np.zeros(n)
-        self.brakes = True
         self._wrenches = []          # [frame_id, 6-vector in base (force; torque), remaining s]
         self._full_q = pin.neutral(self.pin)
         self._full_v = np.zeros(self.pin.nv)

@@ -60,7 +60,6 @@ same topics and services, for machines without Gazebo) as a child process.
 """
 import math
 import os
-import select
 import struct
 import subprocess
 import sys
@@ -71,8 +70,9 @@ import numpy as np
 import pinocchio as pin
 
 from intera_rt.boards.base import BackendOption, BoardsError, BoardsReading, JointBoards
+from intera_rt.direct_writes import DirectWrites
 from intera_rt.numeric import clip as _clip
-from intera_rt.robot import BOARD_JOINTS, LOOP_PERIOD
+from intera_rt.robot import BOARD_JOINTS
 
 NAMESPACE = '/sawyer_gazebo'
 CONTROLLER = 'effort_controller'
@@ -112,30 +112,6 @@ class _Efforts:
 
     def serialize(self, buff):
         buff.write(self.data)
-
-
-class _DirectWrites:
-    """A subscriber connection of the command topic, written by the publishing thread
-    itself: no writer thread to wake (rospy's queued publishing costs ~100-200 µs a message
-    and its latency here), the command is on the wire when write() returns. A command the
-    socket cannot take at once is dropped (the subscriber stopped reading) rather than
-    blocking the loop."""
-
-    def __init__(self, connection, stats, key='dropped_commands'):
-        self._connection, self._stats, self._key = connection, stats, key
-        self._writable = select.poll()
-        self._writable.register(connection.fileno(), select.POLLOUT)
-
-    def __getattr__(self, name):           # everything else is the wrapped transport's
-        if name.startswith('__'):
-            raise AttributeError(name)
-        return getattr(self._connection, name)
-
-    def write_data(self, data):
-        if not self._writable.poll(0):
-            self._stats[self._key] += 1
-            return True
-        return self._connection.write_data(data)
 
 
 def gazebo_body(model, link):
@@ -284,8 +260,10 @@ class GazeboBoards(JointBoards):
             warnings.simplefilter('ignore', SyntaxWarning)
             self._pub = rospy.Publisher(self.command_topic, Float64MultiArray, queue_size=None,
                                         tcp_nodelay=True)
+        # Written by the loop's thread: no writer thread to wake, the command on the wire
+        # when write() returns; one the socket cannot take is dropped, never blocking a tick.
         add = self._pub.impl.add_connection
-        self._pub.impl.add_connection = lambda c: add(_DirectWrites(c, self.stats))
+        self._pub.impl.add_connection = lambda c: add(DirectWrites(c, self._dropped_command))
         self._subs = [rospy.Subscriber(self.state_topic, JointState, self._on_joint_state,
                                        queue_size=1, tcp_nodelay=True),
                       rospy.Subscriber('/clock', Clock, self._on_clock, queue_size=1)]
@@ -311,6 +289,9 @@ class GazeboBoards(JointBoards):
                                       % (self.state_topic, self.connect_timeout, self.namespace))
                 self._lock.wait(min(left, 0.1))
         self._take()
+
+    def _dropped_command(self, _conn):
+        self.stats['dropped_commands'] += 1
 
     def _unpause(self):
         """/gazebo/unpause_physics, if Gazebo offers it (logged either way)."""

@@ -46,7 +46,8 @@ import pinocchio as pin
 
 from intera_rt.boards.embedded import EmbeddedBoards
 from intera_rt.boards.pacing import WallPacer
-from intera_rt.boards.gazebo import (CONTROLLER, MODEL, NAMESPACE, _DirectWrites, _shift,
+from intera_rt.direct_writes import DirectWrites
+from intera_rt.boards.gazebo import (CONTROLLER, MODEL, NAMESPACE, _shift,
                                      body_com, gazebo_body)
 from intera_rt.model import RobotModel
 from intera_rt.numeric import clip as _clip
@@ -124,7 +125,10 @@ class GazeboStandin:
             warnings.simplefilter('ignore', SyntaxWarning)
             pub = rospy.Publisher(topic, msg_type, queue_size=None, tcp_nodelay=True)
         add = pub.impl.add_connection
-        pub.impl.add_connection = lambda c: add(_DirectWrites(c, self.stats, 'dropped'))
+
+        def dropped(_conn):
+            self.stats['dropped'] += 1
+        pub.impl.add_connection = lambda c: add(DirectWrites(c, dropped))
         return pub
 
     def _on_command(self, msg):

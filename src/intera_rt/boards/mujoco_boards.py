@@ -39,7 +39,7 @@ import threading
 import mujoco
 import numpy as np
 
-from intera_rt.boards.base import (BackendOption, BoardsError, Contact, JointBoards,
+from intera_rt.boards.base import (BackendOption, BoardsError, Contact,
                                    SimulatedPlant, check_obstacle)
 from intera_rt.model.robot_model import GRAVITY
 from intera_rt.numeric import clip as _clip
@@ -265,7 +265,7 @@ class MujocoBoards(SimulatedPlant):
         if not (math.isfinite(contact_timeconst) and contact_timeconst >= 2 * h):
             raise ValueError('contact_timeconst must be >= 2 MuJoCo steps (%g s), got %r'
                              % (2 * h, contact_timeconst))
-        self.joint_names = tuple(joint_names)
+        self._init_plant(model, joint_names)
         self.substeps = substeps
         self.table = bool(table)
         self.viewer = bool(viewer)
@@ -281,17 +281,6 @@ class MujocoBoards(SimulatedPlant):
                               % self.joint_names[jids.index(min(jids))])
         self._qadr = np.array([m.jnt_qposadr[j] for j in jids])
         self._dof = np.array([m.jnt_dofadr[j] for j in jids])
-        lim = model.limit_arrays(self.joint_names)
-        self.lower, self.upper = lim['lower'], lim['upper']
-        self.effort_limit = lim['effort']
-        self._neg_effort_limit = -self.effort_limit
-        n = len(self.joint_names)
-        self.q = np.zeros(n)
-        self.qd = np.zeros(n)
-        self.tau_cmd = np.zeros(n)
-        self.tau_transmitted = np.zeros(n)
-        self.brakes = True
-        self.time = 0.0
         self._steps = 0                 # physics steps taken (contacts are cached per step)
         self._wrenches = []             # [body id, force (3), torque about the origin (3), s left]
         self._obstacles = {}            # name → Obstacle record, in the order first added

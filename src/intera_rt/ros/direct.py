@@ -5,13 +5,13 @@ Shared by the nodes that publish at the robot's state rate (realtime_loop's stat
 robot_state_publisher's /tf)."""
 import math
 import os
-import select
-import socket
 import struct
 import time
 import warnings
 
 import rospy
+
+from intera_rt.direct_writes import DirectWrites
 
 SEND_BUFFER = 64 << 10                # bytes queued per subscriber at most
 LOG_EVERY = 2.0                       # s between repeats of one throttled log line
@@ -104,46 +104,18 @@ def wire_string(text):
     return struct.pack('<I', len(data)) + data
 
 
-class _DirectConnection:
-    """A subscriber connection of a periodic topic, written from the publishing thread itself.
-
-    rospy's queued connections hand each message to a writer thread per subscriber: a
-    thread wake-up per message and subscriber, which on this kind of machine costs more
-    than the message (and adds its latency to every state). Written directly instead, a
-    message that the subscriber's socket cannot take at once is dropped for that subscriber,
-    as a full queue drops its oldest: a client that stops reading never holds the robot.
-    The socket's send buffer is capped (SEND_BUFFER, a second or two of the topic): left to
-    autotune it would grow to megabytes — minutes of states a stalled client never reads."""
-
-    def __init__(self, connection, topic, log):
-        connection.socket.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, SEND_BUFFER)
-        self._connection = connection
-        self._topic, self._log = topic, log
-        self._writable = select.poll()
-        self._writable.register(connection.fileno(), select.POLLOUT)
-        self.dropped = 0
-
-    def __getattr__(self, name):           # everything else is the wrapped transport's
-        if name.startswith('__'):
-            raise AttributeError(name)
-        return getattr(self._connection, name)
-
-    def write_data(self, data):
-        if not self._writable.poll(0):
-            self.dropped += 1
-            self._log(rospy.logwarn, 'dropped:' + self._topic,
-                      '%s: subscriber %s is not reading; %d message(s) dropped for it'
-                      % (self._topic, self._connection.endpoint_id, self.dropped))
-            return True
-        return self._connection.write_data(data)
-
-
 def periodic_publisher(topic, msg_type, log, **kwargs):
     """A publisher for a topic sent at a fixed rate: written from the thread that publishes
-    it, one _DirectConnection per subscriber. `log` is a Throttle."""
+    it (DirectWrites per subscriber, each socket's send buffer capped at SEND_BUFFER, a
+    second or two of the topic); a subscriber that is not reading is logged through `log`,
+    a Throttle."""
     with warnings.catch_warnings():          # rospy warns about queue_size=None
         warnings.simplefilter('ignore', SyntaxWarning)
         publisher = rospy.Publisher(topic, msg_type, queue_size=None, **kwargs)
     add = publisher.impl.add_connection
-    publisher.impl.add_connection = lambda c: add(_DirectConnection(c, topic, log))
+
+    def dropped(conn):
+        log(rospy.logwarn, 'dropped:' + topic, '%s: subscriber %s is not reading; %d message(s) '
+            'dropped for it' % (topic, conn.endpoint_id, conn.dropped))
+    publisher.impl.add_connection = lambda c: add(DirectWrites(c, dropped, SEND_BUFFER))
     return publisher
