@@ -18,8 +18,8 @@ from xmlrpc.server import SimpleXMLRPCServer
 
 import numpy as np
 
-ROBOT_NODES = ('/realtime_loop', '/PositionKinematicsNode', '/joint_trajectory_action_server',
-               '/motion_controller', '/io', '/robot_state_publisher')
+from intera_rt.robot_process import IK_NODE, JTAS_NODE, ROBOT_NODES, TF_NODE  # noqa: F401 (tests)
+
 ARM = ['right_j%d' % i for i in range(7)]
 
 
@@ -174,7 +174,7 @@ class NodeWatch:
         for pid in children(self.pids['/realtime_loop']):
             try:
                 with open('/proc/%d/cmdline' % pid, 'rb') as f:
-                    if b'spawn_main' in f.read():
+                    if b'intera_rt.realtime.process' in f.read():
                         return pid
             except OSError:
                 pass

@@ -17,6 +17,7 @@ import numpy as np
 import pytest
 
 from rosharness import latest, wait_for
+from robot_watch import JTAS_NODE
 from intera_rt import robot  # noqa: E402
 
 pytestmark = [pytest.mark.sawyer_args(['--sim-time', '--speed', '0.5']),
@@ -216,7 +217,7 @@ def test_server_is_advertised_and_logs_running(ros, robot):
     import rosgraph
     master = rosgraph.Master('/jtas_test')
     pubs, subs, _ = master.getSystemState()
-    assert any(t == ACTION + '/goal' and '/joint_trajectory_action_server' in n for t, n in subs)
+    assert any(t == ACTION + '/goal' and JTAS_NODE in n for t, n in subs)
     wait_for(lambda: 'Joint Trajectory Action Server Running' in robot.log_path.read_text(),
              10.0, 'the server\'s "Running" log line')
 

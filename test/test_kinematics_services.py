@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from rosharness import wait_for
+from robot_watch import IK_NODE
 from intera_rt import robot  # noqa: E402
 
 ARM = ['right_j%d' % i for i in range(7)]
@@ -300,7 +301,7 @@ def test_ik_bad_pose_answered_with_failure_and_log(svc):
 
         def logged(*words):
             return any(all(w in m.msg for w in words) and m.level == Log.ERROR
-                       for m in list(seen) if 'PositionKinematicsNode' in m.name)
+                       for m in list(seen) if m.name == IK_NODE)
         wait_for(lambda: logged('pose_stamp[0].pose.position', 'nan'), 5.0,
                  'an error log naming pose_stamp[0].pose.position and its value')
         wait_for(lambda: logged('pose_stamp[2].pose.orientation', 'norm 0'), 5.0,

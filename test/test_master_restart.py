@@ -16,11 +16,9 @@ from pathlib import Path
 
 import pytest
 
-from intera_rt.robot_process import RobotProcess, free_port
+from intera_rt.robot_process import ROBOT_NODES, RobotProcess, free_port
 
 REPO = Path(__file__).resolve().parents[1]
-ROBOT_NODES = ('/realtime_loop', '/PositionKinematicsNode', '/joint_trajectory_action_server',
-               '/motion_controller', '/io', '/robot_state_publisher')
 BACK_TIMEOUT = 30.0           # s (wall) for every node to be registered again
 
 # A client as a user writes one: its own process, its own rospy node.

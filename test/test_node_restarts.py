@@ -5,9 +5,9 @@ one), and it serves again.
 
   motion_controller killed mid-motion  → the robot's command timeout brings the arm to a
                                          hold within 0.2 s + braking; a new goal succeeds
-  joint_trajectory_action_server       → the same, through FollowJointTrajectory
-  PositionKinematicsNode killed during → the motion is not disturbed; IK answers again
-  a JTAS motion
+  the JTAS's node killed mid-motion    → the same, through FollowJointTrajectory; IK and
+                                         FK answer again (the same process)
+  io killed during a JTAS motion       → the motion is not disturbed; /tf flows again
 
 Sim time at 1x: durations are robot time."""
 import os
@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 from rosharness import wait_for
-from robot_watch import ARM, master, node_pid
+from robot_watch import ARM, IK_NODE, JTAS_NODE, TF_NODE, master, node_pid
 
 SAWYER_ARGS = ['--sim-time', '--speed', '1']
 NEUTRAL = np.array([0.0, -1.18, 0.0, 2.18, 0.0, 0.57, 3.3161])
@@ -143,56 +143,35 @@ def _jtas_goal(q0, q1, duration):
 
 
 def test_jtas_killed_mid_motion(ros):
-    import actionlib
-    import rospy
-    from control_msgs.msg import FollowJointTrajectoryAction
-    from test_joint_modes import now
-    ns = '/robot/limb/right/follow_joint_trajectory'
-    teleport()
-    client = actionlib.SimpleActionClient(ns, FollowJointTrajectoryAction)
-    assert client.wait_for_server(rospy.Duration(30.0))
-    before = registrations_of('/joint_trajectory_action_server')
-    target = NEUTRAL + np.r_[1.0, 0, 0, 0, 0, 0, 0]
-    client.send_goal(_jtas_goal(NEUTRAL, target, 3.0))
-    ros['js'].wait(lambda m: np.abs(qd_of(m)).max() > 0.2, 20.0, 'the arm moving')
-    old = kill('/joint_trajectory_action_server')
-    t_kill = now()
-    holds_after(ros['js'], t_kill, COMMAND_TIMEOUT + 0.3)
-    wait_respawned('/joint_trajectory_action_server', old)
-    assert_no_stale_registration('/joint_trajectory_action_server', before)
-    fresh = actionlib.SimpleActionClient(ns, FollowJointTrajectoryAction)
-    assert fresh.wait_for_server(rospy.Duration(60.0)), 'the restarted JTAS'
-    q = q_of(ros['js'].last())
-    fresh.send_goal(_jtas_goal(q, NEUTRAL, 2.0))
-    assert fresh.wait_for_result(rospy.Duration(60.0))
-    assert fresh.get_result().error_code == 0, fresh.get_result().error_string
-
-
-def test_kinematics_killed_during_a_motion(ros):
+    """The JTAS's node (the motion controller's process, which also serves IK and FK)."""
     import actionlib
     import rospy
     from control_msgs.msg import FollowJointTrajectoryAction
     from intera_core_msgs.srv import SolvePositionFK, SolvePositionFKRequest
     from sensor_msgs.msg import JointState
     from test_joint_modes import now
-    teleport()
-    name = '/PositionKinematicsNode'
+    ns = '/robot/limb/right/follow_joint_trajectory'
     fk_name = '/ExternalTools/right/PositionKinematicsNode/FKService'
-    before = registrations_of(name)
-    client = actionlib.SimpleActionClient('/robot/limb/right/follow_joint_trajectory',
-                                          FollowJointTrajectoryAction)
-    assert client.wait_for_server(rospy.Duration(60.0))
-    target = NEUTRAL + np.r_[0.5, 0, 0, 0, 0, 0, 0]
-    client.send_goal(_jtas_goal(NEUTRAL, target, 2.0))
-    ros['js'].wait(lambda m: np.abs(qd_of(m)).max() > 0.1, 20.0, 'the arm moving')
-    old = kill(name)
+    teleport()
+    client = actionlib.SimpleActionClient(ns, FollowJointTrajectoryAction)
+    assert client.wait_for_server(rospy.Duration(30.0))
+    before = registrations_of(JTAS_NODE)
+    target = NEUTRAL + np.r_[1.0, 0, 0, 0, 0, 0, 0]
+    client.send_goal(_jtas_goal(NEUTRAL, target, 3.0))
+    ros['js'].wait(lambda m: np.abs(qd_of(m)).max() > 0.2, 20.0, 'the arm moving')
+    old = kill(JTAS_NODE)
     t_kill = now()
-    # the motion carries on undisturbed to its end
-    assert client.wait_for_result(rospy.Duration(30.0))
-    assert client.get_result().error_code == 0, client.get_result().error_string
-    assert np.abs(q_of(ros['js'].last()) - target).max() < 0.01
-    wait_respawned(name, old)
-    assert_no_stale_registration(name, before)
+    holds_after(ros['js'], t_kill, COMMAND_TIMEOUT + 0.3)
+    wait_respawned(JTAS_NODE, old)
+    assert_no_stale_registration(JTAS_NODE, before)
+    fresh = actionlib.SimpleActionClient(ns, FollowJointTrajectoryAction)
+    assert fresh.wait_for_server(rospy.Duration(60.0)), 'the restarted JTAS'
+    q = q_of(ros['js'].last())
+    fresh.send_goal(_jtas_goal(q, NEUTRAL, 2.0))
+    assert fresh.wait_for_result(rospy.Duration(60.0))
+    assert fresh.get_result().error_code == 0, fresh.get_result().error_string
+    # IK and FK answer again (IK_NODE is the same process)
+    assert IK_NODE == JTAS_NODE
     rospy.wait_for_service(fk_name, 30.0)
     req = SolvePositionFKRequest(configuration=[JointState(name=ARM, position=list(NEUTRAL))],
                                  tip_names=['right_hand'])
@@ -200,4 +179,36 @@ def test_kinematics_killed_during_a_motion(ros):
     assert list(resp.isValid) == [True]
     p = resp.pose_stamp[0].pose.position
     assert abs(p.x - 0.4496) < 1e-3 and abs(p.z - 0.2158) < 1e-3
+
+
+def test_io_killed_during_a_motion(ros):
+    """io (the IO devices, and robot_state_publisher's /tf) killed during a JTAS motion: the
+    motion carries on undisturbed to its end; io comes back and /tf flows again."""
+    import actionlib
+    import rospy
+    from control_msgs.msg import FollowJointTrajectoryAction
+    from tf2_msgs.msg import TFMessage
+    from test_joint_modes import now
+    teleport()
+    before = registrations_of(TF_NODE)
+    client = actionlib.SimpleActionClient('/robot/limb/right/follow_joint_trajectory',
+                                          FollowJointTrajectoryAction)
+    assert client.wait_for_server(rospy.Duration(60.0))
+    target = NEUTRAL + np.r_[0.5, 0, 0, 0, 0, 0, 0]
+    client.send_goal(_jtas_goal(NEUTRAL, target, 2.0))
+    ros['js'].wait(lambda m: np.abs(qd_of(m)).max() > 0.1, 20.0, 'the arm moving')
+    old = kill(TF_NODE)
+    t_kill = now()
+    # the motion carries on undisturbed to its end
+    assert client.wait_for_result(rospy.Duration(30.0))
+    assert client.get_result().error_code == 0, client.get_result().error_string
+    assert np.abs(q_of(ros['js'].last()) - target).max() < 0.01
+    wait_respawned(TF_NODE, old)
+    assert_no_stale_registration(TF_NODE, before)
+    heard = []
+    sub = rospy.Subscriber('/tf', TFMessage, lambda m: heard.append(m._connection_header['callerid']))
+    try:
+        wait_for(lambda: TF_NODE in heard, 30.0, '/tf from the restarted ' + TF_NODE)
+    finally:
+        sub.unregister()
     assert now() > t_kill

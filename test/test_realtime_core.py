@@ -84,3 +84,46 @@ def test_the_process_answers_over_its_pipe_and_ends_with_it(model):
         conn.close()
     proc.join(10.0)
     assert not proc.is_alive(), 'the core outlived its adapter'
+
+
+def test_lockstep_waits_for_the_published_state_and_wakes_on_the_shared_page():
+    """Under sim time the core runs RUN_AHEAD ticks past the last state the adapter marked
+    published, then waits; marking it in the shared page alone lets it go on (the pipe
+    message is only a faster wake-up), and `published` says when the core waited."""
+    import time
+    proc, conn = process.start(dict(q_arm=NEUTRAL, q_head=0.0, sim_time=True,
+                                    speed=float('inf')))
+
+    def ticks_sent(until):
+        """The tick of each state the core sends until nothing comes for `until` s."""
+        out = []
+        while conn.poll(until):
+            msg = conn.recv()
+            if msg[0] == 'state':
+                out.append(int(state_field(msg[1], 'tick')))
+        return out
+    try:
+        assert conn.poll(60.0), 'the core did not boot'
+        ready = conn.recv()
+        assert ready[0] == 'ready', ready
+        boot = int(state_field(ready[1], 'tick'))
+        first = ticks_sent(0.5)
+        # it stopped RUN_AHEAD ticks past its boot state, the last of them sent
+        assert first and first[-1] == boot + process.RUN_AHEAD, first
+        # the page alone: the core waits, so the adapter is told to wake it; not waking it
+        # still lets it go on within WAIT_SLICE
+        assert proc.lockstep.published(first[-1]) is True
+        t0 = time.monotonic()
+        second = ticks_sent(0.5)
+        assert second and second[-1] == first[-1] + process.RUN_AHEAD, second
+        assert second[0] == first[-1] + process.PUBLISH_EVERY
+        assert time.monotonic() - t0 < 10.0
+        # the pipe's wake-up still works (what the adapter sends when the page says so)
+        proc.lockstep.published(second[-1])
+        conn.send(('published', second[-1]))
+        third = ticks_sent(0.5)
+        assert third and third[-1] == second[-1] + process.RUN_AHEAD, third
+    finally:
+        conn.close()
+    proc.join(10.0)
+    assert not proc.is_alive(), 'the core outlived its adapter'

@@ -25,7 +25,7 @@ from collections import namedtuple
 import numpy as np
 import pytest
 
-from robot_watch import (ArmWatch, FakePublisher, NodeWatch, Rosout, closed_by_peer, connect,
+from robot_watch import (IK_NODE, JTAS_NODE, ArmWatch, FakePublisher, NodeWatch, Rosout, closed_by_peer, connect,
                          read_header, service_port, tcpros_header, topic_port)
 
 os.environ['INTERA_RT_LOG_EVERY'] = '0'        # inherited by the robot this module boots
@@ -40,8 +40,8 @@ NAN, INF = math.nan, math.inf
 POSITION, VELOCITY, TORQUE, TRAJECTORY = 1, 2, 3, 4
 STILL = 1e-3          # rad: "did not move"
 SETTLE = 0.2          # s (wall, sim time at 1x) watched after the rejection for motion
-RT, KINEMATICS, JTAS, MC, IO = ('/realtime_loop', '/PositionKinematicsNode',
-                                '/joint_trajectory_action_server', '/motion_controller', '/io')
+RT, MC, IO = ('/realtime_loop', '/motion_controller', '/io')
+KINEMATICS, JTAS = IK_NODE, JTAS_NODE
 
 Log = namedtuple('Log', 'node pattern')
 Result = namedtuple('Result', 'check words')

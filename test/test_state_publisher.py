@@ -8,8 +8,9 @@ import numpy as np
 import pytest
 
 from rosharness import latest, wait_for
+from robot_watch import TF_NODE
 
-NODE = '/robot_state_publisher'
+NODE = TF_NODE                 # on the robot, robot_state_publisher runs in this node
 MOVABLE = {'head_pan'} | {'right_j%d' % i for i in range(7)}
 
 

@@ -11,6 +11,7 @@ import pytest
 import PyKDL as kdl
 
 from rosharness import latest, wait_connected, wait_for
+from robot_watch import TF_NODE
 from intera_rt.model import default_urdf_path
 from test_motion_controller import goal, waypoint
 
@@ -107,7 +108,7 @@ def static_children():
     """Children on robot_state_publisher's latched /tf_static, as a new listener hears it."""
     from tf2_msgs.msg import TFMessage
     with latest('/tf_static', TFMessage) as rec:
-        msg = rec.wait(10, predicate=lambda m: m._connection_header['callerid'] == '/robot_state_publisher')
+        msg = rec.wait(10, predicate=lambda m: m._connection_header['callerid'] == TF_NODE)
     return {t.child_frame_id for t in msg.transforms}
 
 

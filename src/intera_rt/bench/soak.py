@@ -39,13 +39,12 @@ import numpy as np
 
 from intera_rt.bench import own_robot, wait_for
 from intera_rt.robot import NEUTRAL
+from intera_rt.robot_process import ROBOT_NODES
 
 ARM = ['right_j%d' % i for i in range(7)]
 NS = '/robot/limb/right/'
 SIM = '/intera_rt/sim/'
 KIN = '/ExternalTools/right/PositionKinematicsNode/'
-ROBOT_NODES = ('/realtime_loop', '/PositionKinematicsNode', '/joint_trajectory_action_server',
-               '/motion_controller', '/io', '/robot_state_publisher')
 TARGETS = {'crashes': 0, 'rss_growth_pct': 5.0, 'tick_p99_drift': 1.5, 'results_missing': 0,
            'memory_total_mb': 600.0}
 BOOT_TIMEOUT = 120.0
@@ -70,7 +69,7 @@ def process_name(pid):
         if a.startswith('__name:='):
             return a[len('__name:='):]
     text = ' '.join(argv)
-    for key, name in (('spawn_main', 'realtime_core'), ('resource_tracker', 'resource_tracker'),
+    for key, name in (('intera_rt.realtime.process', 'realtime_core'),
                       ('rosmaster', 'rosmaster'), ('roslaunch', 'roslaunch'),
                       ('intera_rt.sawyer', 'scripts/sawyer')):
         if key in text:

@@ -8,12 +8,17 @@ pacing by the wall clock. The ROS adapter starts it with `start()` and talks ove
                                                                  (control.commands), applied
                                                                  before the next tick
                    ('published', tick)                           under sim time: the state
-                                                                 of that tick is out
+                                                                 of that tick is out (sent
+                                                                 only to wake a core that
+                                                                 waits: see Lockstep)
                    ('quit',)
   core → adapter   ('ready', state, priority note, simulated)    once, after boot
                    ('failed', reason)                            instead, when it cannot boot
-                   ('state', state, wall_time)                   every PUBLISH_EVERY ticks
-                   ('clock', t)                                  under sim time
+                   ('state', state, wall_time, clock)            every PUBLISH_EVERY ticks;
+                                                                 clock: publish /clock at
+                                                                 the state's time first
+                   ('clock', t)                                  under sim time, at a tick
+                                                                 that sends no state
                    ('logs', [(level, key, text), ...])
                    ('stats', {...})                              every 1000 ticks
                    ('reply', reply_id, result)
@@ -25,15 +30,21 @@ the arm: the core runs at most RUN_AHEAD ticks past the last state the adapter h
 published, then waits for it (commands keep being applied while it waits). Without this
 the pipe's buffer let it run seconds ahead at --speed max, and a command took effect that
 much sim time after it was sent. Under the wall clock the core never waits for anyone.
+The adapter says which state it has out in a page both processes map (Lockstep), and
+writes to the pipe only when the core is waiting for it: at --speed max a write per state
+cost the adapter a fifth of its time and the core a read per 10 ticks.
 """
 import ctypes
 import gc
 import math
-import multiprocessing
+import mmap
+import multiprocessing.connection
 import os
 import select
 import signal
 import socket
+import subprocess
+import sys
 import time
 
 import numpy as np
@@ -48,6 +59,7 @@ CLOCK_MAX_STEP = 0.02                 # s of sim time between two /clock message
 RUN_AHEAD = 2 * PUBLISH_EVERY         # ticks (sim time) past the last published state
 MCL_CURRENT, MCL_FUTURE = 1, 2        # mlockall flags (Linux)
 BOARDS_WAIT = 10 * PERIOD             # s: the longest wait for boards that own the clock
+WAIT_SLICE = 0.002                    # s: a core waiting for the adapter looks at Lockstep again
 
 
 class TickStats:
@@ -86,14 +98,71 @@ class TickStats:
 
 
 def start(config):
-    """Spawn the realtime process (a fresh interpreter: the adapter's threads are not
-    forked). Returns (process, connection)."""
-    ctx = multiprocessing.get_context('spawn')
-    ours, theirs = ctx.Pipe(duplex=True)
-    proc = ctx.Process(target=main, args=(theirs, config), name='realtime_core', daemon=True)
-    proc.start()
-    theirs.close()
-    return proc, ours
+    """Start the realtime process: a fresh interpreter (the adapter's threads are not
+    forked) that imports only the core (`python -m intera_rt.realtime.process FD PAGE`; not
+    multiprocessing's spawn, which imports the parent's main module again — rospy and
+    every message of the adapter, 13 MB — and starts a resource tracker, 12 MB more).
+    The config is its first message. Returns (process, connection)."""
+    ours, theirs = socket.socketpair()
+    page = os.memfd_create('intera_rt_lockstep')
+    try:
+        proc = CoreProcess(subprocess.Popen(
+            [sys.executable, '-m', 'intera_rt.realtime.process', str(theirs.fileno()), str(page)],
+            pass_fds=(theirs.fileno(), page), close_fds=True), Lockstep(page))
+    finally:
+        theirs.close()
+        os.close(page)
+    conn = multiprocessing.connection.Connection(ours.detach())
+    conn.send(config)
+    return proc, conn
+
+
+class Lockstep:
+    """A page shared by the adapter and the core: the last tick whose state the adapter
+    has published, and whether the core is waiting for a newer one. The core reads it each
+    tick (no system call); the adapter wakes it through the pipe only when it waits.
+    (Python's stores are not fenced, so both may miss each other's latest write: a waiting
+    core also looks again every WAIT_SLICE s.)"""
+
+    PUBLISHED, WAITING = 0, 1
+
+    def __init__(self, fd):
+        if os.fstat(fd).st_size < mmap.PAGESIZE:
+            os.ftruncate(fd, mmap.PAGESIZE)
+        self._map = mmap.mmap(fd, mmap.PAGESIZE)
+        self.slots = memoryview(self._map).cast('q')
+
+    def published(self, tick):
+        """Adapter: the state of `tick` is out. True when the core waits for it (send
+        ('published', tick) to wake it)."""
+        self.slots[self.PUBLISHED] = tick
+        return bool(self.slots[self.WAITING])
+
+
+class CoreProcess:
+    """The realtime process as the adapter sees it (multiprocessing.Process's calls, and
+    `lockstep`, the shared page)."""
+
+    def __init__(self, popen, lockstep):
+        self._popen = popen
+        self.pid = popen.pid
+        self.lockstep = lockstep
+
+    def is_alive(self):
+        return self._popen.poll() is None
+
+    @property
+    def exitcode(self):
+        return self._popen.poll()
+
+    def join(self, timeout=None):
+        try:
+            self._popen.wait(timeout)
+        except subprocess.TimeoutExpired:
+            pass
+
+    def terminate(self):
+        self._popen.terminate()
 
 
 def _grow_send_buffer(conn):
@@ -104,10 +173,12 @@ def _grow_send_buffer(conn):
         sock.close()
 
 
-def main(conn, config):
+def main(conn, config, lockstep=None):
     """config: urdf, backend, backend_options, q_arm, q_head, enabled, homed, sim_time,
     speed (inf = max), priority, tick_log, options (stage name → {key: value}), lock_memory
-    (True, False or "auto": locked when paced by the wall clock under SCHED_FIFO)."""
+    (True, False or "auto": locked when paced by the wall clock under SCHED_FIFO).
+    lockstep: the Lockstep page shared with the adapter (None: only the pipe's
+    ('published', tick) messages count)."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)      # the adapter decides when to stop
     try:
         model = RobotModel(config['urdf']) if config.get('urdf') else RobotModel.from_file()
@@ -118,12 +189,12 @@ def main(conn, config):
         conn.send(('failed', '%s: %s' % (type(exc).__name__, exc)))
         return
     try:
-        _run(conn, core, config)
+        _run(conn, core, config, lockstep)
     finally:
         core.close()                                   # brakes on, the boards shut down
 
 
-def _run(conn, core, config):
+def _run(conn, core, config, lockstep):
     _grow_send_buffer(conn)
     stats = TickStats(log_path=config.get('tick_log', ''))
     sim_time, speed = config.get('sim_time', False), config.get('speed', 1.0)
@@ -146,14 +217,15 @@ def _run(conn, core, config):
     conn.send(('ready', core.state_vector(), priority, core.boards.simulated))
 
     try:
-        _loop(conn, core, stats, sim_time, clock_every, wall_period)
+        _loop(conn, core, stats, sim_time, clock_every, wall_period, lockstep)
     except (EOFError, OSError):
         return                                         # the adapter is gone
 
 
-def _loop(conn, core, stats, sim_time, clock_every, wall_period):
+def _loop(conn, core, stats, sim_time, clock_every, wall_period, lockstep=None):
     pacer = Pacer(wall_period)
     published = [core.tick_count]          # the last tick whose state the adapter has out
+    shared = lockstep.slots if lockstep is not None else None
     poller = select.poll()
     poller.register(conn.fileno(), select.POLLIN)
     boards_clock = core.boards.owns_clock  # wait for the boards' next state, tick on it
@@ -164,8 +236,13 @@ def _loop(conn, core, stats, sim_time, clock_every, wall_period):
             core.boards.wait_cycle(BOARDS_WAIT)
         elif sim_time and core.tick_count - published[0] >= RUN_AHEAD:
             # Lockstep: wait for the adapter (applying what it sends meanwhile).
-            if not _receive(conn, poller, core, published, timeout=1.0):
+            if shared is not None and _caught_up(shared, published, core.tick_count):
+                continue
+            if not _receive(conn, poller, core, published,
+                            timeout=1.0 if shared is None else WAIT_SLICE):
                 return
+            if shared is not None:
+                shared[Lockstep.WAITING] = 0
             pacer.restart()                         # (paced sim time restarts its clock)
             continue
         t0 = time.perf_counter()
@@ -173,10 +250,13 @@ def _loop(conn, core, stats, sim_time, clock_every, wall_period):
             return
         core.tick()
         n = core.tick_count
-        if sim_time and not sim_clock and n % clock_every == 0:
-            conn.send(('clock', core.now))
+        clock = sim_time and not sim_clock and n % clock_every == 0
         if n % PUBLISH_EVERY == 0:
-            conn.send(('state', core.state_vector(), time.time()))
+            # (one message for both: in a VM each write that wakes the adapter costs tens
+            # of µs, as much as a tenth of a tick)
+            conn.send(('state', core.state_vector(), time.time(), clock))
+        elif clock:
+            conn.send(('clock', core.now))
         logs = core.take_logs()
         if logs:
             conn.send(('logs', logs))
@@ -189,6 +269,21 @@ def _loop(conn, core, stats, sim_time, clock_every, wall_period):
             conn.send(('stats', summary))
         if wall_period > 0.0:
             pacer.wait()
+
+
+def _caught_up(shared, published, tick):
+    """Has the adapter published a recent enough state (the Lockstep page says)? If not,
+    the page says the core waits (the adapter then wakes it through the pipe), and is read
+    once more: the adapter may have written just before."""
+    published[0] = max(published[0], shared[Lockstep.PUBLISHED])
+    if tick - published[0] < RUN_AHEAD:
+        return True
+    shared[Lockstep.WAITING] = 1
+    published[0] = max(published[0], shared[Lockstep.PUBLISHED])
+    if tick - published[0] < RUN_AHEAD:
+        shared[Lockstep.WAITING] = 0
+        return True
+    return False
 
 
 class Pacer:
@@ -330,3 +425,10 @@ def _realtime_priority(priority):
         return 'SCHED_FIFO priority %d' % priority
     except (OSError, AttributeError) as exc:
         return 'no realtime priority (%s): ticks may be late under load' % exc
+
+
+if __name__ == '__main__':
+    # Started by start(): the connection's descriptor and the Lockstep page's are the
+    # arguments, the config is the connection's first message.
+    _conn = multiprocessing.connection.Connection(int(sys.argv[1]))
+    main(_conn, _conn.recv(), Lockstep(int(sys.argv[2])))

@@ -83,7 +83,10 @@ class ArmCalibration:
         self._received = {}              # goal id → time.monotonic() of its arrival
         self._work = queue.Queue()
         rospy.Subscriber('/robot/state', RobotAssemblyState, self._on_state, queue_size=1)
-        rospy.Subscriber('/robot/joint_states', JointState, self._on_joints, queue_size=1)
+        # (tcp_nodelay as the motion controller's and the JTAS's: in one process they share
+        # the subscription, and the last one made sets it)
+        rospy.Subscriber('/robot/joint_states', JointState, self._on_joints, queue_size=1,
+                         tcp_nodelay=True)
         rospy.Subscriber('/robot/joint_limits', JointLimits, self._on_limits, queue_size=1)
         rospy.Subscriber('/io/end_effector/config', IONodeConfiguration, self._on_end_effector,
                          queue_size=1)

@@ -2,16 +2,20 @@
 started with the robot (what the SDK's JTAS script provides on a user PC, served here
 robot-side). It drives the arm only through the robot's public interface:
 /robot/limb/right/joint_command, reading
-/robot/joint_states, /robot/joint_limits, /robot/state, collision_detection_state and the
-cuff. The trajectory logic (validation, spline, tolerance checks) is
-intera_rt.motion.joint_trajectory; this node is its ROS adapter.
+/robot/joint_states, /robot/joint_limits, /robot/state, the cuff, and
+/intera_rt/realtime_state (zero-G, and the collision stop collision_detection_state also
+reports: one subscription fewer costs less at --speed max). The trajectory logic
+(validation, spline, tolerance checks) is intera_rt.motion.joint_trajectory; this node is
+its ROS adapter.
 
 Action: ``~action_ns`` (default /robot/limb/right/follow_joint_trajectory), an actionlib
 ActionServer: every goal gets an answer; a valid new goal preempts the running one (which
 ends PREEMPTED, "preempted by a new goal") and continues from its desired state without a
 jump; an invalid new goal is rejected and leaves the running one alone.
 
-Parameters (private)
+Parameters (private: ~ is the node's private namespace when it runs alone; on the robot it
+runs in the motion controller's process, and they are
+/motion_controller/joint_trajectory_action_server/<name>)
   ~mode         position_w_id (default): TRAJECTORY_MODE with position, velocity and
                 acceleration of the spline (inverse-dynamics feed-forward on the robot);
                 position: POSITION_MODE stream of positions, as the SDK's server sends
@@ -95,7 +99,7 @@ import rospy
 from actionlib_msgs.msg import GoalStatus, GoalStatusArray
 from control_msgs.msg import (FollowJointTrajectoryAction, FollowJointTrajectoryFeedback,
                               FollowJointTrajectoryResult)
-from intera_core_msgs.msg import (CollisionDetectionState, IODeviceStatus, JointCommand,
+from intera_core_msgs.msg import (IODeviceStatus, JointCommand,
                                   JointLimits, RobotAssemblyState)
 from intera_rt_msgs.msg import RealtimeState
 from sensor_msgs.msg import JointState
@@ -150,27 +154,29 @@ class _Stopping:
 
 
 class JointTrajectoryActionServer:
-    def __init__(self):
-        self.mode = str(rospy.get_param('~mode', 'position_w_id')).strip()
+    def __init__(self, params='~'):
+        """params: where its parameters are (a namespace ending in '/')."""
+        self._params = params
+        self.mode = str(self._param('mode', 'position_w_id')).strip()
         if self.mode not in MODES:
             raise ValueError('~mode %r: expected one of %s' % (self.mode, ', '.join(MODES)))
-        self.rate = float(rospy.get_param('~rate', 100.0))
+        self.rate = float(self._param('rate', 100.0))
         if not (math.isfinite(self.rate) and self.rate > 0):
             raise ValueError('~rate must be > 0 Hz, got %r' % self.rate)
-        self.action_ns = str(rospy.get_param('~action_ns', LIMB_NS + 'follow_joint_trajectory'))
+        self.action_ns = str(self._param('action_ns', LIMB_NS + 'follow_joint_trajectory'))
         stopped = 0.2 if self.mode == 'position_w_id' else 0.25
         self.defaults_args = dict(
-            path=float(rospy.get_param('~path_tolerance', 0.2)),
-            goal=float(rospy.get_param('~goal_tolerance', 0.0)),
-            stopped_velocity=float(rospy.get_param('~stopped_velocity_tolerance', stopped)),
-            goal_time=float(rospy.get_param('~goal_time', 0.1)))
+            path=float(self._param('path_tolerance', 0.2)),
+            goal=float(self._param('goal_tolerance', 0.0)),
+            stopped_velocity=float(self._param('stopped_velocity_tolerance', stopped)),
+            goal_time=float(self._param('goal_time', 0.1)))
         for key, value in self.defaults_args.items():
             if not math.isfinite(value):
                 raise ValueError('tolerance parameter %s must be finite, got %r' % (key, value))
-        self.kp = float(rospy.get_param('~velocity_kp', 5.0))
+        self.kp = float(self._param('velocity_kp', 5.0))
         if not (math.isfinite(self.kp) and self.kp >= 0):
             raise ValueError('~velocity_kp must be finite and >= 0, got %r' % self.kp)
-        self.lead = float(rospy.get_param('~command_lead', 0.002))
+        self.lead = float(self._param('command_lead', 0.002))
         if not (math.isfinite(self.lead) and 0 <= self.lead <= 0.1):
             raise ValueError('~command_lead must be within [0, 0.1] s, got %r' % self.lead)
         self.arm = list(rospy.get_param('/robot_config/right_config/joint_names', list(ARM_JOINTS)))
@@ -197,8 +203,6 @@ class JointTrajectoryActionServer:
         rospy.Subscriber('/robot/joint_states', JointState, self._on_joint_states, queue_size=1,
                          tcp_nodelay=True)
         rospy.Subscriber('/robot/state', RobotAssemblyState, self._on_robot_state, queue_size=1)
-        rospy.Subscriber(LIMB_NS + 'collision_detection_state', CollisionDetectionState,
-                         self._on_collision, queue_size=10)
         rospy.Subscriber('/io/robot/cuff/state', IODeviceStatus, self._on_cuff, queue_size=10)
         rospy.Subscriber('/intera_rt/realtime_state', RealtimeState, self._on_realtime_state,
                          queue_size=1)
@@ -231,6 +235,9 @@ class JointTrajectoryActionServer:
         self._thread.start()
         threading.Thread(target=self._watch_others, name='jtas_others', daemon=True).start()
         rospy.on_shutdown(self._on_shutdown)
+
+    def _param(self, name, default):
+        return rospy.get_param(self._params + name, default)
 
     # --- another server of the action: yield to it --------------------------------------------
     def _other_servers(self):
@@ -339,9 +346,9 @@ class JointTrajectoryActionServer:
     def _on_robot_state(self, msg):
         self._robot = msg
 
-    def _on_collision(self, msg):
-        self._collision = bool(msg.collision_state)
-        if msg.collision_state:
+    def _on_collision(self, collision):
+        self._collision = collision
+        if collision:
             self._collision_event = True
 
     def _on_cuff(self, msg):
@@ -356,6 +363,7 @@ class JointTrajectoryActionServer:
 
     def _on_realtime_state(self, msg):
         self._zero_g = bool(msg.zero_g)
+        self._on_collision(bool(msg.collision))
 
     def _on_speed_ratio(self, msg):
         if math.isfinite(msg.data):
@@ -687,19 +695,31 @@ class JointTrajectoryActionServer:
                 pass
 
 
-def main(argv=None):
-    init_node('joint_trajectory_action_server', argv=argv)
+def serve(params='~'):
+    """Start the server in this node (it waits for the robot's state first) with its
+    parameters under `params`. Returns it, or None when ROS shut down first; ValueError for
+    a bad parameter."""
     try:
-        server = JointTrajectoryActionServer()
-    except ValueError as exc:
-        rospy.logfatal('joint_trajectory_action_server: %s', exc)
-        sys.exit(2)
+        server = JointTrajectoryActionServer(params)
     except rospy.ROSInterruptException:
-        return
+        return None
     rospy.loginfo('Joint Trajectory Action Server Running: %s mode, %.0f Hz, action %s%s',
                   server.mode, server.rate, server.action_ns,
                   ' (yielded to %s)' % ', '.join(server.yielded_to) if server.yielded_to else '')
-    rospy.spin()
+    return server
+
+
+def main(argv=None):
+    """The server as a node of its own (the SDK's way; on the robot it runs in the motion
+    controller's process: intera_rt.ros.motion_controller)."""
+    init_node('joint_trajectory_action_server', argv=argv)
+    try:
+        server = serve()
+    except ValueError as exc:
+        rospy.logfatal('joint_trajectory_action_server: %s', exc)
+        sys.exit(2)
+    if server is not None:
+        rospy.spin()
 
 
 if __name__ == '__main__':

@@ -25,9 +25,9 @@ Like any other client, it reaches the arm only through the robot's public interf
        /motion/interpolated_path (intera_motion_msgs/InterpolatedPath, latched: the
        planned path every path_interpolation_step seconds, when that is > 0)
   sub  /robot/joint_states, /robot/state (disabled / stopped / error → the motion ends with
-       CONTROLLER_NOT_FOLLOWING), /robot/limb/right/collision_detection_state (a collision
-       the robot detected ends it the same way; the robot itself stops and holds the arm),
-       /intera_rt/realtime_state (zero-G activated by the cuff → the motion ends with
+       CONTROLLER_NOT_FOLLOWING), /intera_rt/realtime_state (a collision the robot detected,
+       as collision_detection_state also reports it, ends it the same way, the robot itself
+       stopping and holding the arm; zero-G activated by the cuff → the motion ends with
        ZERO_G_ACTIVATED_DURING_TRAJECTORY), /robot/limb/right/suppress_collision_avoidance
        (std_msgs/Empty at ≥ 5 Hz: no pre-motion self-collision check)
 The robot model (/robot_description) follows the robot's description when a URDF fragment
@@ -35,7 +35,15 @@ changes it (announced on /intera_rt/robot_description), and is re-read when a go
 an endpoint it lacks.
 
 The same process serves /calibration_command (intera_rt.ros.calibration), as a client of
-/motion/motion_command.
+/motion/motion_command; the IK and FK services (intera_rt.ros.kinematics_node, which also
+runs alone as nodes/kinematics); and, unless ~jtas is false, the joint trajectory action
+server (intera_rt.ros.joint_trajectory_action_server, parameters under
+~joint_trajectory_action_server/; alone:
+nodes/joint_trajectory_action_server). Each robot process costs its own interpreter, numpy
+and Pinocchio, ~50 MB before its own work, and each subscriber process wakes for every
+state message: at --speed max an idle JTAS in a process of its own took 14 % of a core and
+10 % of the lockstep speed. Here they share one process and one subscription to each
+state topic (README "Nodes", "Memory").
 """
 import dataclasses
 import queue
@@ -44,11 +52,10 @@ import threading
 import time
 import traceback
 
-import actionlib
 import numpy as np
 import rospy
 from actionlib_msgs.msg import GoalStatus
-from intera_core_msgs.msg import (CollisionDetectionState, InteractionControlCommand, JointCommand,
+from intera_core_msgs.msg import (InteractionControlCommand, JointCommand,
                                   RobotAssemblyState)
 from intera_rt_msgs.msg import RealtimeState
 from intera_motion_msgs.msg import (InterpolatedPath, MotionCommandAction, MotionCommandFeedback,
@@ -173,8 +180,6 @@ class MotionController:
         self.pub_path = rospy.Publisher('/motion/interpolated_path', InterpolatedPath, queue_size=1, latch=True)
         rospy.Subscriber('/robot/joint_states', JointState, self._on_joint_states, queue_size=1, tcp_nodelay=True)
         rospy.Subscriber('/robot/state', RobotAssemblyState, self._on_robot_state, queue_size=1)
-        rospy.Subscriber(NS + 'collision_detection_state', CollisionDetectionState, self._on_collision,
-                         queue_size=1)
         rospy.Subscriber(NS + 'suppress_collision_avoidance', Empty, self._on_suppress, queue_size=1)
         rospy.Subscriber('/intera_rt/realtime_state', RealtimeState, self._on_realtime_state,
                          queue_size=1)
@@ -205,13 +210,11 @@ class MotionController:
     def _on_robot_state(self, msg):
         self.enabled = bool(msg.enabled and not msg.stopped and not msg.error)
 
-    def _on_collision(self, msg):
-        if msg.collision_state:
-            self.collision_at = rospy.get_time()
-
     def _on_realtime_state(self, msg):
         self.zero_g = bool(msg.zero_g)
         self.controller = msg.controller
+        if msg.collision:                  # (what collision_detection_state also says)
+            self.collision_at = rospy.get_time()
 
     def _on_suppress(self, _msg):
         self.suppress_until = rospy.get_time() + SUPPRESS_WINDOW
@@ -630,15 +633,26 @@ class MotionController:
 def main(argv=None):
     init_node('motion_controller', argv=argv)
     sys.setswitchinterval(0.0005)     # the executor thread must not wait on the planner's CPU
+    # (imported here: what imports this module for MotionController needs none of them)
+    from intera_rt.ros import joint_trajectory_action_server as jtas
+    from intera_rt.ros.calibration import ArmCalibration
+    from intera_rt.ros.kinematics_node import PositionKinematicsNode
     try:
+        # IK and FK first: the SDK's Limb waits 5 s for them (robot_contract G5).
+        PositionKinematicsNode()
         MotionController()
-        # The arm calibration routine (/calibration_command), a client of this node's action:
-        # here rather than a node of its own, which would cost lockstep speed under sim time.
-        from intera_rt.ros.calibration import ArmCalibration
+        # The arm calibration routine (/calibration_command), a client of this node's action.
         ArmCalibration()
-    except ValueError as exc:         # e.g. a /robot_description refused (model.safe_xml)
+    except (ValueError, KeyError) as exc:   # e.g. a /robot_description refused (model.safe_xml)
         rospy.logfatal('motion_controller: %s', exc)
         sys.exit(2)
+    if rospy.get_param('~jtas', True):
+        # The joint trajectory action server, its parameters under
+        # ~joint_trajectory_action_server/. A bad one leaves it out, not the rest.
+        try:
+            jtas.serve(rospy.get_name() + '/joint_trajectory_action_server/')
+        except ValueError as exc:
+            rospy.logerr('joint_trajectory_action_server not started: %s', exc)
     rospy.spin()
 
 

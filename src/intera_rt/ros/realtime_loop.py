@@ -440,10 +440,14 @@ class RealtimeLoop:
                 self.pub_clock.publish(Clock(clock=rospy.Time.from_sec(msg[1])))
             elif kind == 'state':
                 self._state, self._state_wall = msg[1], msg[2]
+                if msg[3]:               # /clock first: the state's stamp is not in the future
+                    self.pub_clock.publish(Clock(clock=rospy.Time.from_sec(self._field('t'))))
                 self._publish_state()
                 if self.sim_time:        # lockstep: the core may go on (process.RUN_AHEAD)
-                    with self._send_lock:
-                        self.conn.send(('published', int(self._field('tick'))))
+                    tick = int(self._field('tick'))
+                    if self.proc.lockstep.published(tick):      # it waits for this: wake it
+                        with self._send_lock:
+                            self.conn.send(('published', tick))
             elif kind == 'logs':
                 for level, key, text in msg[1]:
                     self.log_throttled(log[level], key, text)

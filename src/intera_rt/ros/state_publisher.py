@@ -8,6 +8,10 @@ joint is republished at most this often in its stamps' time); ~use_tf_static and
 ~ignore_timestamp keep their defaults (true, false), and tf_prefix, which tf2 dropped, is
 not supported.
 
+On the robot it runs inside the io process (node /io, which is then the publisher of /tf
+and /tf_static and holds ~publish_frequency): a process of its own cost 60 MB. Alone
+(nodes/robot_state_publisher) it is a node like ROS's, joint_states remappable.
+
 Unlike ROS's, it follows the robot's description when a URDF fragment changes it (the new
 description arrives on the latched /intera_rt/robot_description): /tf_static is
 republished with the new fixed joints, /tf carries the new movable ones that
@@ -58,7 +62,8 @@ class _Layout:
 
 
 class StatePublisher:
-    def __init__(self):
+    def __init__(self, joint_states='joint_states'):
+        """joint_states: the topic it follows (relative: remappable, as ROS's node's)."""
         self.log_throttled = Throttle()
         urdf = rospy.get_param('robot_description', None)
         if not urdf:
@@ -79,7 +84,7 @@ class StatePublisher:
         self.pub_static = rospy.Publisher('/tf_static', TFMessage, queue_size=1, latch=True)
         self.pub_static.publish(self._fixed_message(self.frames, rospy.Time.now()))
         rospy.Subscriber(DESCRIPTION_TOPIC, String, self._on_description, queue_size=1)
-        self.topic = rospy.resolve_name('joint_states')
+        self.topic = rospy.resolve_name(joint_states)
         rospy.Subscriber(self.topic, JointState, self._on_joint_states, queue_size=1,
                          tcp_nodelay=True)
         rospy.loginfo('robot_state_publisher: %d movable joints on /tf (at most %.0f Hz each), '
