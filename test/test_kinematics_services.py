@@ -323,3 +323,35 @@ def test_ik_bad_seed_and_gain_fail_that_entry(svc):
     assert list(ik(bad_gain).result_type) == [-1]
     bad_mode = ik_request([{'pose': pose_stamped(TARGET_POS, TARGET_QUAT)}], seed_mode=9)
     assert list(ik(bad_mode).result_type) == [-1]
+
+
+def test_the_node_alone_serves_the_same_answers(robot, svc):
+    """nodes/kinematics, the IK/FK services as a node of their own (on the robot they run in
+    the motion controller's process), its services remapped beside the robot's: the same FK
+    pose and an IK solution for the fk_service_client's target."""
+    import subprocess
+    import rospy
+    from intera_core_msgs.srv import SolvePositionFK, SolvePositionIK
+    from intera_rt.robot_process import REPO
+    alone = '/kinematics_alone/'
+    proc = subprocess.Popen([str(REPO / 'nodes' / 'kinematics'), '__name:=kinematics_alone',
+                             NS + 'IKService:=' + alone + 'IKService',
+                             NS + 'FKService:=' + alone + 'FKService'],
+                            env=robot.environ(), stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)
+    try:
+        rospy.wait_for_service(alone + 'FKService', 60.0)
+        rospy.wait_for_service(alone + 'IKService', 60.0)
+        fk = rospy.ServiceProxy(alone + 'FKService', SolvePositionFK)
+        p, _ = fk_pose(fk, dict(zip(ARM, FK_CLIENT_ANGLES)))
+        p_robot, _ = fk_pose(svc[1], dict(zip(ARM, FK_CLIENT_ANGLES)))
+        assert tuple(p) == pytest.approx(tuple(p_robot), abs=1e-9)
+        ik = rospy.ServiceProxy(alone + 'IKService', SolvePositionIK)
+        resp = ik(ik_request([{'pose': pose_stamped(TARGET_POS, TARGET_QUAT)}]))
+        assert resp.result_type[0] > 0
+        q = dict(zip(resp.joints[0].name, resp.joints[0].position))
+        p_ik, _ = fk_pose(svc[1], q)
+        assert tuple(p_ik) == pytest.approx(TARGET_POS, abs=1e-3)
+    finally:
+        proc.terminate()
+        proc.wait(15)
