@@ -1,7 +1,9 @@
-"""A subscriber connection written by the thread that publishes. No ROS import: the Gazebo
-backend (boards) and the ROS adapters (ros) both use it."""
+"""A subscriber connection written by the thread that publishes, and a publisher made of
+them. Outside boards/ and ros/: the Gazebo backend (boards) and the ROS adapters (ros) both
+use it (rospy is imported only when a publisher is made)."""
 import select
 import socket
+import warnings
 
 
 class DirectWrites:
@@ -40,3 +42,15 @@ class DirectWrites:
             self._on_drop(self)
             return True
         return self._connection.write_data(data)
+
+
+def direct_publisher(topic, msg_type, on_drop, send_buffer=None, **kwargs):
+    """A rospy publisher whose subscriber connections are DirectWrites (on_drop and
+    send_buffer as there; kwargs: rospy.Publisher's, e.g. tcp_nodelay)."""
+    import rospy
+    with warnings.catch_warnings():          # rospy warns about queue_size=None
+        warnings.simplefilter('ignore', SyntaxWarning)
+        publisher = rospy.Publisher(topic, msg_type, queue_size=None, **kwargs)
+    add = publisher.impl.add_connection
+    publisher.impl.add_connection = lambda c: add(DirectWrites(c, on_drop, send_buffer))
+    return publisher

@@ -70,7 +70,7 @@ import numpy as np
 import pinocchio as pin
 
 from intera_rt.boards.base import BackendOption, BoardsError, BoardsReading, JointBoards
-from intera_rt.direct_writes import DirectWrites
+from intera_rt.direct_writes import direct_publisher
 from intera_rt.numeric import clip as _clip
 from intera_rt.robot import BOARD_JOINTS
 
@@ -255,15 +255,10 @@ class GazeboBoards(JointBoards):
             self._start_standin()
         n = len(self.joint_names)
         self._msg, self._wd_msg = _Efforts(n), _Efforts(n)     # (one per publishing thread)
-        import warnings
-        with warnings.catch_warnings():          # rospy warns about queue_size=None
-            warnings.simplefilter('ignore', SyntaxWarning)
-            self._pub = rospy.Publisher(self.command_topic, Float64MultiArray, queue_size=None,
-                                        tcp_nodelay=True)
         # Written by the loop's thread: no writer thread to wake, the command on the wire
         # when write() returns; one the socket cannot take is dropped, never blocking a tick.
-        add = self._pub.impl.add_connection
-        self._pub.impl.add_connection = lambda c: add(DirectWrites(c, self._dropped_command))
+        self._pub = direct_publisher(self.command_topic, Float64MultiArray,
+                                     self._dropped_command, tcp_nodelay=True)
         self._subs = [rospy.Subscriber(self.state_topic, JointState, self._on_joint_state,
                                        queue_size=1, tcp_nodelay=True),
                       rospy.Subscriber('/clock', Clock, self._on_clock, queue_size=1)]

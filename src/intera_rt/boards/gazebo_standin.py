@@ -46,7 +46,7 @@ import pinocchio as pin
 
 from intera_rt.boards.embedded import EmbeddedBoards
 from intera_rt.boards.pacing import WallPacer
-from intera_rt.direct_writes import DirectWrites
+from intera_rt.direct_writes import direct_publisher
 from intera_rt.boards.gazebo import (CONTROLLER, MODEL, NAMESPACE, _shift,
                                      body_com, gazebo_body)
 from intera_rt.model import RobotModel
@@ -119,17 +119,9 @@ class GazeboStandin:
         of two topics through rospy's queues cost more than the physics; Gazebo's C++
         publishers do not); a subscriber that stops reading loses messages, never stalls
         the physics."""
-        import warnings
-        rospy = self._rospy
-        with warnings.catch_warnings():
-            warnings.simplefilter('ignore', SyntaxWarning)
-            pub = rospy.Publisher(topic, msg_type, queue_size=None, tcp_nodelay=True)
-        add = pub.impl.add_connection
-
         def dropped(_conn):
             self.stats['dropped'] += 1
-        pub.impl.add_connection = lambda c: add(DirectWrites(c, dropped))
-        return pub
+        return direct_publisher(topic, msg_type, dropped, tcp_nodelay=True)
 
     def _on_command(self, msg):
         data = msg.data

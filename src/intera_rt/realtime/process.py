@@ -173,12 +173,11 @@ def _grow_send_buffer(conn):
         sock.close()
 
 
-def main(conn, config, lockstep=None):
+def main(conn, config, lockstep):
     """config: urdf, backend, backend_options, q_arm, q_head, enabled, homed, sim_time,
     speed (inf = max), priority, tick_log, options (stage name → {key: value}), lock_memory
     (True, False or "auto": locked when paced by the wall clock under SCHED_FIFO).
-    lockstep: the Lockstep page shared with the adapter (None: only the pipe's
-    ('published', tick) messages count)."""
+    lockstep: the Lockstep page shared with the adapter."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)      # the adapter decides when to stop
     try:
         model = RobotModel(config['urdf']) if config.get('urdf') else RobotModel.from_file()
@@ -222,10 +221,10 @@ def _run(conn, core, config, lockstep):
         return                                         # the adapter is gone
 
 
-def _loop(conn, core, stats, sim_time, clock_every, wall_period, lockstep=None):
+def _loop(conn, core, stats, sim_time, clock_every, wall_period, lockstep):
     pacer = Pacer(wall_period)
     published = [core.tick_count]          # the last tick whose state the adapter has out
-    shared = lockstep.slots if lockstep is not None else None
+    shared = lockstep.slots
     poller = select.poll()
     poller.register(conn.fileno(), select.POLLIN)
     boards_clock = core.boards.owns_clock  # wait for the boards' next state, tick on it
@@ -236,13 +235,11 @@ def _loop(conn, core, stats, sim_time, clock_every, wall_period, lockstep=None):
             core.boards.wait_cycle(BOARDS_WAIT)
         elif sim_time and core.tick_count - published[0] >= RUN_AHEAD:
             # Lockstep: wait for the adapter (applying what it sends meanwhile).
-            if shared is not None and _caught_up(shared, published, core.tick_count):
+            if _caught_up(shared, published, core.tick_count):
                 continue
-            if not _receive(conn, poller, core, published,
-                            timeout=1.0 if shared is None else WAIT_SLICE):
+            if not _receive(conn, poller, core, published, timeout=WAIT_SLICE):
                 return
-            if shared is not None:
-                shared[Lockstep.WAITING] = 0
+            shared[Lockstep.WAITING] = 0
             pacer.restart()                         # (paced sim time restarts its clock)
             continue
         t0 = time.perf_counter()

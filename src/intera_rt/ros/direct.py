@@ -7,11 +7,10 @@ import math
 import os
 import struct
 import time
-import warnings
 
 import rospy
 
-from intera_rt.direct_writes import DirectWrites
+from intera_rt.direct_writes import direct_publisher
 
 SEND_BUFFER = 64 << 10                # bytes queued per subscriber at most
 LOG_EVERY = 2.0                       # s between repeats of one throttled log line
@@ -109,13 +108,7 @@ def periodic_publisher(topic, msg_type, log, **kwargs):
     it (DirectWrites per subscriber, each socket's send buffer capped at SEND_BUFFER, a
     second or two of the topic); a subscriber that is not reading is logged through `log`,
     a Throttle."""
-    with warnings.catch_warnings():          # rospy warns about queue_size=None
-        warnings.simplefilter('ignore', SyntaxWarning)
-        publisher = rospy.Publisher(topic, msg_type, queue_size=None, **kwargs)
-    add = publisher.impl.add_connection
-
     def dropped(conn):
         log(rospy.logwarn, 'dropped:' + topic, '%s: subscriber %s is not reading; %d message(s) '
             'dropped for it' % (topic, conn.endpoint_id, conn.dropped))
-    publisher.impl.add_connection = lambda c: add(DirectWrites(c, dropped, SEND_BUFFER))
-    return publisher
+    return direct_publisher(topic, msg_type, dropped, SEND_BUFFER, **kwargs)
