@@ -36,11 +36,11 @@ BEYOND_SHIPPING = pose(SHIPPING, j3=2.85)
 
 
 class Controller:
-    collision_avoidance = True
+    role = None
 
 
 class TrajectoryController:
-    collision_avoidance = False
+    role = 'planned'
 
 
 @pytest.fixture(scope='module')

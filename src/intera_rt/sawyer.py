@@ -4,6 +4,7 @@ Usage (normally through ``scripts/sawyer``, which sets up the environment):
 
     scripts/sawyer [--sim-time [--speed X|max]] [--backend NAME]
                    [--backend-option KEY=VALUE ...] [--viewer]
+                   [--stage-option STAGE.KEY=VALUE ...]
                    [--pose neutral|shipping|A0,A1,...,A6] [--disabled]
                    [--unhomed] [--gripper] [--velocity-scaling] [--no-jtas]
                    [--rviz [--rviz-config FILE]] [--screen]
@@ -11,7 +12,7 @@ Usage (normally through ``scripts/sawyer``, which sets up the environment):
 Validates the options, then runs
 
     roslaunch intera_rt sawyer.launch sim_time:=... speed:=... backend:=...
-              backend_options:={...} pose:=... disabled:=... unhomed:=... gripper:=...
+              backend_options:={...} stage_options:={...} pose:=... disabled:=... unhomed:=... gripper:=...
               jtas:=... rviz:=... [rviz_config:=...]
 
 in the foreground.  roslaunch starts a ROS master at ROS_MASTER_URI when
@@ -107,6 +108,12 @@ def build_parser():
         help="an option of the backend, e.g. --backend-option table=true (repeatable; "
              "'--backend-option help' lists the backend's options)")
     parser.add_argument(
+        '--stage-option', action='append', default=[], metavar='STAGE.KEY=VALUE',
+        dest='stage_options',
+        help="an option of a realtime stage, e.g. --stage-option "
+             "collision_detection.squish_threshold=15 (repeatable; '--stage-option help' "
+             "lists every stage's options; README \"Realtime plugins\")")
+    parser.add_argument(
         '--viewer', action='store_true',
         help="open the backend's interactive viewer (mujoco; needs a display)")
     parser.add_argument(
@@ -201,6 +208,7 @@ def parse_args(argv=None):
         args.backend_options = check_backend(args.backend, options)
     except (ValueError, ImportError) as exc:
         parser.error(str(exc))
+    args.stage_options = _stage_options(parser, args.stage_options)
     if args.pose not in NAMED_POSES:
         # Check limits here: a required node that exits makes roslaunch stop with code 0.
         from intera_rt.model import ARM_JOINTS, RobotModel
@@ -211,6 +219,27 @@ def parse_args(argv=None):
                 parser.error('--pose: %s = %g is outside its limits [%g, %g]'
                              % (name, angle, lim.lower, lim.upper))
     return args
+
+
+def _stage_options(parser, items):
+    """--stage-option STAGE.KEY=VALUE items as {stage: {key: value}}, checked against the
+    stages' declared options (control.registry) before anything starts."""
+    from intera_rt.control.registry import check_stage_options, stage_option_help
+    options = {}
+    for item in items:
+        if item.strip() == 'help':
+            print('options of the realtime stages (--stage-option STAGE.KEY=VALUE):')
+            print('\n'.join('  ' + line for line in stage_option_help()))
+            parser.exit(0)
+        name, sep, value = item.partition('=')
+        stage, dot, key = name.strip().partition('.')
+        if not sep or not dot or not stage or not key:
+            parser.error('--stage-option %r: expected STAGE.KEY=VALUE' % item)
+        options.setdefault(stage, {})[key] = value.strip()
+    try:
+        return check_stage_options(options)
+    except ValueError as exc:
+        parser.error(str(exc))
 
 
 def roslaunch_command(args):
@@ -224,6 +253,8 @@ def roslaunch_command(args):
         'backend:=%s' % args.backend,
         # a YAML flow mapping: the launch file loads it as ~backend_options
         'backend_options:=%s' % json.dumps(getattr(args, 'backend_options', {}) or {}),
+        # loaded as realtime_loop's ~<stage>/<key> parameters
+        'stage_options:=%s' % json.dumps(getattr(args, 'stage_options', {}) or {}),
         'pose:=%s' % args.pose,
         'disabled:=%s' % ('true' if args.disabled else 'false'),
         'unhomed:=%s' % ('true' if args.unhomed else 'false'),

@@ -40,6 +40,7 @@ from typing import NamedTuple
 import numpy as np
 
 from intera_rt.numeric import clip
+from intera_rt.options import Option, parse_option_value  # noqa: F401 (re-exported)
 
 # Obstacle shapes and how many size values each takes: a box's 3 full edge lengths, a
 # sphere's radius (m).
@@ -71,42 +72,8 @@ class BoardsReading:
     fault: str = ''        # '' healthy; else what is wrong, e.g. 'right_j3 board: over-temperature'
 
 
-class BackendOption(NamedTuple):
-    """One option a backend takes (JointBoards.OPTIONS)."""
-    type: type               # bool, int, float or str
-    default: object
-    help: str
-
-
-def parse_option_value(option, key, value):
-    """`value` (a Python value from a ROS parameter, or a string from the command line) as
-    option's type; ValueError naming the option and the value otherwise."""
-    kind = option.type
-    if isinstance(value, str) and kind is not str:
-        text = value.strip().lower()
-        if kind is bool:
-            if text in ('true', '1', 'yes', 'on'):
-                return True
-            if text in ('false', '0', 'no', 'off'):
-                return False
-            raise ValueError('backend option %s must be true or false, got %r' % (key, value))
-        try:
-            value = kind(text)
-        except ValueError:
-            raise ValueError('backend option %s must be %s, got %r'
-                             % (key, 'an integer' if kind is int else 'a number', value)) from None
-    if kind is bool and not isinstance(value, bool):
-        raise ValueError('backend option %s must be true or false, got %r' % (key, value))
-    if kind is int and (isinstance(value, bool) or not isinstance(value, int)):
-        raise ValueError('backend option %s must be an integer, got %r' % (key, value))
-    if kind is float:
-        if isinstance(value, bool) or not isinstance(value, (int, float)) \
-                or not math.isfinite(value):
-            raise ValueError('backend option %s must be a finite number, got %r' % (key, value))
-        value = float(value)
-    if kind is str and not isinstance(value, str):
-        raise ValueError('backend option %s must be a string, got %r' % (key, value))
-    return value
+# A backend's option (JointBoards.OPTIONS): the project's declared option (intera_rt.options).
+BackendOption = Option
 
 
 class Obstacle(NamedTuple):

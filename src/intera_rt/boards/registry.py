@@ -12,7 +12,8 @@ is best added to BACKENDS as 'module:Class'.
 """
 import importlib
 
-from intera_rt.boards.base import JointBoards, parse_option_value
+from intera_rt.boards.base import JointBoards
+from intera_rt.options import check_options, option_help as _option_help
 
 BACKENDS = {
     'embedded': 'intera_rt.boards.embedded:EmbeddedBoards',
@@ -54,14 +55,8 @@ def check_backend(name, options=None):
     """Validate backend `name` and its options (a dict; string values, as the command line
     gives them, are converted) without building anything. Returns the options with their
     declared types; ValueError naming the backend, option and value otherwise."""
-    cls = backend_class(name)
-    checked = {}
-    for key, value in dict(options or {}).items():
-        if key not in cls.OPTIONS:
-            raise ValueError('backend %r takes no option %r; its options: %s' % (
-                name, key, ', '.join(sorted(cls.OPTIONS)) or 'none'))
-        checked[key] = parse_option_value(cls.OPTIONS[key], key, value)
-    return checked
+    return check_options('backend %r' % name, backend_class(name).OPTIONS, dict(options or {}),
+                         'backend option')
 
 
 def make_boards(name, model, options=None):
@@ -75,6 +70,4 @@ def make_boards(name, model, options=None):
 
 def option_help(name):
     """'key (type, default d): help' lines of backend `name`'s options."""
-    cls = backend_class(name)
-    return ['%s (%s, default %r): %s' % (key, opt.type.__name__, opt.default, opt.help)
-            for key, opt in sorted(cls.OPTIONS.items())]
+    return _option_help(backend_class(name).OPTIONS)

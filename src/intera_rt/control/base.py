@@ -11,16 +11,27 @@ One tick (intera_rt.realtime.core.RealtimeCore.tick):
     boards write ← the sum, saturated at the effort limits
 
 Stages are pure objects: time comes in ArmState.now, nothing reads a clock. A stage is one
-module under control/ plus one line in control.registry. The core picks the active
-controller by a joint command's mode (Controller.joint_command_mode) and names three: the
-first registered controller, which the arm falls back to (hold), `zero_g`, which the cuff
-selects, and `interaction`, which interaction_control_command selects.
+module under control/ plus one line in control.registry; it declares its options (OPTIONS,
+checked when it is built: an unknown or mistyped one is refused). The core picks the active
+controller by a joint command's mode (Controller.joint_command_mode) or by role (ROLES:
+hold, zero_g, interaction), never by name; a monitor or additive that must not act under
+some controllers names their roles (idle_roles).
 Models: ros2_control's controller `update(time, period)`, dm_control's task hooks.
 """
 import math
 from dataclasses import dataclass
 
+from intera_rt.options import check_options
 from intera_rt.robot import SUPPRESS_WINDOW
+
+# The roles a controller may have (Controller.role): what the core picks it for, or what
+# other stages tell apart.
+ROLES = {
+    'hold': 'where the arm starts and what it falls back to (timeouts, halts, E-stop release)',
+    'zero_g': 'what the cuff selects: a person guides the arm',
+    'interaction': 'what interaction_control_command selects',
+    'planned': 'follows a planned, collision-checked path (TRAJECTORY_MODE)',
+}
 
 
 class CommandRejected(ValueError):
@@ -116,26 +127,35 @@ class Halt:
 
 class PluginContext:
     """What a stage is built from: the robot model, the arm's shared controller settings
-    (control.arm.Arm) and its options (ROS parameters of realtime_loop, by stage name)."""
+    (control.arm.Arm) and the options given (stage name → {key: value}: ROS parameters of
+    realtime_loop, ~<stage>/<key>)."""
 
     def __init__(self, model, arm, options=None):
         self.model = model
         self.arm = arm
         self.options = dict(options or {})
 
-    def option(self, stage, key, default):
-        """options[stage][key], or `default`."""
-        return self.options.get(stage, {}).get(key, default)
+    def options_of(self, stage):
+        """Stage class `stage`'s options: every one it declares (OPTIONS), as given
+        (checked against its type) or its default. ValueError naming the stage and listing
+        its options for one it does not declare."""
+        given = check_options('stage %r' % stage.name, stage.OPTIONS,
+                              self.options.get(stage.name) or {}, '%s option' % stage.name)
+        return {key: given.get(key, opt.default) for key, opt in stage.OPTIONS.items()}
 
 
 class Stage:
-    """What every stage has: a name (its registry key), the fields it adds to the core's
-    state vector (name, size), and a report of them each state period."""
+    """What every stage has: a name (its registry key), its options (OPTIONS: name →
+    intera_rt.options.Option; their values in self.options once built), the fields it adds
+    to the core's state vector (name, size), and a report of them each state period."""
     name = ''
+    kind = ''                       # controller, monitor or additive
+    OPTIONS = {}
     state_fields = ()
 
     def __init__(self, context):
         self.context = context
+        self.options = context.options_of(type(self))
 
     def report(self, put):
         """put(field, value) for each of `state_fields`."""
@@ -153,17 +173,14 @@ class Stage:
 
 class Controller(Stage):
     """One of the arm's joint controllers; exactly one is active at a time."""
+    kind = 'controller'
+    # What the core picks it for, or other stages tell it apart by (ROLES); None: none.
+    role = None
     # The JointCommand mode that selects this controller (None: joint_command never does).
     joint_command_mode = None
     # The command timeout applies: with no command for joint_command_timeout s the core
     # exits to hold.
     command_timeout = True
-    # Collision avoidance adds its torques while this controller is active (seed 000: not
-    # in trajectory mode).
-    collision_avoidance = True
-    # Collision detection watches the arm while this is active (not while a person guides
-    # it: their push is the external torque detection would see).
-    collision_detection = True
     # Its reference speed follows ArmState.speed_scale (the stages' speed_scale of where
     # it is heading).
     speed_scaling = False
@@ -207,6 +224,9 @@ class Controller(Stage):
 
 class Monitor(Stage):
     """Watches the arm each tick before the controller runs (collision detection, ...)."""
+    kind = 'monitor'
+    # The roles of the controllers under which it does not act (it still sees each tick).
+    idle_roles = ()
 
     def update(self, state, controller):
         """A Halt to stop the arm, or None. `controller` is the active one."""
@@ -216,6 +236,9 @@ class Monitor(Stage):
 class Additive(Stage):
     """Adds joint torques to the active controller's (gravity compensation, collision
     avoidance, ...)."""
+    kind = 'additive'
+    # The roles of the controllers under which it adds nothing.
+    idle_roles = ()
     # Its torques go into SEAJointState.interaction_torque (gravity's do not: they have
     # fields of their own).
     interaction = True

@@ -1,36 +1,21 @@
 """Collision avoidance (seed 000): when the inflated armnav shapes of two links overlap
 beyond what the robot's rest poses already overlap (model.avoidance), joint torques
-proportional to the overlap push the links apart. Active with every controller whose
-`collision_avoidance` is set (position, velocity, torque, hold; not trajectory), not while
+proportional to the overlap push the links apart: per pair overlapping by e, with
+g = ∂distance/∂q and ḋ = g·q̇, f = max(0, k·e − c·ḋ) (a spring-damper that never pulls) and
+τ = Σ g·f, faded out over the last LIMIT_BAND before a joint limit it would push past, each
+joint bounded to MAX_SHARE of its effort limit and in its rate of change to RATE_SHARE per
+tick (a controller driving deep into an overlap is not fought with saturated torques that
+flip sign as pairs come and go). Idle under a planned path (trajectory mode) and while
 /robot/limb/right/suppress_collision_avoidance keeps arriving.
 
-Per pair overlapping by e = −clearance > 0, with g = ∂distance/∂q (7) and ḋ = g·q̇:
-
-    f = max(0, k·e − c·ḋ)          (N; a spring-damper that never pulls)
-    τ = Σ g·f                      (N·m; faded out over the last LIMIT_BAND before a joint
-                                    limit it would push the joint past; each joint bounded
-                                    to MAX_SHARE of its effort limit and in its rate of
-                                    change to RATE_SHARE of it per tick)
-
-i.e. (J_b(p_b) − J_a(p_a))ᵀ·n·f with the witness points' world-aligned Jacobians.
-
 Also `velocity_scale`: distance-aware scaling of a reference velocity near the shapes
-(seed 002's directional_collision_scaling), for the core to apply to the position/velocity
-controllers' references when the `velocity_scaling` option (attribute) is on.
-
-Options (PluginContext.option('collision_avoidance', key, default)):
-    stiffness       k, N/m of overlap                      (STIFFNESS)
-    damping         c, N·s/m of closing speed              (DAMPING)
-    armnav_urdf     the armnav URDF text (default: urdf/sawyer_armnav.urdf of this checkout)
-    padding, zone   velocity_scale's zone, m of clearance  (model.avoidance defaults 0, 0.05)
-    velocity_scaling  bool: the core scales references    (False)
+(seed 002's directional_collision_scaling), applied by the core to the position and velocity
+controllers' references when the `velocity_scaling` option is on. Options: OPTIONS.
 
 State fields: `active` (1 while pushing), `torque` (7, N·m added this tick), `depth` (m,
 the deepest overlap beyond an allowance), `objects` (the shapes overlapping beyond their
-allowance, as a bit mask over model.avoidance.shape_links(armnav URDF), which depends on
-the URDF alone: the adapter names them with model.avoidance.objects_from_mask for
-CollisionAvoidanceState.collision_object; 17 shapes in the stock URDF, exact in the state
-vector's float64 up to 53).
+allowance, a bit mask over model.avoidance.shape_links(armnav URDF), named by the adapter
+with objects_from_mask; a float64 holds it exactly up to 53 shapes).
 """
 import math
 
@@ -40,48 +25,49 @@ from intera_rt.control.base import Additive
 from intera_rt.model.avoidance import (DEFAULT_PADDING, DEFAULT_ZONE, AvoidanceModel,
                                        default_armnav_path, objects_from_mask)
 from intera_rt.numeric import clip
+from intera_rt.options import Option
 from intera_rt.robot import ARM_JOINTS
 
 # Tuned against a computed-torque position hold (ω 40 rad/s, ζ 1) on the embedded plant
-# (test_collision_avoidance_core). A hold commanded into an overlap settles, without
-# ringing, pushed back: the hand folded 20.5 mm into the shoulder from neutral ends 4.3 mm
-# in (79 %); the elbow 21.7 mm beyond shipping 5.4 mm (75 %), the wrist 26.8 → 7.5 mm
-# (72 %). Deeper, right_j3's 40 N·m limit caps the push (51.8 → 34.8 mm). Released 2 cm
-# deep in torque mode the links are apart in ~70 ms; the damping keeps that gentle (fastest
-# joint 0.8 rad/s; 2.9 rad/s undamped).
+# (test_collision_avoidance_core: pushed back without ringing, released gently).
 STIFFNESS = 10000.0            # N/m
 DAMPING = 500.0                # N·s/m: about critical for the 3–10 kg the contacts see
 LIMIT_BAND = 0.05              # rad before a joint limit over which a push toward it fades out
-# The push is bounded, per joint, to a share of the effort limit and in how fast it may
-# change: a controller driving the arm deep into an overlap must not be fought with
-# saturated torques that flip sign as pairs come and go (measured: a fast position move
-# through the head's shapes reached 1.55 × a joint's velocity limit that way).
 MAX_SHARE = 0.75               # of each joint's effort limit
 RATE_SHARE = 0.02              # of each joint's effort limit per tick (0 → MAX in 25 ms)
 
 
 class CollisionAvoidance(Additive):
     name = 'collision_avoidance'
+    # Not in trajectory mode (seed 000): a planned path is the planner's to keep clear.
+    idle_roles = ('planned',)
+    OPTIONS = {
+        'stiffness': Option(float, STIFFNESS, 'k, N/m of overlap (≥ 0)'),
+        'damping': Option(float, DAMPING, 'c, N·s/m of closing speed (≥ 0)'),
+        'armnav_urdf': Option(str, None, "the armnav URDF text (default: this checkout's "
+                              'urdf/sawyer_armnav.urdf; the robot passes '
+                              '/robot/armnav_robot_description)'),
+        'padding': Option(float, DEFAULT_PADDING, "velocity scaling's padding, m of clearance"),
+        'zone': Option(float, DEFAULT_ZONE, "velocity scaling's zone, m of clearance"),
+        'velocity_scaling': Option(bool, False, "the core scales the position and velocity "
+                                   "controllers' references near the shapes"),
+    }
     state_fields = (('active', 1), ('torque', 7), ('depth', 1), ('objects', 1))
 
     def __init__(self, context):
         super().__init__(context)
-
-        def option(key, default):
-            return context.option(self.name, key, default)
-
-        self.stiffness = _gain('stiffness', option('stiffness', STIFFNESS))
-        self.damping = _gain('damping', option('damping', DAMPING))
-        xml = option('armnav_urdf', None)
+        option = self.options
+        self.stiffness = _gain('stiffness', option['stiffness'])
+        self.damping = _gain('damping', option['damping'])
+        xml = option['armnav_urdf']
         if xml is None:
             with open(default_armnav_path()) as f:
                 xml = f.read()
-        self.model = AvoidanceModel(xml, padding=option('padding', DEFAULT_PADDING),
-                                    zone=option('zone', DEFAULT_ZONE))
+        self.model = AvoidanceModel(xml, padding=option['padding'], zone=option['zone'])
         if len(self.model.shape_links) > 53:       # `objects` rides in a float64
             raise ValueError('collision_avoidance reports at most 53 shapes, the armnav URDF '
                              'has %d' % len(self.model.shape_links))
-        self.velocity_scaling = bool(option('velocity_scaling', False))
+        self.velocity_scaling = option['velocity_scaling']
         lim = context.model.limit_arrays(ARM_JOINTS)
         self.effort_limit, self.lower, self.upper = lim['effort'], lim['lower'], lim['upper']
         self._max = MAX_SHARE * self.effort_limit
@@ -93,7 +79,7 @@ class CollisionAvoidance(Additive):
         self._objects = 0
 
     def update(self, state, controller, out):
-        if not controller.collision_avoidance or state.suppressed('collision_avoidance'):
+        if controller.role in self.idle_roles or state.suppressed('collision_avoidance'):
             return self._idle()
         contacts = self.model.pushing(state.q, state.q_head)
         if not contacts:

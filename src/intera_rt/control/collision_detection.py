@@ -1,125 +1,21 @@
-"""Collision detection (seed 000): impact, squish and hand over-wrench, from an estimate of
-the external joint torques by a momentum observer. The realtime pipeline's Monitor stage
-`collision_detection`.
+"""Collision detection (seed 000), the Monitor stage `collision_detection`: impact, squish
+and hand over-wrench, judged on an estimate r of the external joint torques (N·m,
+right_j0..6, + = what the world applies) by a generalized-momentum observer (De Luca &
+Mattone 2005; Haddadin et al. 2017) over the plant's own model (the head included, each
+drive's armature on M's diagonal), fed the transmitted torques, so friction needs no model.
+A reading on a mechanical stop is not fed to it: the stop's reaction is no push.
 
-External torque estimate r (N·m, right_j0..6; + = a torque the world applies)
-    The generalized-momentum observer (De Luca & Mattone 2005; Haddadin et al. 2017):
-    p = M(q)·q̇, r the low-pass (gain K) of M q̈ + C q̇ + g − τ, from the momentum balance
-    with no unfiltered q̈. τ is ArmState.effort, the torque each joint transmits to its
-    link (drive less viscous and Coulomb friction), so friction needs no model. The model
-    is the one the plant integrates: the URDF's inertias through Pinocchio, each drive's
-    reflected motor inertia (armature) on M's diagonal as boards.embedded adds it, and
-    the head included — unlike model.dynamics.ArmDynamics, which leaves it out because a
-    controller cannot know where the head is going, whereas the observer reads its
-    measured pose and velocity (ArmState.q_head, qd_head): left out, the head's inertia
-    shows up as external torque on right_j0 whenever j0 accelerates (0.05 N·m at j0's
-    10 rad/s², 7 × the residual with it).
-
-    Discrete form over one tick of h s (k this reading, k−1 the previous):
-        Δp − h·β = M(q_{k−1})·(q̇_k − q̇_{k−1}) + h·(n(q_{k−1}, q̇_{k−1}) − τ_k)
-        r_k = r_{k−1} + (1 − e^{−K h})·((Δp − h·β)/h − r_{k−1})
-    with Δp = p_k − p_{k−1} and β = τ + Cᵀq̇ − g the momentum's rate, its Ṁq̇ part taken
-    as the change of M along the step, (M_k − M_{k−1})·q̇_k, which cancels from Δp. This
-    is what the plant integrates (semi-implicit Euler from the previous state), in one
-    RNEA call: rnea(q_{k−1}, q̇_{k−1}, Δq̇/h) = M_{k−1}·Δq̇/h + n_{k−1}. Velocity noise
-    enters as the momentum increment scaled by K, as in any momentum observer.
-    In simulation, free motion at full speed leaves |r| < 0.04 N·m (fast position moves
-    across the joint ranges; the plant reports its Coulomb friction as the joint torques
-    its velocity impulses amount to, M·Δq̇/h, so the transmitted torques explain the motion;
-    1.4 N·m when it reported them on M's diagonal only); with friction off, < 0.008 N·m
-    (the textbook form with Cᵀq̇ − g taken at k: 0.1 N·m).
-
-    A reading where a joint (or the head) sits on its mechanical stop, or sat there at the
-    previous reading, is not fed to the observer (r keeps its value): the stops (just
-    beyond the URDF limits, robot.HARD_STOP_MARGIN) are inelastic, and their reaction is no
-    push from the world. The controllers keep joints within the limits, short of the stops;
-    an arm pushed onto one is blind to contact until it leaves it.
-
-Detection, per joint j
-    impact   band_j = (r − r_slow)_j / impact_scale_j, r_slow = r low-passed over
-             impact_slow_time: what r did suddenly. level = ‖band‖₂ > impact_threshold;
-             the largest contributor is the joint with the largest |band_j|, its value
-             |band_j|. A step of the external torque peaks in the band at ≈ 0.7 × its
-             size: ≈ 13 N·m on right_j1 alone, ≈ 1.5 N·m on a wrist joint; a sudden 15 N
-             at the hand is an impact within a few ms.
-    squish   |r_j| > squish_threshold_j (the joint with the largest |r_j|/threshold is
-             named); it lasts until every |r_j| < squish_release × its threshold.
-    hand over-wrench
-             w = (J Jᵀ + λ² I)⁻¹ J r, J the 6×7 Jacobian of right_hand (base-aligned,
-             about its origin), λ² = wrench_damping: the wrench at the hand that explains
-             r, every WRENCH_PERIOD (5 ms), J refreshed every WRENCH_MAP_PERIOD (20 ms:
-             a pose moves little in that). ‖force‖ > overwrench_force
-             or ‖torque‖ > overwrench_torque. Joint torques cannot tell a push on the
-             forearm from some wrench at the hand; the thresholds make a squish, when
-             active, usually fire first (seed 000): pushes ramped on right_l3, l4, l5 and
-             the hand along ±x, ±y, ±z at two poses squished first in 46 of 48 cases.
-    A squish takes precedence: while one holds the arm (and until its hold ends), no
-    impact or over-wrench fires — letting go of the arm is a sudden change, and the arm
-    already yields.
-
-Reaction: update(state, controller) returns a Halt (the core applies it) or None:
-    impact           Halt('impact', line, hold, compliant=False) once per event; impact
-                     re-arms when its hold has passed.
-    hand_overwrench  the same, kind 'hand_overwrench'; a wrench that stays excessive halts
-                     again each time the hold passes (one line per 0.5 s): the arm stays
-                     stopped while the hand is overloaded.
-    squish           Halt('squish', line, hold, compliant=True) on every tick while the
-                     squish lasts — the same object each tick, so the core tells a
-                     continuing event (identity) from a new one and logs it once; the
-                     core's hold so ends `hold` s after the push does.
-    Several kinds new in one tick give one Halt: kind the first of impact, squish,
-    hand_overwrench; message their lines joined by '\n'; compliant while a squish lasts
-    (then it is returned on the following ticks).
-    Log lines (the robot's form, 3 decimals):
-        impact: 0.885 > 0.750, largest contributor: right_j2, with value: 0.481
-        squish on joint right_j1 - 20.110 > 20.000
-        hand over-wrench: force 92.310 > 80.000 N, torque 1.234 N m
-        hand over-wrench: torque 16.345 > 15.000 N m, force 3.210 N
-
-Expected contact: while the active controller presses on purpose (interaction control:
-Controller.expected_external_torque e, the reaction to the endpoint wrench it commands),
-impact and squish judge r less its excused part — per joint, the part of r between 0 and e
-(r − clip(r, min(0, e), max(0, e))): pressing in force mode, or a push held against the
-impedance, is not a collision; contact elsewhere and whatever exceeds the commanded wrench
-are. When another controller takes over, the excuse fades out (time constant `settle`)
-rather than vanishing: what the arm pressed on lets go, a sudden change that is no impact.
-The hand over-wrench judges all of r (the hand's load limit holds in any mode).
-
-No detection (the observer keeps running):
-    - ArmState.suppressed('contact_safety'): no impact or squish (an active squish ends);
-      suppressed('hand_overwrench_safety'): no over-wrench.
-    - while the active controller has collision_detection False (one a person guides:
-      zero-G), and for `settle` s after it hands back: letting go of the arm is a sudden
-      change of the external torque, no impact.
-    - for `settle` s after reset() (boot, brakes released, pose reset) or a gap between
-      readings longer than MAX_GAP: the observer restarts from the current momentum
-      (r = 0), so a load already on the arm appears as a step of r.
-
-Options: context.option('collision_detection', key, default). Per-joint options take one
-number (every joint), 7 numbers (right_j0..6) or {joint name: number}. A bad value raises
-ValueError naming the option and the value.
-    observer_gain       200.0 1/s    K: r follows the external torque with 5 ms lag.
-    impact_slow_time    0.05 s       time constant of r_slow.
-    impact_threshold    0.75         on the normalised level (the robot's figure).
-    impact_scale        0.15 × effort limit, N·m (right_j0..6: 12, 12, 6, 6, 1.35, 1.35,
-                        1.35): a sudden 15 N at the hand is an impact, a touch of 10 N
-                        (a hand set down on a table at ~2 cm/s) is not.
-    squish_threshold    0.25 × effort limit, N·m (20, 20, 10, 10, 2.25, 2.25, 2.25;
-                        right_j1's 20 is the robot's log line's).
-    squish_release      0.8          fraction of its threshold every joint must fall
-                        below for a squish to end.
-    overwrench_force    80.0 N       (Sawyer's 4 kg payload weighs 39 N).
-    overwrench_torque   15.0 N·m     (more than the wrist's drives, 9 N·m each, hold).
-    wrench_damping      1e-4         λ² (m², J's units): bounds the wrench near a wrist
-                        singularity, ‖w‖ ≤ ‖r‖/2λ = 50 ‖r‖.
-    settle              0.3 s        6 time constants of r_slow.
-    hold                robot.COLLISION_HOLD (0.5 s): Halt.hold.
-
-State fields (report): impact, squish, hand_overwrench: 1.0 while that kind holds the arm
-(from its detection — for a squish, from each tick it lasts — until `hold` s later);
-external_torque (7): r; detected_at: loop time of the latest new detection (NaN before
-any); impact_level: the normalised level; hand_wrench (6): w, force N then torque N·m,
-base-aligned, at right_hand.
+    impact           ‖(r − r_slow)/impact_scale‖ > impact_threshold: what r did suddenly
+    squish           |r_j| > squish_threshold_j, until every |r_j| < squish_release × it
+    hand_overwrench  the wrench at right_hand explaining r (damped least squares) beyond
+                     overwrench_force or overwrench_torque
+update() returns a Halt (squish: compliant, the same object every tick it lasts) or None;
+a squish takes precedence (letting go of the arm is a sudden change). While the active
+controller presses on purpose (expected_external_torque) the part of r it expects is
+excused, fading out when it ends. Nothing is detected under a controller of `idle_roles`
+(a person guides the arm), for `settle` s after it, after reset() or a gap in readings, nor
+while contact_safety / hand_overwrench_safety is suppressed. Options: OPTIONS (per-joint
+ones: a number, 7 numbers or {joint: number}). docs/incoming/options.md has the derivation.
 """
 import math
 
@@ -129,6 +25,7 @@ from scipy.linalg.lapack import dposv
 
 from intera_rt.control.base import Halt, Monitor
 from intera_rt.numeric import clip
+from intera_rt.options import Option, per_joint
 from intera_rt.model.robot_model import GRAVITY
 from intera_rt.robot import ARM_JOINTS, COLLISION_HOLD, HARD_STOP_MARGIN, HEAD_JOINTS
 
@@ -140,18 +37,23 @@ WRENCH_PERIOD = 0.005       # s between two evaluations of the hand wrench from 
 WRENCH_MAP_PERIOD = 0.02    # s between updates of the map r → hand wrench (the pose's J)
 KINDS = ('impact', 'squish', 'hand_overwrench')
 
-DEFAULTS = {
-    'observer_gain': 200.0,
-    'impact_slow_time': 0.05,
-    'impact_threshold': 0.75,
-    'impact_scale': None,          # 0.15 × effort limit
-    'squish_threshold': None,      # 0.25 × effort limit
-    'squish_release': 0.8,
-    'overwrench_force': 80.0,
-    'overwrench_torque': 15.0,
-    'wrench_damping': 1e-4,
-    'settle': 0.3,
-    'hold': COLLISION_HOLD,
+OPTIONS = {
+    'observer_gain': Option(float, 200.0, 'K, 1/s: r follows the external torque with 1/K lag'),
+    'impact_slow_time': Option(float, 0.05, 's, time constant of r_slow'),
+    'impact_threshold': Option(float, 0.75, "on the normalised level (the robot's figure)"),
+    'impact_scale': Option(float, None, 'N·m per joint (default 0.15 × its effort limit): a '
+                           'sudden 15 N at the hand is an impact, a light touch is not',
+                           per_joint),
+    'squish_threshold': Option(float, None, 'N·m per joint (default 0.25 × its effort limit)',
+                               per_joint),
+    'squish_release': Option(float, 0.8, 'fraction of its threshold every joint must fall '
+                             'below for a squish to end (≤ 1)'),
+    'overwrench_force': Option(float, 80.0, 'N at the hand (the 4 kg payload weighs 39 N)'),
+    'overwrench_torque': Option(float, 15.0, 'N·m at the hand (more than the wrist drives hold)'),
+    'wrench_damping': Option(float, 1e-4, 'λ², bounds the hand wrench near a wrist '
+                             'singularity (‖w‖ ≤ ‖r‖/2λ)'),
+    'settle': Option(float, 0.3, 's without detection after a restart or guiding'),
+    'hold': Option(float, COLLISION_HOLD, 's a halt holds the arm'),
 }
 IMPACT_SCALE_RATIO = 0.15
 SQUISH_RATIO = 0.25
@@ -167,29 +69,25 @@ def _positive(key, value):
     return v
 
 
-def _per_joint(key, value, default):
-    """A per-joint option: a number, 7 numbers, or {joint name: number} over `default`."""
+def _per_joint(value, default):
+    """A per-joint option as options.per_joint gives it, over `default` (7)."""
     if value is None:
         return default.copy()
+    out = default.copy()
     if isinstance(value, dict):
-        out = default.copy()
         for name, v in value.items():
-            if name not in ARM_JOINTS:
-                raise ValueError('%s option %s names unknown joint %r (joints: %s)'
-                                 % (NAME, key, name, ', '.join(ARM_JOINTS)))
-            out[ARM_JOINTS.index(name)] = _positive('%s[%s]' % (key, name), v)
+            out[ARM_JOINTS.index(name)] = v
         return out
-    if isinstance(value, (list, tuple, np.ndarray)):
-        if len(value) != len(ARM_JOINTS):
-            raise ValueError('%s option %s needs %d values (right_j0..6), got %d'
-                             % (NAME, key, len(ARM_JOINTS), len(value)))
-        return np.array([_positive('%s[%s]' % (key, n), v) for n, v in zip(ARM_JOINTS, value)])
-    return np.full(len(ARM_JOINTS), _positive(key, value))
+    out[:] = value
+    return out
 
 
 class CollisionDetection(Monitor):
     """The collision_detection monitor stage (see the module docstring)."""
     name = NAME
+    OPTIONS = OPTIONS
+    # A person guiding the arm (zero-G) is not a collision, nor is letting go.
+    idle_roles = ('zero_g',)
     state_fields = (('impact', 1), ('squish', 1), ('hand_overwrench', 1),
                     ('external_torque', 7), ('detected_at', 1), ('impact_level', 1),
                     ('hand_wrench', 6))
@@ -198,16 +96,17 @@ class CollisionDetection(Monitor):
         super().__init__(context)
         model = context.model
 
+        opts = self.options
+
         def opt(key):
-            return context.option(NAME, key, DEFAULTS[key])
+            return opts[key]
 
         effort = model.limit_arrays(ARM_JOINTS)['effort']
         self.gain = _positive('observer_gain', opt('observer_gain'))
         self.slow_time = _positive('impact_slow_time', opt('impact_slow_time'))
         self.impact_threshold = _positive('impact_threshold', opt('impact_threshold'))
-        self.impact_scale = _per_joint('impact_scale', opt('impact_scale'), IMPACT_SCALE_RATIO * effort)
-        self.squish_threshold = _per_joint('squish_threshold', opt('squish_threshold'),
-                                           SQUISH_RATIO * effort)
+        self.impact_scale = _per_joint(opt('impact_scale'), IMPACT_SCALE_RATIO * effort)
+        self.squish_threshold = _per_joint(opt('squish_threshold'), SQUISH_RATIO * effort)
         self.squish_release = _positive('squish_release', opt('squish_release'))
         if self.squish_release > 1.0:
             raise ValueError('%s option squish_release must be <= 1 (a fraction of the '
@@ -421,7 +320,7 @@ class CollisionDetection(Monitor):
         self._t_prev = now
         band = self._band
         self.level = level = math.sqrt(float(band @ band))
-        if not getattr(controller, 'collision_detection', True):
+        if controller is not None and controller.role in self.idle_roles:
             # A person guides the arm: what they do is not a collision, and letting go
             # must not count as one either.
             self._armed_at = now + self.settle

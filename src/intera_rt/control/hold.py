@@ -9,6 +9,7 @@ from intera_rt.control.base import Controller, Output
 
 class HoldController(Controller):
     name = 'hold'
+    role = 'hold'
     command_timeout = False
 
     def __init__(self, context):

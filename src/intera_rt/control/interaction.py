@@ -300,6 +300,7 @@ def _skew(v):
 
 class InteractionController(Controller):
     name = 'interaction'
+    role = 'interaction'
     command_timeout = False                       # a single publish keeps it (-r 0)
     reference_modes = (TrajectoryController.joint_command_mode,)
     state_fields = (('K_impedance', 6), ('D_impedance', 6), ('force_command', 6), ('mode', 6),

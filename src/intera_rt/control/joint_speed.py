@@ -1,20 +1,18 @@
 """Joint-speed safety: a monitor that brakes the arm when a joint moves faster than its
 velocity limit by more than a margin, whatever the active controller (torque mode and zero-G
 included), as a robot's safety layer does. The tracking controllers never command more than
-the limits; this catches what they do not command: a torque-mode client's saturated torques
-(one TORQUE_MODE command of 1e6 N·m used to fling right_j0 to ~9 rad/s), a push in zero-G.
+the limits; this catches what they do not command: a torque-mode client's saturated torques,
+a push in zero-G.
 
-Options (context.option('joint_speed_limit', key, default)):
-    margin   0.5     a joint is over speed above (1 + margin) × its URDF velocity limit (in
-                     fast position moves that collision avoidance pushes off their path, up
-                     to 1.4 × has been seen; a runaway torque command reaches 5 ×)
-    hold     robot.COLLISION_HOLD (0.5 s): how long the arm is held after braking
+Options: OPTIONS. The margin leaves room for fast position moves that collision avoidance
+pushes off their path; a runaway torque command goes far beyond it.
 """
 import math
 
 import numpy as np
 
 from intera_rt.control.base import Halt, Monitor
+from intera_rt.options import Option
 from intera_rt.robot import ARM_JOINTS, COLLISION_HOLD
 
 MARGIN = 0.5
@@ -22,12 +20,16 @@ MARGIN = 0.5
 
 class JointSpeedLimit(Monitor):
     name = 'joint_speed_limit'
+    OPTIONS = {
+        'margin': Option(float, MARGIN, 'a joint is over speed above (1 + margin) × its URDF '
+                         'velocity limit (≥ 0)'),
+        'hold': Option(float, COLLISION_HOLD, 's the arm is held after braking (> 0)'),
+    }
     state_fields = (('tripped_at', 1),)
 
     def __init__(self, context):
         super().__init__(context)
-        margin = float(context.option(self.name, 'margin', MARGIN))
-        hold = float(context.option(self.name, 'hold', COLLISION_HOLD))
+        margin, hold = self.options['margin'], self.options['hold']
         if not (math.isfinite(margin) and margin >= 0.0):
             raise ValueError('joint_speed_limit margin must be a number ≥ 0, got %r' % (margin,))
         if not (math.isfinite(hold) and hold > 0.0):

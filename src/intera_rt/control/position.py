@@ -7,6 +7,7 @@ from intera_rt.control.hold import HoldController
 
 class PositionController(HoldController):
     name = 'position'
+    role = None                  # a hold's mechanics, not its role
     joint_command_mode = 1
     command_timeout = True
     speed_scaling = True

@@ -51,7 +51,7 @@ def sample_reference(parsed, base, now, arm):
 class TrajectoryController(Controller):
     name = 'trajectory'
     joint_command_mode = 4
-    collision_avoidance = False
+    role = 'planned'
 
     def __init__(self, context):
         super().__init__(context)

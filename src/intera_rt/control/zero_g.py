@@ -10,7 +10,7 @@ from intera_rt.control.base import Controller, Output
 class ZeroGController(Controller):
     name = 'zero_g'
     command_timeout = False
-    collision_detection = False          # the person guiding the arm is not a collision
+    role = 'zero_g'
 
     def __init__(self, context):
         super().__init__(context)

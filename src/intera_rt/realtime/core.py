@@ -6,7 +6,7 @@ applied between ticks through an explicit table (`apply`), outputs are a state v
 One tick:  boards read → monitors → the active controller → additive torques → boards write
 (control.base describes the stages; control.registry lists them). The core picks the active
 controller — the one a joint command's mode names, hold after a timeout or a collision,
-zero-G while the cuff is grasped — and never names a stage otherwise.
+zero-G while the cuff is grasped — by mode or role (control.base.ROLES), never by name.
 
 It runs in a process of its own (intera_rt.realtime.process) so that nothing else holds
 the interpreter while a tick is due; the ROS adapter (intera_rt.ros.realtime_loop) talks
@@ -92,9 +92,10 @@ class RealtimeCore:
         self._scalers = [s for s in self._stages if type(s).speed_scale is not Stage.speed_scale]
         self._by_mode = {c.joint_command_mode: c for c in self.controllers.values()
                          if c.joint_command_mode is not None}
-        self.hold = self.controllers[CONTROLLERS[0].name]
-        self.zero_g = self.controllers.get('zero_g')
-        self.interaction = self.controllers.get('interaction')
+        by_role = {c.role: c for c in self.controllers.values() if c.role}
+        self.hold = by_role['hold']
+        self.zero_g = by_role.get('zero_g')
+        self.interaction = by_role.get('interaction')
         self.active = self.hold
         self.head = HeadController(model)
         self.now = 0.0                  # s of loop time since boot (sim time under lockstep)

@@ -50,7 +50,7 @@ from intera_rt.boards import backend_class, check_backend
 from intera_rt.boards.base import check_obstacle
 from intera_rt.control import commands as cmds
 from intera_rt.control import model_effort
-from intera_rt.control.registry import ADDITIVES, CONTROLLERS, MONITORS
+from intera_rt.control.registry import ADDITIVES, CONTROLLERS, MONITORS, check_stage_options
 from intera_rt.model import RobotModel
 from intera_rt.model.avoidance import default_armnav_path, objects_from_mask, shape_links
 from intera_rt.realtime import process as rt_process
@@ -189,7 +189,8 @@ class RealtimeLoop:
         armnav = rospy.get_param('/robot/armnav_robot_description', None)
         if armnav:
             options.setdefault('collision_avoidance', {}).setdefault('armnav_urdf', armnav)
-        return options
+        # Before spawning the core: a misspelt or mistyped option stops boot at once.
+        return check_stage_options(options)
 
     # --- talking to the core ---------------------------------------------------------
     def _send(self, command, reply=False):
