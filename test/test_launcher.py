@@ -23,6 +23,13 @@ SAWYER = Path(__file__).resolve().parents[1] / 'scripts' / 'sawyer'
     (['--backend', 'mujoco', '--backend-option', 'substeps=two'],
      "backend option substeps must be an integer, got 'two'"),
     (['--viewer'], "backend 'embedded' takes no option 'viewer'"),
+    (['--stage-option', 'collision_detection.impact_treshold=0.5'],
+     "stage 'collision_detection' takes no option 'impact_treshold'; its options: hold, "
+     "impact_scale, impact_slow_time, impact_threshold, observer_gain"),
+    (['--stage-option', 'collision_detection.hold=long'],
+     "collision_detection option hold must be a number, got 'long'"),
+    (['--stage-option', 'collision_detection=0.5'],
+     "--stage-option 'collision_detection=0.5': expected STAGE.KEY=VALUE"),
 ])
 def test_bad_options_are_refused(args, fragment):
     env = dict(os.environ, ROS_MASTER_URI='http://127.0.0.1:9')   # nothing may be started
@@ -38,3 +45,11 @@ def test_backend_options_are_listed():
     assert proc.returncode == 0, proc.stderr
     assert 'table (bool, default False): a table in front of the robot' in proc.stdout
     assert 'viewer (bool, default False)' in proc.stdout
+
+
+def test_stage_options_are_listed():
+    proc = subprocess.run([str(SAWYER), '--stage-option', 'help'],
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    assert 'collision_detection.squish_threshold (float, default None): N·m per joint' in proc.stdout
+    assert 'joint_speed_limit.margin (float, default 0.5)' in proc.stdout
