@@ -1,95 +1,20 @@
 """Interaction control (seed 000 "Interaction Control"): impedance or force control at the
 endpoint, per Cartesian axis, with stiffness control in the nullspace. The realtime
-pipeline's controller `interaction`, driven by /robot/limb/right/interaction_control_command
-(control.commands.InteractionCommand; republished or sent once: it has no command timeout)
-and, while it is active, by TRAJECTORY_MODE joint commands, which move its reference (a
-motion controller goal with trajectory_options.interaction_control). Gravity compensation
-and collision avoidance stay on; collision detection watches the arm as usual.
+pipeline's controller of role `interaction`, driven by interaction_control_command
+(control.commands.InteractionCommand, validated by control.interaction_params; it has no
+command timeout) and, while it is active, by TRAJECTORY_MODE joint commands, which move its
+reference (a motion with trajectory_options.interaction_control).
 
-Control law, each tick (the 6 axes are x, y, z, rx, ry, rz of the interaction frame):
-    e   the endpoint's displacement from its reference: position, then orientation as the
-        rotation vector of R·R_refᵀ (angle × axis), both expressed in the frame's axes
-    v   its twist Jq̇ in those axes (less the reference's twist on impedance axes)
-    F_i = −K_i e_i − D_i v_i                  IMPEDANCE_MODE (1)
-    F_i = clip(−K_i e_i − D_i v_i, ±|f_i|)      IMPEDANCE_WITH_FORCE_LIMIT_MODE (3)
-    F_i = f_i − D_i v_i                        FORCE_MODE (2); D_i = 0 when
-                                               disable_damping_in_force_control
-    F_i = f_i − D_i v_i − K_w (|e_i| − b)⁺ sgn e_i
-                                               FORCE_WITH_MOTION_LIMIT_MODE (4): a wall
-                                               (K_w 10⁴ N/m, 10³ N·m/rad, damped) at b =
-                                               0.12 m / 0.2618 rad from the reference; the
-                                               hand stops f/K_w past it (5 mm at 50 N)
-    τ   = J_aᵀ (F + u + h) + (I − Jᵀ(JJᵀ)⁻¹J)(K_ns (q_ns − q) − D_ns q̇)
-    f is force_command: the wrench the endpoint applies to the world (N, N·m). In a steady
-    push the displacement is F_ext/K on each impedance axis: the nullspace term is
-    projected out of the endpoint's directions (any generalized inverse of J keeps the
-    equilibrium exact), so it moves only the elbow. The projector (and the wrench map
-    (JJᵀ)⁻¹J below) are refreshed every 5 ticks: the pose moves little in 5 ms.
-    The rotational virtual wall: an orientation error beyond 82.5° meets a 300 N·m/rad
-    wall (damped) on the impedance axes, unless rotations_for_constrained_zeroG (which
-    takes effect only while the reference orientation is still: not during a motion).
-    Constrained zero-G is impedance with zero stiffness (and so zero default damping) on the
-    free axes and max_impedance on the others.
-    u, the balance correction: the drives' friction (0.5 N·m on right_j0..3) holds a joint
-    short of the balance K·e = F_ext: 11 % short in translation and up to 75 % in rotation
-    at 500 N/m and 10 N·m/rad, the steady-state offsets franka's users report. While the
-    arm is at rest (endpoint slower than 2 cm/s and 0.05 rad/s, joints than 0.1 rad/s) and
-    the reference still, u integrates (4/s) the imbalance between the wrench the law
-    commands and the external wrench the joints measure ((JJᵀ)⁻¹J(g − τ_measured): the
-    torques are measured past the friction, as the SEAs measure them), beyond a dead band
-    (0.1 N, 0.01 N·m), up to 8 N / 2 N·m; it decays (0.1 s) as soon as anything moves.
-    Axes with no balance to keep (zero stiffness: a free axis of constrained zero-G) get
-    none. With it the steady push lands within 4 % of F/K on every axis.
-    h, the hand-over: when a reset moves the reference to where the endpoint is, or when
-    interaction control takes over from another controller, the wrench held until then
-    (the old springs' against a push or a surface; the previous controller's torques
-    mapped to the endpoint) is kept and fades out (0.3 s) instead of vanishing.
-
-Parameters (the seed's field documentation), as applied:
-    K_impedance     ≥ 0, capped at 1300 N/m and 30 N·m/rad; empty: those caps.
-    max_impedance   per axis: the stiffness the joint controllers themselves have there at
-                    this pose (control.arm's kp × the endpoint's apparent mass along that
-                    axis, 1/(J M⁻¹ Jᵀ)_ii), within 1300–3000 N/m and 30–300 N·m/rad;
-                    re-evaluated every 50 ms as the arm moves. Empty: none.
-    D_impedance     ≥ 0; empty: the defaults scaled with stiffness, 8·√K N·s/m and
-                    2·√K N·m·s/rad (K of that axis; of the caps on force axes) — overdamped
-                    at the arm's apparent masses, as franka's 2·√K is for a unit mass. Any
-                    D is limited to 0.5·m/period on each axis (m its apparent mass): more
-                    damping than the 1 kHz loop can render stably.
-    K_nullspace     7 values ≥ 0, capped at 10 N·m/rad; empty: 4 N·m/rad (the SDK's
-                    InteractionOptions default). Nullspace damping 2·√(K_ns·M_jj)
-                    (critical for each joint's inertia).
-    force_command   capped at ±50 N and ±5 N·m; empty: zeros.
-    interaction_control_mode
-                    one of 1..4 per axis; empty: IMPEDANCE_MODE on all.
-    interaction_frame
-                    its orientation sets the axes; in base, or relative to the endpoint
-                    frame (right_hand, as it is now) when in_endpoint_frame. With
-                    in_endpoint_frame its position moves the controlled point off
-                    right_hand's origin (a tool point, in right_hand's frame); a frame fixed
-                    in base has no point to move (displacements do not depend on where its
-                    origin is). An all-zero orientation is the identity; one that is not a
-                    unit quaternion (±1e-3) is refused.
-    endpoint_name   right_hand (or empty): the robot does not allow another.
-    Values are finite; a wrong length, a negative gain, NaN, an unknown mode or endpoint is
-    refused (CommandRejected naming the field and value) and the arm keeps what it does.
-
-Changes without jumps: a new parameter set resets the reference to the endpoint's pose
-(unless disable_reference_resetting), handing over what the springs held (h), and the
-gains and forces in force move to the new ones with a 50 ms time constant; a force command
-starts from zero when interaction control becomes active; the torque changes by at most
-1 N·m per tick (franka's torque-rate limit). An identical command (a client republishing)
-changes nothing.
-
-Collision detection: expected_external_torque() is the reaction to the endpoint wrench this
-controller commands, −J_aᵀF; collision detection counts only the external torque beyond
-it, so pressing in force mode, or a steady push against the impedance, is no collision,
-while contact elsewhere, an impact beyond the commanded wrench and the hand over-wrench are.
-
-State fields: K_impedance, D_impedance (6 each: in force now, 0 where a force mode leaves
-them unused), force_command (6, after caps), mode (6), max_impedance (6), K_nullspace (7),
-flags (in_endpoint_frame, disable_damping_in_force_control, disable_reference_resetting,
-rotations_for_constrained_zeroG), displacement (6: e, in the frame's axes).
+Each tick, on the 6 axes of the interaction frame, with e the endpoint's displacement from
+its reference and v its twist: F_i = −K_i e_i − D_i v_i (impedance; clipped at ±|f_i| with a
+force limit), f_i − D_i v_i (force; with a motion limit, a stiff wall at MOTION_BOUND), and
+τ = J_aᵀ(F + u + h) + (I − Jᵀ(JJᵀ)⁻¹J)(K_ns(q_ns − q) − D_ns q̇): the nullspace term moves
+only the elbow. u corrects the balance the drives' friction keeps short while the arm is at
+rest; h is the wrench held before a reset or a takeover, fading out instead of vanishing.
+Changes come without jumps: gains move with a FILTER_TIME constant, a force starts from
+zero, the torque changes by at most TORQUE_RATE. expected_external_torque() is the reaction
+to the wrench it commands, which collision detection excuses. docs/incoming/options.md has
+the full law and its tuning.
 """
 import math
 
@@ -97,34 +22,19 @@ import numpy as np
 import pinocchio as pin
 from scipy.linalg.lapack import dposv
 
-from intera_rt.control.base import CommandRejected, Controller, Output
+from intera_rt.control.base import Controller, Output
 from intera_rt.control.commands import InteractionCommand
+from intera_rt.control.interaction_params import (D_SCALE, ENDPOINT, FORCE_WITH_MOTION_LIMIT,
+                                                  IMPEDANCE, IMPEDANCE_WITH_FORCE_LIMIT, K_CAP,
+                                                  K_MAX_RANGE, describe, parse)
 from intera_rt.control.trajectory import TrajectoryController, extrapolate, sample_reference
 from intera_rt.numeric import clip
 from intera_rt.robot import LOOP_PERIOD
 
-IMPEDANCE, FORCE, IMPEDANCE_WITH_FORCE_LIMIT, FORCE_WITH_MOTION_LIMIT = 1, 2, 3, 4
-MODE_NAMES = {IMPEDANCE: 'IMPEDANCE_MODE', FORCE: 'FORCE_MODE',
-              IMPEDANCE_WITH_FORCE_LIMIT: 'IMPEDANCE_WITH_FORCE_LIMIT_MODE',
-              FORCE_WITH_MOTION_LIMIT: 'FORCE_WITH_MOTION_LIMIT_MODE'}
-SHORT_MODE = {IMPEDANCE: 'imp', FORCE: 'force', IMPEDANCE_WITH_FORCE_LIMIT: 'imp-flim',
-              FORCE_WITH_MOTION_LIMIT: 'force-mlim'}
-AXES = ('x', 'y', 'z', 'rx', 'ry', 'rz')
-ENDPOINT = 'right_hand'
-
-K_CAP = np.array([1300.0] * 3 + [30.0] * 3)              # N/m, N·m/rad
-K_MAX_RANGE = (np.array([1300.0] * 3 + [30.0] * 3), np.array([3000.0] * 3 + [300.0] * 3))
-D_SCALE = np.array([8.0] * 3 + [2.0] * 3)                # default D = D_SCALE·√K
-FORCE_CAP = np.array([50.0] * 3 + [5.0] * 3)             # N, N·m
-K_NULLSPACE_CAP = 10.0                                   # N·m/rad
-K_NULLSPACE_DEFAULT = 4.0
 MOTION_BOUND = np.array([0.12] * 3 + [0.2618] * 3)       # m, rad (seed 000)
 WALL_STIFFNESS = np.array([1e4] * 3 + [1e3] * 3)         # FORCE_WITH_MOTION_LIMIT's walls
 ROTATION_WALL = math.radians(82.5)
 ROTATION_WALL_STIFFNESS = 300.0                           # N·m/rad (the most max_impedance gives)
-UNITS = ('N/m',) * 3 + ('N·m/rad',) * 3
-FORCE_UNITS = ('N',) * 3 + ('N·m',) * 3
-
 REFRESH_PERIOD = 0.05        # s between re-evaluations of max_impedance and apparent masses
 FILTER_TIME = 0.05           # s: time constant of parameter changes
 FILTER_TICKS = int(round(5 * FILTER_TIME / LOOP_PERIOD))   # then they land on their targets
@@ -141,157 +51,7 @@ BALANCE_DEADBAND = np.array([0.1] * 3 + [0.01] * 3)      # N, N·m
 BALANCE_MAX = np.array([8.0] * 3 + [2.0] * 3)            # N, N·m
 BALANCE_SPEED = np.array([0.02] * 3 + [0.05] * 3)        # m/s, rad/s
 BALANCE_JOINT_SPEED = 0.1    # rad/s: and every joint slower than this
-QUATERNION_NORM_TOLERANCE = 1e-3
 NO_LIMIT = 1e9               # a force limit or motion bound that never binds
-
-
-class InteractionParams:
-    """A validated InteractionCommand: per-axis arrays (x, y, z, rx, ry, rz) after caps and
-    defaults (D None: scaled with stiffness), the frame as a rotation and a point."""
-    __slots__ = ('cmd', 'mode', 'K', 'max_impedance', 'D', 'K_nullspace', 'force',
-                 'frame_rotation', 'frame_position', 'in_endpoint_frame', 'damp_force',
-                 'reset_reference', 'free_rotations')
-
-    def __init__(self, cmd, mode, K, max_impedance, D, K_nullspace, force, frame_rotation,
-                 frame_position):
-        self.cmd = cmd
-        self.mode, self.K, self.max_impedance, self.D = mode, K, max_impedance, D
-        self.K_nullspace, self.force = K_nullspace, force
-        self.frame_rotation, self.frame_position = frame_rotation, frame_position
-        self.in_endpoint_frame = bool(cmd.in_endpoint_frame)
-        self.damp_force = not cmd.disable_damping_in_force_control
-        self.reset_reference = not cmd.disable_reference_resetting
-        self.free_rotations = bool(cmd.rotations_for_constrained_zeroG)
-
-
-def _fmt(values):
-    return '[%s]' % ', '.join('%g' % v for v in values)
-
-
-def _vector(cmd, name, n, default, notes, default_text):
-    """cmd.<name> as n finite floats, or `default` (noted) when empty."""
-    values = getattr(cmd, name)
-    if len(values) == 0:
-        if default_text:
-            notes.append('%s empty: %s' % (name, default_text))
-        return np.array(default, dtype=float)
-    if len(values) != n:
-        raise CommandRejected('%s has %d values, expected %d (or none for the default)'
-                              % (name, len(values), n), 'length')
-    try:
-        arr = np.array([float(v) for v in values])
-    except (TypeError, ValueError):
-        raise CommandRejected('%s holds a value that is not a number: %r' % (name, list(values)),
-                              'not-finite') from None
-    bad = ~np.isfinite(arr)
-    if np.count_nonzero(bad):
-        i = int(np.argmax(bad))
-        raise CommandRejected('%s[%d] is %r' % (name, i, arr[i]), 'not-finite')
-    return arr
-
-
-def _nonnegative(name, arr):
-    neg = arr < 0.0
-    if np.count_nonzero(neg):
-        i = int(np.argmax(neg))
-        raise CommandRejected('%s[%d] = %g must be >= 0' % (name, i, arr[i]), 'negative')
-
-
-def parse(cmd):
-    """Validate an InteractionCommand (interaction_control_active true): its
-    InteractionParams and the notes on what was capped or defaulted. Raises CommandRejected
-    naming the field and value at fault."""
-    notes = []
-    endpoint = cmd.endpoint_name
-    if endpoint not in ('', ENDPOINT):
-        raise CommandRejected('endpoint_name %r is not supported: interaction control acts at '
-                              '%s (the robot does not allow changing it)' % (endpoint, ENDPOINT),
-                              'endpoint')
-    modes = cmd.interaction_control_mode
-    if len(modes) == 0:
-        notes.append('interaction_control_mode empty: IMPEDANCE_MODE on every axis')
-        mode = np.full(6, IMPEDANCE)
-    elif len(modes) != 6:
-        raise CommandRejected('interaction_control_mode has %d values, expected 6 (or none for '
-                              'the default)' % len(modes), 'length')
-    else:
-        mode = np.zeros(6, dtype=int)
-        for i, m in enumerate(modes):
-            if isinstance(m, bool) or not isinstance(m, (int, np.integer)) or int(m) not in MODE_NAMES:
-                raise CommandRejected('interaction_control_mode[%d] = %r is not one of '
-                                      'IMPEDANCE_MODE (1), FORCE_MODE (2), '
-                                      'IMPEDANCE_WITH_FORCE_LIMIT_MODE (3), '
-                                      'FORCE_WITH_MOTION_LIMIT_MODE (4)' % (i, m), 'mode')
-            mode[i] = int(m)
-    K = _vector(cmd, 'K_impedance', 6, K_CAP, notes, 'the caps, %s' % _fmt(K_CAP))
-    _nonnegative('K_impedance', K)
-    for i in np.flatnonzero(K > K_CAP):
-        notes.append('K_impedance[%d] = %g capped at %g %s' % (i, K[i], K_CAP[i], UNITS[i]))
-    K = np.minimum(K, K_CAP)
-    max_imp = cmd.max_impedance
-    if len(max_imp) == 0:
-        max_imp = np.zeros(6, dtype=bool)
-    elif len(max_imp) != 6:
-        raise CommandRejected('max_impedance has %d values, expected 6 (or none)' % len(max_imp),
-                              'length')
-    else:
-        max_imp = np.array([bool(b) for b in max_imp])
-    D = None
-    if len(cmd.D_impedance):
-        D = _vector(cmd, 'D_impedance', 6, None, notes, '')
-        _nonnegative('D_impedance', D)
-    K_ns = _vector(cmd, 'K_nullspace', 7, [K_NULLSPACE_DEFAULT] * 7, notes,
-                   '%g N·m/rad on every joint' % K_NULLSPACE_DEFAULT)
-    _nonnegative('K_nullspace', K_ns)
-    for i in np.flatnonzero(K_ns > K_NULLSPACE_CAP):
-        notes.append('K_nullspace[%d] = %g capped at %g N·m/rad' % (i, K_ns[i], K_NULLSPACE_CAP))
-    K_ns = np.minimum(K_ns, K_NULLSPACE_CAP)
-    force = _vector(cmd, 'force_command', 6, np.zeros(6), notes, '')
-    for i in np.flatnonzero(np.abs(force) > FORCE_CAP):
-        notes.append('force_command[%d] = %g capped at %g %s'
-                     % (i, force[i], math.copysign(FORCE_CAP[i], force[i]), FORCE_UNITS[i]))
-    force = clip(force, -FORCE_CAP, FORCE_CAP)
-    pos = np.array(cmd.frame_position, dtype=float)
-    quat = np.array(cmd.frame_orientation, dtype=float)          # x, y, z, w
-    if pos.shape != (3,) or quat.shape != (4,):
-        raise CommandRejected('interaction_frame needs a position (3) and an orientation (4)',
-                              'frame')
-    for name, arr, labels in (('position', pos, 'xyz'), ('orientation', quat, 'xyzw')):
-        bad = ~np.isfinite(arr)
-        if np.count_nonzero(bad):
-            i = int(np.argmax(bad))
-            raise CommandRejected('interaction_frame.%s.%s is %r' % (name, labels[i], arr[i]),
-                                  'not-finite')
-    norm = float(np.sqrt(quat @ quat))
-    if norm == 0.0:
-        notes.append('interaction_frame orientation is all zero: the identity')
-        rotation = np.eye(3)
-    elif abs(norm - 1.0) > QUATERNION_NORM_TOLERANCE:
-        raise CommandRejected('interaction_frame.orientation (x, y, z, w) = %s is not a unit '
-                              'quaternion (norm %.4f)' % (_fmt(quat), norm), 'frame')
-    else:
-        x, y, z, w = quat / norm
-        rotation = pin.Quaternion(w, x, y, z).toRotationMatrix()
-    if not cmd.in_endpoint_frame:
-        pos = np.zeros(3)             # a frame fixed in base: its origin moves nothing
-    return InteractionParams(cmd, mode, K, max_imp, D, K_ns, force, rotation, pos), notes
-
-
-def describe(p):
-    """One line on the parameters of `p` (logged when they are applied)."""
-    parts = ['modes %s' % ' '.join('%s:%s' % (a, SHORT_MODE[m]) for a, m in zip(AXES, p.mode))]
-    k = ['max' if mx else '%g' % v for v, mx in zip(p.K, p.max_impedance)]
-    parts.append('K [%s]' % ', '.join(k))
-    parts.append('D %s' % (_fmt(p.D) if p.D is not None else 'scaled with K'))
-    parts.append('force %s' % _fmt(p.force))
-    parts.append('K_nullspace %s' % _fmt(p.K_nullspace))
-    parts.append('frame %s' % ('endpoint' if p.in_endpoint_frame else 'base'))
-    flags = [name for name, on in (('no force damping', not p.damp_force),
-                                   ('no reference resetting', not p.reset_reference),
-                                   ('free rotations', p.free_rotations)) if on]
-    if flags:
-        parts.append(', '.join(flags))
-    return 'interaction control: ' + '; '.join(parts)
 
 
 def _skew(v):
