@@ -1,9 +1,7 @@
 """Collision detection (seed 000), the Monitor stage `collision_detection`: impact, squish
-and hand over-wrench, judged on an estimate r of the external joint torques (N·m,
-right_j0..6, + = what the world applies) by a generalized-momentum observer (De Luca &
-Mattone 2005; Haddadin et al. 2017) over the plant's own model (the head included, each
-drive's armature on M's diagonal), fed the transmitted torques, so friction needs no model.
-A reading on a mechanical stop is not fed to it: the stop's reaction is no push.
+and hand over-wrench, judged on the estimate r of the external joint torques (N·m,
+right_j0..6, + = what the world applies) of a momentum observer
+(control.momentum_observer).
 
     impact           ‖(r − r_slow)/impact_scale‖ > impact_threshold: what r did suddenly
     squish           |r_j| > squish_threshold_j, until every |r_j| < squish_release × it
@@ -24,15 +22,14 @@ import pinocchio as pin
 from scipy.linalg.lapack import dposv
 
 from intera_rt.control.base import Halt, Monitor
+from intera_rt.control.momentum_observer import MomentumObserver
 from intera_rt.numeric import clip
 from intera_rt.options import Option, per_joint
-from intera_rt.model.robot_model import GRAVITY
-from intera_rt.robot import ARM_JOINTS, COLLISION_HOLD, HARD_STOP_MARGIN, HEAD_JOINTS
+from intera_rt.robot import ARM_JOINTS, COLLISION_HOLD
 
 NAME = 'collision_detection'
 HAND = 'right_hand'
 MAX_GAP = 0.01          # s between two readings beyond which the observer restarts
-STOP_TOLERANCE = 1e-9   # rad: a joint this close to its mechanical stop is on it
 WRENCH_PERIOD = 0.005       # s between two evaluations of the hand wrench from r
 WRENCH_MAP_PERIOD = 0.02    # s between updates of the map r → hand wrench (the pose's J)
 KINDS = ('impact', 'squish', 'hand_overwrench')
@@ -41,11 +38,11 @@ OPTIONS = {
     'observer_gain': Option(float, 200.0, 'K, 1/s: r follows the external torque with 1/K lag'),
     'impact_slow_time': Option(float, 0.05, 's, time constant of r_slow'),
     'impact_threshold': Option(float, 0.75, "on the normalised level (the robot's figure)"),
-    'impact_scale': Option(float, None, 'N·m per joint (default 0.15 × its effort limit): a '
-                           'sudden 15 N at the hand is an impact, a light touch is not',
-                           per_joint),
-    'squish_threshold': Option(float, None, 'N·m per joint (default 0.25 × its effort limit)',
-                               per_joint),
+    'impact_scale': Option(float, None, 'N·m per joint: one number, 7 or {joint: number} '
+                           '(default 0.15 × its effort limit: a sudden 15 N at the hand is an '
+                           'impact, a light touch is not)', per_joint),
+    'squish_threshold': Option(float, None, 'N·m per joint: one number, 7 or {joint: number} '
+                               '(default 0.25 × its effort limit)', per_joint),
     'squish_release': Option(float, 0.8, 'fraction of its threshold every joint must fall '
                              'below for a squish to end (≤ 1)'),
     'overwrench_force': Option(float, 80.0, 'N at the hand (the 4 kg payload weighs 39 N)'),
@@ -95,7 +92,6 @@ class CollisionDetection(Monitor):
     def __init__(self, context):
         super().__init__(context)
         model = context.model
-
         opts = self.options
 
         def opt(key):
@@ -117,48 +113,20 @@ class CollisionDetection(Monitor):
         self.settle = _positive('settle', opt('settle'))
         self.hold = _positive('hold', opt('hold'))
 
-        # The plant's model: every inertia of the URDF, the head's too.
-        xml = model.urdf_xml.decode() if isinstance(model.urdf_xml, bytes) else model.urdf_xml
-        self._pin = pin.buildModelFromXML(xml)
-        self._pin.gravity.linear = np.array(GRAVITY)
-        self._data = self._pin.createData()
-        nv = self._pin.nv
-        self._arm = np.array([self._pin.joints[self._pin.getJointId(n)].idx_v for n in ARM_JOINTS])
-        heads = [n for n in HEAD_JOINTS if self._pin.existJointName(n)]
-        self._head = self._pin.joints[self._pin.getJointId(heads[0])].idx_v if heads else None
-        if self._pin.nq != nv:
-            raise ValueError('%s: the model has joints with nq != nv (only revolute joints '
-                             'are supported)' % NAME)
-        self._armature = np.zeros(nv)
-        self._armature[self._arm] = model.limit_arrays(ARM_JOINTS)['armature']
-        if self._head is not None:
-            self._armature[self._head] = model.limit_arrays(heads[:1])['armature'][0]
+        self.observer = MomentumObserver(model, self.gain)
+        self._pin, self._data, self._arm = self.observer.pin, self.observer.data, self.observer.arm
         if not self._pin.existFrame(HAND, pin.FrameType.BODY):
             raise ValueError('%s: the robot model has no link %r' % (NAME, HAND))
         self._hand = self._pin.getFrameId(HAND, pin.FrameType.BODY)
-
-        # Joint limits in Pinocchio's order (a joint the model does not limit: never).
-        self._lower, self._upper = np.full(nv, -math.inf), np.full(nv, math.inf)
-        for name in ARM_JOINTS + tuple(heads[:1]):
-            i = self._pin.joints[self._pin.getJointId(name)].idx_v
-            # Where the arm's mechanical stops are (just beyond the limits).
-            self._lower[i] = model.limits[name].lower - HARD_STOP_MARGIN + STOP_TOLERANCE
-            self._upper[i] = model.limits[name].upper + HARD_STOP_MARGIN - STOP_TOLERANCE
         self._inv_scale = 1.0 / self.impact_scale
         self._release = self.squish_release * self.squish_threshold
         self._force2 = self.overwrench_force ** 2
         self._torque2 = self.overwrench_torque ** 2
-        # Buffers, full (Pinocchio) order: the previous and this reading.
-        self._q0, self._v0 = np.zeros(nv), np.zeros(nv)
-        self._q1, self._v1 = np.zeros(nv), np.zeros(nv)
-        self._acc = np.zeros(nv)
-        self._tau_meas = np.zeros(7)
-        self._tmp = np.zeros(nv)
         self._tmp7 = np.zeros(7)
         self._map = np.zeros((6, 7))         # r → hand wrench
         self._map_due = self._wrench_due = -math.inf
-        # Observer and detector state, arm order.
-        self.r = np.zeros(7)                 # external torque estimate
+        # Detector state, arm order.
+        self.r = self.observer.r             # external torque estimate (the observer's)
         self._judged_r = np.zeros(7)         # what of it counts (_judged)
         self._expected = None                # the active controller's expected_external_torque
         self._fading = None                  # the last one, fading out after it ended
@@ -168,7 +136,7 @@ class CollisionDetection(Monitor):
         self.wrench = np.zeros(6)
         self._t_prev = None
         self._h_cached = None
-        self._k_fast = self._k_slow = 0.0
+        self._k_slow = 0.0
         self._band_gain = self._inv_scale
         self._armed_at = math.inf
         self._hold_until = dict.fromkeys(KINDS, -math.inf)
@@ -177,26 +145,16 @@ class CollisionDetection(Monitor):
         self.detected_at = math.nan
         self._now = 0.0
 
-    # --- observer ---------------------------------------------------------------------
-    def _load(self, state, q, v):
-        q[self._arm] = state.q
-        v[self._arm] = state.qd
-        if self._head is not None:
-            q[self._head] = 0.0 if state.q_head is None else state.q_head
-            v[self._head] = 0.0 if state.qd_head is None else state.qd_head
-
     def _restart(self, state):
         """Start the observer from the current momentum (r = 0) and disarm for `settle`."""
-        self._load(state, self._q0, self._v0)
+        self.observer.restart(state)
         self._t_prev = state.now
-        self.r[:] = 0.0
         self.r_slow[:] = 0.0
         self._expected = self._fading = None
         self.level = 0.0
         self.wrench[:] = 0.0
         self._map_due = self._wrench_due = -math.inf
         self._wrench2 = (0.0, 0.0)
-        self._on_stop = False
         self._armed_at = state.now + self.settle
         self._squish = False
         self._halt = None
@@ -207,27 +165,11 @@ class CollisionDetection(Monitor):
         self._restart(state)
         self._now = state.now
 
-    def _observe(self, h):
-        """One observer step over h s from (q0, v0) to (q1, v1) with the transmitted torque
-        self._tau_meas: updates r, r_slow and the impact band (normalised)."""
-        if h != self._h_cached:
-            self._h_cached = h
-            self._k_fast = 1.0 - math.exp(-self.gain * h)
-            self._k_slow = k_slow = 1.0 - math.exp(-h / self.slow_time)
-            self._band_gain = (1.0 - k_slow) * self._inv_scale
-        acc = self._acc
-        np.subtract(self._v1, self._v0, out=acc)
-        acc *= 1.0 / h
-        # M(q0)·Δq̇/h + n(q0, q̇0): the torque the plant's step from the previous state needed.
-        tau = pin.rnea(self._pin, self._data, self._q0, self._v0, acc)
-        acc *= self._armature
-        tau += acc
-        raw = tau[self._arm]
-        raw -= self._tau_meas
-        r = self.r
-        raw -= r
-        raw *= self._k_fast
-        r += raw
+    def _gains(self, h):
+        """The detector's per-step gains for steps of h s."""
+        self._h_cached = h
+        self._k_slow = k_slow = 1.0 - math.exp(-h / self.slow_time)
+        self._band_gain = (1.0 - k_slow) * self._inv_scale
 
     def _judged(self, controller, h):
         """What of r counts as a collision: all of it, or, while the controller expects an
@@ -276,7 +218,7 @@ class CollisionDetection(Monitor):
         self._wrench_due = now + WRENCH_PERIOD
         if now >= self._map_due:
             self._map_due = now + WRENCH_MAP_PERIOD
-            jac = pin.computeFrameJacobian(self._pin, self._data, self._q1, self._hand,
+            jac = pin.computeFrameJacobian(self._pin, self._data, self.observer.q, self._hand,
                                            pin.LOCAL_WORLD_ALIGNED)[:, self._arm]
             jjt = jac @ jac.T
             jjt.flat[::7] += self.wrench_damping
@@ -301,22 +243,12 @@ class CollisionDetection(Monitor):
         if h > MAX_GAP:
             self._restart(state)
             return None
-        self._load(state, self._q1, self._v1)
-        self._tau_meas = state.effort
-        q = self._q1
-        # A joint on its mechanical stop (or the previous reading's: the step that reached
-        # it): the stop's reaction is no push from the world, and the model cannot tell it
-        # apart — r keeps its value meanwhile.
-        on_stop = bool(np.count_nonzero((q >= self._upper) | (q <= self._lower)))
-        stopped, self._on_stop = on_stop or self._on_stop, on_stop
-        if not stopped:
-            self._observe(h)
+        if h != self._h_cached:
+            self._gains(h)
+        self.observer.update(state, h)
         judged = self._judged(controller, h)
         self._slow_step(judged)
         f2, t2 = self._wrench2 if now < self._wrench_due else self._hand_wrench(now)
-        # This reading becomes the previous one.
-        self._q0, self._q1 = self._q1, self._q0
-        self._v0, self._v1 = self._v1, self._v0
         self._t_prev = now
         band = self._band
         self.level = level = math.sqrt(float(band @ band))

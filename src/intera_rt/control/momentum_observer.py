@@ -1,0 +1,119 @@
+"""The external joint torques the arm feels, estimated by a generalized-momentum observer
+(De Luca & Mattone 2005; Haddadin et al. 2017): r (N·m, right_j0..6; + = what the world
+applies) is the low-pass (gain K) of M q̈ + C q̇ + g − τ from the momentum balance, with no
+unfiltered q̈. τ is ArmState.effort, what each joint transmits to its link, so friction needs
+no model. The model is the one the plant integrates: the URDF's inertias, the head's
+included (its measured pose and velocity), each drive's armature on M's diagonal; one tick's
+step is one RNEA call from the previous reading, as the plant steps (semi-implicit Euler).
+
+A reading where a joint (or the head) sits on its mechanical stop, or sat there at the
+previous reading, is not fed to it (r keeps its value): the stops are inelastic, and their
+reaction is no push from the world. Used by collision detection (control.collision_detection);
+docs/incoming/options.md has the derivation.
+"""
+import math
+
+import numpy as np
+import pinocchio as pin
+
+from intera_rt.model.robot_model import GRAVITY
+from intera_rt.robot import ARM_JOINTS, HARD_STOP_MARGIN, HEAD_JOINTS
+
+NAME = 'momentum observer'
+STOP_TOLERANCE = 1e-9   # rad: a joint this close to its mechanical stop is on it
+
+
+class MomentumObserver:
+    """r, updated in place from one reading to the next (`restart`, then `update` each
+    reading). `pin`, `data`, `arm` (the arm joints' velocity indices) and `q` (the latest
+    reading, Pinocchio's order) are shared with the caller for other terms at that pose."""
+
+    def __init__(self, model, gain):
+        self.gain = gain
+        # The plant's model: every inertia of the URDF, the head's too.
+        xml = model.urdf_xml.decode() if isinstance(model.urdf_xml, bytes) else model.urdf_xml
+        self._pin = pin.buildModelFromXML(xml)
+        self._pin.gravity.linear = np.array(GRAVITY)
+        self._data = self._pin.createData()
+        nv = self._pin.nv
+        self._arm = np.array([self._pin.joints[self._pin.getJointId(n)].idx_v for n in ARM_JOINTS])
+        heads = [n for n in HEAD_JOINTS if self._pin.existJointName(n)]
+        self._head = self._pin.joints[self._pin.getJointId(heads[0])].idx_v if heads else None
+        if self._pin.nq != nv:
+            raise ValueError('%s: the model has joints with nq != nv (only revolute joints '
+                             'are supported)' % NAME)
+        self._armature = np.zeros(nv)
+        self._armature[self._arm] = model.limit_arrays(ARM_JOINTS)['armature']
+        if self._head is not None:
+            self._armature[self._head] = model.limit_arrays(heads[:1])['armature'][0]
+
+        # Joint limits in Pinocchio's order (a joint the model does not limit: never).
+        self._lower, self._upper = np.full(nv, -math.inf), np.full(nv, math.inf)
+        for name in ARM_JOINTS + tuple(heads[:1]):
+            i = self._pin.joints[self._pin.getJointId(name)].idx_v
+            # Where the arm's mechanical stops are (just beyond the limits).
+            self._lower[i] = model.limits[name].lower - HARD_STOP_MARGIN + STOP_TOLERANCE
+            self._upper[i] = model.limits[name].upper + HARD_STOP_MARGIN - STOP_TOLERANCE
+        self.pin, self.data, self.arm = self._pin, self._data, self._arm
+        # Buffers, full (Pinocchio) order: the previous and this reading.
+        self._q0, self._v0 = np.zeros(nv), np.zeros(nv)
+        self._q1, self._v1 = np.zeros(nv), np.zeros(nv)
+        self._acc = np.zeros(nv)
+        self._tau_meas = np.zeros(7)
+        self.r = np.zeros(7)
+        self._on_stop = False
+        self._h_cached = None
+        self._k_fast = 0.0
+
+    @property
+    def q(self):
+        """The latest reading's joint positions (Pinocchio's order)."""
+        return self._q0
+
+    def _load(self, state, q, v):
+        q[self._arm] = state.q
+        v[self._arm] = state.qd
+        if self._head is not None:
+            q[self._head] = 0.0 if state.q_head is None else state.q_head
+            v[self._head] = 0.0 if state.qd_head is None else state.qd_head
+
+    def restart(self, state):
+        """Start from the current momentum: r = 0."""
+        self._load(state, self._q0, self._v0)
+        self.r[:] = 0.0
+        self._on_stop = False
+
+    def update(self, state, h):
+        """The reading `state`, h s after the previous one: r follows, unless a joint is (or
+        was) on its mechanical stop — the stop's reaction is no push from the world, and the
+        model cannot tell it apart."""
+        self._load(state, self._q1, self._v1)
+        self._tau_meas = state.effort
+        q = self._q1
+        on_stop = bool(np.count_nonzero((q >= self._upper) | (q <= self._lower)))
+        stopped, self._on_stop = on_stop or self._on_stop, on_stop
+        if not stopped:
+            self._observe(h)
+        # This reading becomes the previous one.
+        self._q0, self._q1 = self._q1, self._q0
+        self._v0, self._v1 = self._v1, self._v0
+
+    def _observe(self, h):
+        """One step over h s from (q0, v0) to (q1, v1) with the transmitted torque
+        self._tau_meas."""
+        if h != self._h_cached:
+            self._h_cached = h
+            self._k_fast = 1.0 - math.exp(-self.gain * h)
+        acc = self._acc
+        np.subtract(self._v1, self._v0, out=acc)
+        acc *= 1.0 / h
+        # M(q0)·Δq̇/h + n(q0, q̇0): the torque the plant's step from the previous state needed.
+        tau = pin.rnea(self._pin, self._data, self._q0, self._v0, acc)
+        acc *= self._armature
+        tau += acc
+        raw = tau[self._arm]
+        raw -= self._tau_meas
+        r = self.r
+        raw -= r
+        raw *= self._k_fast
+        r += raw
