@@ -17,7 +17,7 @@ import threading
 import time
 from pathlib import Path
 
-from intera_rt.robot_process import POLL_INTERVAL, ROBOT_STATE_TOPIC, RobotProcess
+from intera_rt.tooling.robot_process import POLL_INTERVAL, ROBOT_STATE_TOPIC, RobotProcess
 
 BOOT_TIMEOUT = 60.0     # s, scripts/sawyer start until /robot/state arrives
 
@@ -276,7 +276,7 @@ def shutdown_node(reason='tests done'):
 # ---------------------------------------------------------------------------
 
 class Robot(RobotProcess):
-    """A running ``scripts/sawyer`` on its own master (intera_rt.robot_process), with its
+    """A running ``scripts/sawyer`` on its own master (intera_rt.tooling.robot_process), with its
     log in ``log_dir/sawyer.log`` and ROS_LOG_DIR ``log_dir/ros_log``; ``wait_ready``
     also brings up this process's rospy node on that master."""
 

@@ -332,7 +332,7 @@ def test_the_node_alone_serves_the_same_answers(robot, svc):
     import subprocess
     import rospy
     from intera_core_msgs.srv import SolvePositionFK, SolvePositionIK
-    from intera_rt.robot_process import REPO
+    from intera_rt.tooling.robot_process import REPO
     alone = '/kinematics_alone/'
     proc = subprocess.Popen([str(REPO / 'nodes' / 'kinematics'), '__name:=kinematics_alone',
                              NS + 'IKService:=' + alone + 'IKService',

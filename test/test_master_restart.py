@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from intera_rt.robot_process import ROBOT_NODES, RobotProcess, free_port
+from intera_rt.tooling.robot_process import ROBOT_NODES, RobotProcess, free_port
 
 REPO = Path(__file__).resolve().parents[1]
 BACK_TIMEOUT = 30.0           # s (wall) for every node to be registered again

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from intera_rt.robot import ARM_JOINTS, NEUTRAL
-from intera_rt.xdisplay import VirtualDisplay
+from intera_rt.tooling.xdisplay import VirtualDisplay
 from rosharness import latest, wait_for
 
 SAWYER_ARGS = ['--rviz']
@@ -250,7 +250,7 @@ def test_obstacle_markers_replace_the_previous_list():
 ])
 def test_rviz_options_are_checked_before_starting_anything(args, fragment, display):
     import subprocess
-    from intera_rt.robot_process import SAWYER
+    from intera_rt.tooling.robot_process import SAWYER
     env = dict(os.environ, ROS_MASTER_URI='http://127.0.0.1:9')   # nothing may be started
     env.pop('DISPLAY', None)
     if display:

@@ -128,7 +128,7 @@ def private_publisher(robot):
     bad joint states go to it, not to the robot's own /robot/joint_states."""
     import subprocess
     import rospy
-    from intera_rt.robot_process import REPO
+    from intera_rt.tooling.robot_process import REPO
     rospy.set_param(PRIVATE_NS + '/robot_description', rospy.get_param('/robot_description'))
     proc = subprocess.Popen([str(REPO / 'nodes' / 'robot_state_publisher'), '__ns:=' + PRIVATE_NS,
                              'joint_states:=%s/joint_states' % PRIVATE_NS,
@@ -179,7 +179,7 @@ def test_a_urdf_it_cannot_read_stops_it_with_a_clear_error(robot):
     """A second robot_state_publisher, in a namespace whose robot_description is broken."""
     import subprocess
     import rospy
-    from intera_rt.robot_process import REPO
+    from intera_rt.tooling.robot_process import REPO
     rospy.set_param('/broken_test/robot_description', '<robot name="x"><link name=')
     proc = subprocess.run([str(REPO / 'nodes' / 'robot_state_publisher'), '__ns:=/broken_test'],
                           env=robot.environ(), capture_output=True, text=True, timeout=60)

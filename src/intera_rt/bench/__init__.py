@@ -80,7 +80,7 @@ def own_robot(args, log_path, boot_timeout):
     the RobotProcess once /robot/state is published (this process now talks to that
     master); on exit shuts this process's rospy down (if it started) and stops the robot.
     Its output goes to log_path, its ROS logs beside it (<log_path stem>_ros_log/)."""
-    from intera_rt.robot_process import RobotProcess
+    from intera_rt.tooling.robot_process import RobotProcess
     robot = RobotProcess(args, log_path, os.path.splitext(log_path)[0] + '_ros_log')
     try:
         yield robot.start().wait_published(boot_timeout)

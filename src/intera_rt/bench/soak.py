@@ -39,7 +39,7 @@ import numpy as np
 
 from intera_rt.bench import own_robot, wait_for
 from intera_rt.robot import NEUTRAL
-from intera_rt.robot_process import ROBOT_NODES
+from intera_rt.tooling.robot_process import ROBOT_NODES
 
 ARM = ['right_j%d' % i for i in range(7)]
 NS = '/robot/limb/right/'
@@ -54,7 +54,7 @@ Q0 = np.array(NEUTRAL)
 
 # --- processes and memory -------------------------------------------------------------------
 def _descendants(root):
-    from intera_rt.robot_process import descendants
+    from intera_rt.tooling.robot_process import descendants
     return sorted(descendants(root))
 
 

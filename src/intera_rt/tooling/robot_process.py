@@ -9,7 +9,7 @@ import subprocess
 import time
 from pathlib import Path
 
-REPO = Path(os.environ.get('INTERA_RT_REPO') or Path(__file__).resolve().parents[2])
+REPO = Path(os.environ.get('INTERA_RT_REPO') or Path(__file__).resolve().parents[3])
 SAWYER = REPO / 'scripts' / 'sawyer'
 STOP_TIMEOUT = 15.0     # s, SIGINT until SIGKILL
 POLL_INTERVAL = 0.05    # s

@@ -12,8 +12,8 @@ import time
 from pathlib import Path
 
 from intera_rt.robot import ARM_JOINTS
-from intera_rt.robot_process import REPO, RobotProcess
-from intera_rt.xdisplay import VirtualDisplay
+from intera_rt.tooling.robot_process import REPO, RobotProcess
+from intera_rt.tooling.xdisplay import VirtualDisplay
 
 DEFAULT_OUT = REPO / 'docs' / 'img' / 'rviz.png'
 POSE = (0.45, -0.75, 0.0, 1.55, 0.0, 0.75, 1.7)     # reaching forward and down, to its side

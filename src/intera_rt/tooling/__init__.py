@@ -1,0 +1,3 @@
+"""Tooling around the robot, not part of it: a robot run as a child process for tests and
+benches (robot_process), a virtual X display (xdisplay) and the README's RViz picture
+(rviz_screenshot, behind scripts/rviz_screenshot)."""
