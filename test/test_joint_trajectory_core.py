@@ -5,8 +5,8 @@ import math
 import numpy as np
 import pytest
 
-from intera_rt.motion import joint_trajectory as jt
-from intera_rt.motion.joint_trajectory import GoalError, JointTol, Point, State
+from intera_rt import joint_trajectory as jt
+from intera_rt.joint_trajectory import GoalError, JointTol, Point, State
 from intera_rt import robot  # noqa: E402
 
 ARM = ['right_j%d' % i for i in range(7)]

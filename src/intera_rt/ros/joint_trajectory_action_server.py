@@ -5,7 +5,7 @@ robot-side). It drives the arm only through the robot's public interface:
 /robot/joint_states, /robot/joint_limits, /robot/state, the cuff, and
 /intera_rt/realtime_state (zero-G, and the collision stop collision_detection_state also
 reports: one subscription fewer costs less at --speed max). The trajectory logic
-(validation, spline, tolerance checks) is intera_rt.motion.joint_trajectory; this node is
+(validation, spline, tolerance checks) is intera_rt.joint_trajectory; this node is
 its ROS adapter.
 
 Action: ``~action_ns`` (default /robot/limb/right/follow_joint_trajectory), an actionlib
@@ -106,7 +106,7 @@ from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64
 from trajectory_msgs.msg import JointTrajectoryPoint
 
-from intera_rt.motion import joint_trajectory as jt
+from intera_rt import joint_trajectory as jt
 from intera_rt.robot import ARM_JOINTS
 from intera_rt.ros.actions import MIN_RESULT_DELAY, StatusHoldingServer
 from intera_rt.ros.node import init_node
