@@ -8,12 +8,18 @@ sampled at command time and at the time a measurement was taken. Tolerances foll
 control_msgs/JointTolerance: > 0 sets one, 0 keeps the default, < 0 disables the check
 (``inf`` inside). The motion controller's planning is apart, in intera_rt.motion.
 """
-from intera_rt.joint_trajectory.goal import (  # noqa: F401 (the package's API)
+from intera_rt.joint_trajectory.goal import (
     CODE_NAMES, GOAL_TOLERANCE_VIOLATED, INVALID_GOAL, INVALID_JOINTS, OLD_HEADER_TIMESTAMP,
     PATH_TOLERANCE_VIOLATED, SUCCESSFUL, AcceptedGoal, GoalError, JointTol, Limits, Point, State,
     Tolerances, plan_goal, resolve_tolerances)
-from intera_rt.joint_trajectory.monitor import (  # noqa: F401
+from intera_rt.joint_trajectory.monitor import (
     GoalMonitor, Outcome, check_goal, check_path)
-from intera_rt.joint_trajectory.spline import (  # noqa: F401
+from intera_rt.joint_trajectory.spline import (
     MIN_STOP_TIME, STOP_DECEL_FRACTION, JointTrajectory, cubic_coeffs, quintic_coeffs,
     stop_duration, stop_trajectory)
+
+__all__ = ['CODE_NAMES', 'GOAL_TOLERANCE_VIOLATED', 'INVALID_GOAL', 'INVALID_JOINTS', 'OLD_HEADER_TIMESTAMP',
+           'PATH_TOLERANCE_VIOLATED', 'SUCCESSFUL', 'AcceptedGoal', 'GoalError', 'JointTol', 'Limits', 'Point',
+           'State', 'Tolerances', 'plan_goal', 'resolve_tolerances', 'GoalMonitor', 'Outcome', 'check_goal',
+           'check_path', 'MIN_STOP_TIME', 'STOP_DECEL_FRACTION', 'JointTrajectory', 'cubic_coeffs',
+           'quintic_coeffs', 'stop_duration', 'stop_trajectory']

@@ -5,6 +5,9 @@ import math
 
 import numpy as np
 
+from intera_rt.motion.cartesian_path import reference_polyline
+from intera_rt.motion.geometry import matrix_to_quat
+
 ANALYSIS_DT = 0.005          # s between samples (the streaming period)
 MAX_SAMPLES = 600            # coarser than ANALYSIS_DT for plans longer than 3 s
 # Pre-motion self-collision check: checked configurations are at most COLLISION_STEP apart,
@@ -104,7 +107,6 @@ def first_collision_on_points(points, collision, q_head=0.0, step=COLLISION_STEP
 def cartesian_deviation(plan, endpoint, samples=None):
     """Largest distance (m) of the endpoint from the designed path (its lines and arcs as a
     dense polyline) over the samples."""
-    from intera_rt.motion.cartesian_planner import reference_polyline
     ts, P, _, _ = samples if samples is not None else sample_plan(plan)
     ref = reference_polyline(plan)
     if len(ref) < 2:
@@ -143,7 +145,6 @@ def interpolated_path(plan, step, endpoint=None):
         seg = min(seg, max(len(times) - 1, 0))
         pose = None
         if endpoint is not None:
-            from intera_rt.motion.geometry import matrix_to_quat
             p, R = endpoint.fk(q[:endpoint.n])
             pose = (p, matrix_to_quat(R))
         out.append((float(t), q, pose, seg))

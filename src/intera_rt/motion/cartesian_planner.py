@@ -1,105 +1,40 @@
-"""CARTESIAN interpolation: the active endpoint moves on straight lines (position) with
-slerp (orientation) between the waypoints' poses, starting from its current pose.
+"""CARTESIAN interpolation: the joints that follow the designed path (cartesian_path) and
+the plan made of its timed runs (cartesian_timing).
 
-Path
-----
-Segment k runs from pose k-1 to pose k (pose 0 = the endpoint now). At a waypoint whose
-corner_distance d > 0 the two straight lines are joined by a circular arc tangent to both,
-starting d before the waypoint and ending d after it (d is capped at half of either segment);
-in the blend the orientation passes smoothly from the first segment's slerp to the second's
-(both continued at their own rate, mixed with a smoothstep weight), so position, orientation
-and their rates are continuous. corner_distance 0 stops at the waypoint. A segment that
-only rotates is its own stop-to-stop run.
-
-Joints
-------
-The path is sampled (≤ 3 cm, ≤ 0.05 rad) and followed by differential IK (damped least
-squares, warm-started from the previous point). The waypoint's joint_positions bias the
-nullspace: along each segment the remaining nullspace offset toward the bias is spread
-evenly over the remaining path, so the arm reaches its preferred posture at the waypoint
-without sudden joint motion. nso_start_offset_allowed: before the path, the arm may first
-move in its nullspace (tip still) to the posture the first waypoint's bias asks for.
-nso_check_end_offset: the final posture must be within NSO_END_TOLERANCE of the last
-waypoint's nullspace goal (else CARTESIAN_INTERPOLATION_FAILED).
-
-Timing
-------
-Each stop-to-stop run is time-parameterised by TOPP-RA (toppra) on the cubic joint spline
-through the IK points: time-optimal under the endpoint's max_linear_speed / accel and
-max_rotational_speed / accel of each segment and max_joint_speed_ratio × the joint velocity
-limits. The joint accelerations that result are then checked against the joint
-acceleration limits: PLANNED_JOINT_ACCEL_LIMIT ("reduce the Cartesian speeds and
-accelerations"), as the robot documents.
+The path is sampled and followed by differential IK (damped least squares, warm-started from
+the previous point). The waypoint's joint_positions bias the nullspace: along each segment
+the remaining nullspace offset toward the bias is spread evenly over the remaining path, so
+the arm reaches its preferred posture at the waypoint without sudden joint motion. Where no
+continuous joint path follows near that posture, IK solutions of the waypoints are tried
+instead. nso_start_offset_allowed: before the path, the arm may first move in its nullspace
+(tip still) toward the first waypoint's bias. nso_check_end_offset: the final posture must be
+within NSO_END_TOLERANCE of the last waypoint's nullspace goal (else
+CARTESIAN_INTERPOLATION_FAILED). Joint accelerations over their limits are
+PLANNED_JOINT_ACCEL_LIMIT, as the robot documents.
 """
 import bisect
-import logging
-import math
 
 import numpy as np
-from scipy.interpolate import CubicSpline, PPoly
-from scipy.linalg import solve_banded
 
 from intera_rt.model.ik import SEED_CURRENT
 from intera_rt.model.robot_model import ARM_JOINTS
 from intera_rt.motion import analysis
+from intera_rt.motion.cartesian_path import design, pose_on, poses_on, sample_run
+from intera_rt.motion.cartesian_timing import joint_spline, time_joint_path, time_run
 from intera_rt.motion.errors import (CARTESIAN_INTERPOLATION_FAILED, FAILED_TO_PARAMETERIZE,
                                      PLANNED_MOTION_COLLISION, MotionError)
-from intera_rt.motion.geometry import (matrix_to_quat, quat_to_matrix_many, rotation_angle,
-                                       rotation_error_many, slerp_many, slerp_pairs)
+from intera_rt.motion.geometry import quat_to_matrix_many, rotation_error_many
 from intera_rt.motion.kinematics import (PATH_ORIENTATION_TOLERANCE, PATH_POSITION_TOLERANCE,
                                          EndpointKinematics, PathFollowError)
-from intera_rt.motion.plan import HoldPlan, PathPiece, PiecewisePlan
+from intera_rt.motion.plan import HoldPlan, PiecewisePlan
 
-
-
-def _import_toppra():
-    """toppra, imported without matplotlib: it imports matplotlib.pyplot for its debugging
-    plots only, which costs every process that plans ~29 MB (the motion controller: 166 →
-    137 MB). Stand-in modules take matplotlib's place while toppra is imported (its plot
-    helpers then fail, nothing else does) and are removed after, so that a later
-    `import matplotlib` gets the real one."""
-    import sys
-    import types
-    stubs = [name for name in ('matplotlib', 'matplotlib.pyplot') if name not in sys.modules]
-    for name in stubs:
-        sys.modules[name] = types.ModuleType(name)
-    if 'matplotlib.pyplot' in stubs:
-        sys.modules['matplotlib'].pyplot = sys.modules['matplotlib.pyplot']
-    try:
-        import toppra
-        import toppra.constraint
-        return toppra
-    finally:
-        for name in stubs:
-            del sys.modules[name]
-
-
-logging.getLogger('toppra').setLevel(logging.WARNING)
-toppra = _import_toppra()
-from toppra.constraint import DiscretizationType, LinearConstraint  # noqa: E402
-
-# toppra looks on disk for its optional solver packages each time an instance is made
-# (~1 ms, several per goal); the answer does not change while the process runs.
-_SOLVERS = toppra.solverwrapper.available_solvers(output_msg=False)
-toppra.solverwrapper.available_solvers = lambda output_msg=True: _SOLVERS
-
-SAMPLE_STEP = 0.03             # m between IK path points
-SAMPLE_ANGLE = 0.05            # rad between IK path points
 NULLSPACE_STEP = 0.02          # rad per point of a nullspace (start offset) move
-MAX_GRIDPOINTS = 250           # TOPP-RA gridpoints per run
-PATH_H = 5e-4                  # path parameter step for the endpoint's rates along a run
-MIN_LENGTH = 1e-6              # m / rad: shorter segments are "already there"
-MAX_TURN = math.radians(179.0)  # sharper corners are not blended (stop instead)
 NSO_END_TOLERANCE = 0.1        # rad, nso_check_end_offset
-LIMIT_SLACK = 1.01             # joint velocity² / acceleration over the limit before re-timing
 MAX_POSTURE_ATTEMPTS = 5       # postures tried per stop-to-stop run (see _plan_run)
 SPLINE_REFINE = 3              # re-follows of a run where its spline strays from the path
 SPLINE_CHECK_STEP = 0.1        # rad: runs with a joint step this large (or refined) are checked
 FALLBACK_REACH = 0.5           # share of a segment over which a fallback posture is taken
-TOPPRA_MARGIN = 0.99           # joint limits given to TOPP-RA, of the limits (rates vary between gridpoints)
-ACCEL_RETRIES = 3              # re-timings with locally tightened limits, then the run is slowed
 MAX_DURATION = 3600.0
-ROTATION_SCALE = 0.1           # m per rad: path parameter of a rotation-only run
 
 
 def _close(a, b, tol=0.05):
@@ -109,160 +44,10 @@ def _close(a, b, tol=0.05):
     return float(np.abs(np.asarray(a) - np.asarray(b)).max()) < tol
 
 
-class _Piece:
-    """One geometric piece of a run, over its own arc length [0, length]."""
-
-    def __init__(self, seg, length):
-        self.seg = seg               # index of the segment (waypoint) it belongs to
-        self.length = length
-
-
-class _Line(_Piece):
-    def __init__(self, seg, p0, p1, q0, q1, x0, x1, total):
-        super().__init__(seg, x1 - x0)
-        self.p0, self.p1, self.q0, self.q1 = p0, p1, q0, q1
-        self.x0, self.total = x0, total
-        self.e = (p1 - p0) / total
-
-    def at_many(self, xs):
-        d = self.x0 + xs
-        n = len(xs)
-        return (self.p0[None, :] + d[:, None] * self.e[None, :], slerp_many(self.q0, self.q1, d / self.total),
-                np.tile(self.e, (n, 1)), np.zeros((n, 3)))
-
-
-class _Blend(_Piece):
-    def __init__(self, seg, corner, e1, e2, d, line_in, line_out):
-        cosa = float(np.clip(e1 @ e2, -1.0, 1.0))
-        alpha = math.acos(cosa)
-        self.corner, self.e1, self.e2, self.d, self.alpha = corner, e1, e2, d, alpha
-        self.start = corner - d * e1
-        if alpha < 1e-6:
-            length = 2.0 * d
-            self.rho = math.inf
-        else:
-            self.rho = d / math.tan(alpha / 2.0)
-            normal = e2 - cosa * e1
-            self.normal = normal / np.linalg.norm(normal)
-            length = self.rho * alpha
-        super().__init__(seg, length)
-        self.line_in, self.line_out = line_in, line_out   # (q0, q1, total) of each segment
-
-    def at_many(self, xs):
-        n = len(xs)
-        if math.isinf(self.rho):
-            p = self.start[None, :] + xs[:, None] * self.e1[None, :]
-            tangent, curvature = np.tile(self.e1, (n, 1)), np.zeros((n, 3))
-        else:
-            phi = xs / self.rho
-            c, s = np.cos(phi)[:, None], np.sin(phi)[:, None]
-            center = self.start + self.rho * self.normal
-            p = center[None, :] - self.rho * c * self.normal[None, :] + self.rho * s * self.e1[None, :]
-            tangent = c * self.e1[None, :] + s * self.normal[None, :]
-            curvature = (center[None, :] - p) / (self.rho * self.rho)
-        qa0, qa1, la = self.line_in
-        qb0, qb1, lb = self.line_out
-        qa = slerp_many(qa0, qa1, (la - self.d + xs) / la)
-        qb = slerp_many(qb0, qb1, (self.d - (self.length - xs)) / lb)
-        w = xs / self.length if self.length > 0 else np.ones(n)
-        w = w * w * (3.0 - 2.0 * w)
-        return p, slerp_pairs(qa, qb, w), tangent, curvature
-
-
-class _Rotation(_Piece):
-    def __init__(self, seg, p, q0, q1, angle):
-        super().__init__(seg, angle * ROTATION_SCALE)
-        self.p, self.q0, self.q1 = p, q0, q1
-
-    def at_many(self, xs):
-        n = len(xs)
-        us = xs / self.length if self.length > 0 else np.ones(n)
-        return np.tile(self.p, (n, 1)), slerp_many(self.q0, self.q1, us), np.zeros((n, 3)), np.zeros((n, 3))
-
-
-class _PathConstraint(LinearConstraint):
-    """Endpoint speed/acceleration limits and joint velocity limits along a run, as
-    TOPP-RA's canonical linear constraint (x = ṡ², u = s̈), precomputed at the gridpoints:
-      x ≤ xmax                                (speeds)
-      ±|p'|u + |p''|x ≤ a_lin,  ±|r'|u + |r''|x ≤ a_rot   (accelerations, |·| bounds)"""
-
-    def __init__(self, xmax, dp, ddp, dr, ddr, a_lin, a_rot):
-        super().__init__()
-        self.discretization_type = DiscretizationType.Collocation
-        self.dof = 7
-        n = len(xmax)
-        self._xbound = np.column_stack([np.zeros(n), xmax])
-        self._a = np.column_stack([dp, -dp, dr, -dr])
-        self._b = np.column_stack([ddp, ddp, ddr, ddr])
-        self._c = np.zeros((n, 4))
-        self._F = np.repeat(np.eye(4)[None, :, :], n, axis=0)
-        self._g = np.column_stack([a_lin, a_lin, a_rot, a_rot])
-
-    def compute_constraint_params(self, path, gridpoints, *args, **kwargs):
-        return self._a, self._b, self._c, self._F, self._g, None, self._xbound
-
-
-class _JointAccelConstraint(LinearConstraint):
-    """|q'(s)·u + q''(s)·x| ≤ amax per joint, amax given per gridpoint, enforced at both
-    ends of each interval (TOPP-RA's interpolation discretisation: u is constant over the
-    interval and x grows by 2·Δs·u across it), so the plan's piecewise-constant path
-    acceleration keeps the joints within their limits at every gridpoint it passes."""
-
-    def __init__(self, amax):
-        super().__init__()
-        self.discretization_type = DiscretizationType.Interpolation
-        self.dof = 7
-        self.identical = True
-        self._amax = np.asarray(amax, dtype=float)
-
-    def compute_constraint_params(self, path, gridpoints, *args, **kwargs):
-        # Each row divided by its limit, so F and g are the same at every gridpoint.
-        d1, d2 = path(gridpoints, 1) / self._amax, path(gridpoints, 2) / self._amax
-        n = len(gridpoints)
-        delta = np.diff(gridpoints)
-        a = np.empty((n, 14))
-        b = np.empty((n, 14))
-        a[:, :7], b[:, :7] = d1, d2
-        # the same interval's constant u at its far end, where x = x_i + 2·Δs·u
-        a[:-1, 7:] = d1[1:] + 2.0 * delta[:, None] * d2[1:]
-        b[:-1, 7:] = d2[1:]
-        a[-1, 7:], b[-1, 7:] = d1[-1], d2[-1]
-        F = np.vstack([np.eye(14), -np.eye(14)])
-        return a, b, np.zeros((n, 14)), F, np.ones(28), None, None
-
-
-class _SplinePath(toppra.interpolator.AbstractGeometricPath):
-    def __init__(self, spline):
-        self.spline = spline
-        self._d = [spline, spline.derivative(1), spline.derivative(2)]
-
-    def __call__(self, ss, order=0):
-        return self._d[order](ss)
-
-    @property
-    def dof(self):
-        return 7
-
-    @property
-    def path_interval(self):
-        return np.array([self.spline.x[0], self.spline.x[-1]])
-
-
-def reference_polyline(plan, spacing=0.001):
-    """The designed path of a Cartesian plan as positions ≤ `spacing` apart (the chords
-    stay within spacing²/(8·radius) of the arcs)."""
-    cached = getattr(plan, '_reference_polyline', None)
-    if cached is not None:
-        return cached
-    out = [np.asarray(plan.start_position)[None, :]]
-    for piece in plan.reference_pieces:
-        n = max(2, int(math.ceil(piece.length / spacing)) + 1)
-        out.append(piece.at_many(np.linspace(0.0, piece.length, n))[0])
-    plan._reference_polyline = np.concatenate(out)
-    return plan._reference_polyline
-
-
 class CartesianPlanner:
+    """Plans CARTESIAN requests for one robot model (endpoints' kinematics cached by tip);
+    ik_solver, when given, supplies alternative postures and reachability diagnostics."""
+
     def __init__(self, model, ik_solver=None):
         self.model = model
         self.ik = ik_solver
@@ -282,8 +67,8 @@ class CartesianPlanner:
         """The designed path of a CARTESIAN request from the angles q0: one (pose_at(s) →
         (position, rotation matrix), length) per stop-to-stop run (for analysis)."""
         tip = self.endpoint(request.endpoint)
-        _, _, runs, _, _ = self._geometry(tip, np.asarray(q0, dtype=float), request)
-        return [(self._pose_on(pieces), float(sum(p.length for p in pieces))) for pieces in runs]
+        _, _, runs, _, _ = design(tip, np.asarray(q0, dtype=float), request)
+        return [(pose_on(pieces), float(sum(p.length for p in pieces))) for pieces in runs]
 
     def plan(self, q0, request, collision=None, q_head=0.0):
         """q0: current 7 angles; request: MotionRequest (CARTESIAN). collision: the
@@ -293,7 +78,7 @@ class CartesianPlanner:
         self.notes = []
         tip = self.endpoint(request.endpoint)
         q0 = np.asarray(q0, dtype=float)
-        p_start, r_start, runs, marks, seg_meta = self._geometry(tip, q0, request)
+        p_start, r_start, runs, marks, seg_meta = design(tip, q0, request)
         wps = request.waypoints
         q = q0.copy()
         plan_pieces = []
@@ -340,191 +125,8 @@ class CartesianPlanner:
         plan.endpoint = request.endpoint
         return plan
 
-    def _geometry(self, tip, q0, request):
-        """(start position, start rotation, runs: the geometric pieces of each stop-to-stop
-        run, marks: (run, arc length) where each waypoint is passed, per-segment metadata)."""
-        p_start, r_start = tip.fk(q0[:tip.n])
-        wps = request.waypoints
-        q_start = matrix_to_quat(r_start)
-        poses = [(p_start, q_start)]
-        for w in wps:
-            q = w.orientation.copy()
-            if q @ poses[-1][1] < 0:
-                q = -q
-            poses.append((w.position.copy(), q))
-
-        runs = []              # the geometric pieces of each stop-to-stop run
-        seg_meta = []          # per segment: length, rotation angle, limits
-        for k in range(1, len(poses)):
-            (pa, qa), (pb, qb) = poses[k - 1], poses[k]
-            seg_meta.append({'L': float(np.linalg.norm(pb - pa)), 'theta': rotation_angle(qa, qb),
-                             'limits': wps[k - 1].limits})
-        # Blend distances at interior waypoints (between segment k and k+1, 0-based k).
-        blend = [0.0] * len(seg_meta)
-        for k in range(len(seg_meta) - 1):
-            a, b = seg_meta[k], seg_meta[k + 1]
-            d = a['limits'].corner_distance
-            if d <= 0 or a['L'] < MIN_LENGTH or b['L'] < MIN_LENGTH:
-                continue
-            e1 = (poses[k + 1][0] - poses[k][0]) / a['L']
-            e2 = (poses[k + 2][0] - poses[k + 1][0]) / b['L']
-            if math.acos(float(np.clip(e1 @ e2, -1, 1))) > MAX_TURN:
-                continue
-            blend[k] = min(d, 0.5 * a['L'], 0.5 * b['L'])
-        # Geometric pieces, split into runs at the stops.
-        marks = []             # (run index, arc length in run) at which each waypoint is passed
-        current = []
-        run_len = 0.0
-        for k, meta in enumerate(seg_meta):
-            (pa, qa), (pb, qb) = poses[k], poses[k + 1]
-            L, theta = meta['L'], meta['theta']
-            if L < MIN_LENGTH and theta < MIN_LENGTH:
-                marks.append((len(runs), run_len) if current else (len(runs) - 1, None))
-                continue
-            if L < MIN_LENGTH:
-                if current:
-                    runs.append(current)
-                    current, run_len = [], 0.0
-                piece = _Rotation(k, pa, qa, qb, theta)
-                runs.append([piece])
-                marks.append((len(runs) - 1, piece.length))
-                continue
-            x0 = blend[k - 1] if k > 0 else 0.0
-            x1 = L - blend[k]
-            if x1 - x0 > 1e-9:
-                current.append(_Line(k, pa, pb, qa, qb, x0, x1, L))
-                run_len += x1 - x0
-            if blend[k] > 0:
-                nxt = seg_meta[k + 1]
-                e1 = (pb - pa) / L
-                e2 = (poses[k + 2][0] - pb) / nxt['L']
-                b = _Blend(k, pb, e1, e2, blend[k], (qa, qb, L), (qb, poses[k + 2][1], nxt['L']))
-                current.append(b)
-                marks.append((len(runs), run_len + 0.5 * b.length))
-                run_len += b.length
-            else:
-                marks.append((len(runs), run_len))
-                runs.append(current)
-                current, run_len = [], 0.0
-        if current:
-            runs.append(current)
-        return p_start, r_start, runs, marks, seg_meta
-
-    # --- one stop-to-stop run ----------------------------------------------------------
-    def _sample(self, pieces):
-        """Arc-length samples of a run: s, positions, quaternions, the segment (waypoint)
-        each sample belongs to, and the sample indices where pieces meet."""
-        ss, ps, qs, segs, breaks = [], [], [], [], []
-        s0 = 0.0
-        count_so_far = 0
-        for i, piece in enumerate(pieces):
-            if isinstance(piece, _Rotation):
-                angle = rotation_angle(piece.q0, piece.q1)
-            elif isinstance(piece, _Line):
-                angle = rotation_angle(piece.q0, piece.q1) * piece.length / piece.total
-            else:
-                angle = rotation_angle(piece.line_in[0], piece.line_in[1]) * piece.length / piece.line_in[2] + \
-                    rotation_angle(piece.line_out[0], piece.line_out[1]) * piece.length / piece.line_out[2]
-            if isinstance(piece, _Rotation):
-                count = max(4, int(math.ceil(angle / SAMPLE_ANGLE)))
-            else:
-                count = max(4 if isinstance(piece, _Blend) else 2,
-                            int(math.ceil(piece.length / SAMPLE_STEP)),
-                            int(math.ceil(angle / SAMPLE_ANGLE)))
-            xs = np.linspace(0.0, piece.length, count + 1)
-            if i > 0:
-                xs = xs[1:]
-                breaks.append(count_so_far - 1)
-            p, q, _, _ = piece.at_many(xs)
-            ss.append(s0 + xs)
-            ps.append(p)
-            qs.append(q)
-            # A blend belongs to the segment it leaves until its middle.
-            if isinstance(piece, _Blend):
-                segs.append(np.where(xs < 0.5 * piece.length, piece.seg, piece.seg + 1))
-            else:
-                segs.append(np.full(len(xs), piece.seg))
-            count_so_far += len(xs)
-            s0 += piece.length
-        qs = np.concatenate(qs)
-        # Keep consecutive quaternions in one hemisphere.
-        flip = np.concatenate([[False], np.einsum('ij,ij->i', qs[1:], qs[:-1]) < 0])
-        qs[np.logical_xor.accumulate(flip)] *= -1.0
-        segs = np.concatenate(segs)
-        switches = (np.flatnonzero(np.diff(segs)) + 1).tolist()       # a new waypoint's bias
-        breaks = sorted(set(breaks) | set(switches))
-        return np.concatenate(ss), np.concatenate(ps), qs, segs, breaks
-
-    @staticmethod
-    def _joint_spline(ss, joints, breaks):
-        """q(s): a cubic spline through the IK points, C2 except at the breaks (where the
-        path's curvature or the nullspace drift changes): there, and at both ends, the joint
-        rate is set to its three-point estimate from each side (averaged), so the spline stays
-        C1 without ringing across a curvature jump. One banded solve for the whole run."""
-        n = len(ss)
-        h = np.diff(ss)
-        delta = np.diff(joints, axis=0) / h[:, None]
-
-        def slope(i, direction):
-            j1, j2 = i + direction, i + 2 * direction
-            if not 0 <= j2 < n:
-                return delta[min(i, j1)]
-            h1, h2 = ss[j1] - ss[i], ss[j2] - ss[i]
-            return (-(h1 + h2) / (h1 * h2) * joints[i] + h2 / (h1 * (h2 - h1)) * joints[j1]
-                    - h1 / (h2 * (h2 - h1)) * joints[j2])
-        fixed = {0: slope(0, +1), n - 1: slope(n - 1, -1)}
-        for b in breaks:
-            if 0 < b < n - 1:
-                fixed[b] = 0.5 * (slope(b, -1) + slope(b, +1))
-        ab = np.zeros((3, n))
-        rhs = np.zeros((n, joints.shape[1]))
-        inner = np.arange(1, n - 1)
-        ab[0, inner + 1] = h[inner - 1]                   # coefficient of d[i+1] in row i
-        ab[1, inner] = 2.0 * (h[inner - 1] + h[inner])
-        ab[2, inner - 1] = h[inner]                       # coefficient of d[i-1] in row i
-        rhs[inner] = 3.0 * (h[inner, None] * delta[inner - 1] + h[inner - 1, None] * delta[inner])
-        for i, d in fixed.items():
-            ab[1, i] = 1.0
-            if i + 1 < n:
-                ab[0, i + 1] = 0.0
-            if i > 0:
-                ab[2, i - 1] = 0.0
-            rhs[i] = d
-        d = solve_banded((1, 1), ab, rhs)
-        hh = h[:, None]
-        c = np.empty((4, n - 1, joints.shape[1]))
-        c[0] = (d[:-1] + d[1:] - 2.0 * delta) / (hh * hh)
-        c[1] = (3.0 * delta - 2.0 * d[:-1] - d[1:]) / hh
-        c[2] = d[:-1]
-        c[3] = joints[:-1]
-        return PPoly(c, ss)
-
-    @staticmethod
-    def _pose_on(pieces):
-        """pose_at(s) → (position, rotation matrix) anywhere on a run's pieces."""
-        starts = np.concatenate([[0.0], np.cumsum([p.length for p in pieces])])
-
-        def pose_at(s):
-            k = int(np.clip(np.searchsorted(starts, s, side='right') - 1, 0, len(pieces) - 1))
-            p, q, _, _ = pieces[k].at_many(np.array([min(max(s - starts[k], 0.0), pieces[k].length)]))
-            return p[0], quat_to_matrix_many(q)[0]
-        return pose_at
-
-    @staticmethod
-    def _poses_on(pieces, ss):
-        """Positions (N×3) and rotation matrices (N×3×3) of a run's pieces at each s."""
-        starts = np.concatenate([[0.0], np.cumsum([p.length for p in pieces])])
-        ks = np.clip(np.searchsorted(starts, ss, side='right') - 1, 0, len(pieces) - 1)
-        P, R = np.empty((len(ss), 3)), np.empty((len(ss), 3, 3))
-        for k in np.unique(ks):
-            sel = ks == k
-            x = np.clip(ss[sel] - starts[k], 0.0, pieces[k].length)
-            p, q, _, _ = pieces[k].at_many(x)
-            P[sel], R[sel] = p, quat_to_matrix_many(q)
-        return P, R
-
     def _plan_run(self, tip, q_start, pieces, wps, seg_meta, collision=None, q_head=0.0):
-        ss0, ps, qs, segs0, breaks0 = self._sample(pieces)
+        ss0, ps, qs, segs0, breaks0 = sample_run(pieces)
         rotations = quat_to_matrix_many(qs)
         # Where each segment's part of this run starts and ends, for the nullspace drift.
         seg_start, seg_end = {}, {}
@@ -549,7 +151,7 @@ class CartesianPlanner:
             return 1.0 - u * u * (3.0 - 2.0 * u)
 
         start_extra = q_start[tip.n:].copy()
-        pose_at = self._pose_on(pieces)
+        pose_at = pose_on(pieces)
         nominal = float(np.median(np.diff(ss0))) if len(ss0) > 1 else 1.0
 
         def attempt(biases, reach=1.0, ss_in=None, prefix=None):
@@ -574,7 +176,7 @@ class CartesianPlanner:
             if ss_in is None:
                 ss_in, p_in, r_in = ss0, ps, rotations
             else:
-                p_in, r_in = self._poses_on(pieces, ss_in)
+                p_in, r_in = poses_on(pieces, ss_in)
             q_from = q_start if prefix is None else prefix[1][-1]
             ss, joints, _, _ = tip.track(q_from, ss_in, p_in, r_in, pose_at=pose_at, nullspace=nullspace,
                                          free_joints=free_joints if tip.n < 7 else None, nominal=nominal)
@@ -626,9 +228,9 @@ class CartesianPlanner:
             # Evenly spaced points with slow joints (the common case) need no check.
             if len(ss) == len(ss0) and float(np.abs(np.diff(joints, axis=0)).max()) < SPLINE_CHECK_STEP:
                 break
-            spline = self._joint_spline(ss, joints, np.searchsorted(ss, breaks_s).tolist())
+            spline = joint_spline(ss, joints, np.searchsorted(ss, breaks_s).tolist())
             mids = 0.5 * (ss[:-1] + ss[1:])
-            P, R = self._poses_on(pieces, mids)
+            P, R = poses_on(pieces, mids)
             qm = spline(mids)
             Pq, Rq = tip.fk_many(qm[:, :tip.n])
             dev_p = np.linalg.norm(Pq - P, axis=1)
@@ -652,96 +254,7 @@ class CartesianPlanner:
                                                         len(tried)))
         segs = segs0[np.minimum(np.searchsorted(ss0, ss - 1e-12, side='left'), len(segs0) - 1)]
         breaks = np.searchsorted(ss, breaks_s).tolist()
-        spline = self._joint_spline(ss, joints, breaks)
-        # Gridpoints: at most MAX_GRIDPOINTS, always including both ends and the breaks;
-        # evenly spread over the points, so denser where the path was refined.
-        if len(ss) <= MAX_GRIDPOINTS:
-            idx = np.arange(len(ss))
-        else:
-            idx = np.unique(np.concatenate([np.round(np.linspace(0, len(ss) - 1, MAX_GRIDPOINTS)).astype(int),
-                                            np.asarray(breaks, dtype=int)]))
-        grid = ss[idx]
-        seg_g = segs[idx]
-        lims = [wps[int(k)].limits for k in seg_g]
-        v_lin = np.array([l.linear_speed for l in lims])
-        a_lin = np.array([l.linear_accel for l in lims])
-        v_rot = np.array([l.rotational_speed for l in lims])
-        a_rot = np.array([l.rotational_accel for l in lims])
-        vmax = np.array([l.speed_ratio for l in lims])[:, None] * self.vel_limit[None, :]
-        amax = np.minimum(np.array([l.joint_accel for l in lims]), self.accel_limit[None, :])
-        # Joint rates: at each gridpoint the largest of its own and those halfway to its
-        # neighbours (ṡ is monotonic over an interval, q'(s) is not: it may bulge inside).
-        dq = np.abs(spline(grid, 1))
-        if len(grid) > 1:
-            mid = np.abs(spline(0.5 * (grid[:-1] + grid[1:]), 1))
-            dq[:-1] = np.maximum(dq[:-1], mid)
-            dq[1:] = np.maximum(dq[1:], mid)
-        # Rates of the endpoint along the joint spline actually followed (not the designed
-        # path: the spline's curvature overshoots a little where a line meets an arc).
-        h = min(PATH_H, 0.25 * float(np.min(np.diff(grid))))
-        g = np.clip(grid, grid[0] + h, grid[-1] - h)
-        dp, ddp, dr, ddr = tip.path_rates(spline(g - h), spline(g), spline(g + h), h)
-        with np.errstate(divide='ignore'):
-            x_joint = np.min((vmax / np.maximum(np.abs(dq), 1e-12)) ** 2, axis=1)
-            dp_n = np.linalg.norm(dp, axis=1)
-            ddp_n = np.linalg.norm(ddp, axis=1)
-            dr_n = np.linalg.norm(dr, axis=1)
-            ddr_n = np.linalg.norm(ddr, axis=1)
-            x_lin = np.where(dp_n > 1e-9, (v_lin / np.maximum(dp_n, 1e-12)) ** 2, np.inf)
-            x_rot = np.where(dr_n > 1e-9, (v_rot / np.maximum(dr_n, 1e-12)) ** 2, np.inf)
-        # TOPP-RA holds a gridpoint's path acceleration over the interval after it: bound
-        # each interval by the larger rates and curvatures of its two ends (a line meeting an
-        # arc changes curvature at the junction).
-        for arr in (dp_n, ddp_n, dr_n, ddr_n):
-            arr[:-1] = np.maximum(arr[:-1], arr[1:])
-        xmax = np.minimum(np.minimum(x_joint, x_lin), x_rot)
-        xmax = np.minimum(xmax, 1e8)
-        path = _SplinePath(spline)
-        seg_end = int(segs[-1])
-        # The joint limits are maxima: where the Cartesian speeds would ask more of a joint,
-        # the path is slowed there. TOPP-RA holds them at the gridpoints; between them the
-        # spline's rates vary a little, so the plan is checked densely and the limits
-        # tightened where it exceeds them (then, as a last resort, the run slowed as a whole).
-        scale = np.ones(len(grid))
-        for attempt in range(ACCEL_RETRIES + 1):
-            constraints = [_PathConstraint(xmax * (scale * TOPPRA_MARGIN ** 2), dp_n, ddp_n, dr_n, ddr_n, a_lin,
-                                           a_rot),
-                           _JointAccelConstraint(amax * (scale * TOPPRA_MARGIN)[:, None])]
-            try:
-                inst = toppra.algorithm.TOPPRA(constraints, path, gridpoints=grid, solver_wrapper='seidel')
-                sd_vec = self._parameterize(inst)
-            except Exception as exc:       # toppra raises assorted errors on degenerate paths
-                raise MotionError(FAILED_TO_PARAMETERIZE, 'TOPP-RA failed on the Cartesian path to waypoint %d: %s'
-                                  % (seg_end, exc)) from None
-            if sd_vec is None:
-                raise MotionError(FAILED_TO_PARAMETERIZE, 'TOPP-RA found no feasible timing for the Cartesian '
-                                  'path to waypoint %d' % seg_end)
-            piece = PathPiece(spline, grid, sd_vec)
-            over, worst = self._joint_excess(piece, grid, vmax, amax)
-            if worst <= LIMIT_SLACK:
-                break
-            if attempt < ACCEL_RETRIES:
-                scale[over] /= worst * LIMIT_SLACK
-        else:
-            # Slowing the whole run by k scales velocities by 1/k and accelerations by 1/k².
-            piece = PathPiece(spline, grid, sd_vec / math.sqrt(worst * LIMIT_SLACK))
-        return piece, joints[-1]
-
-    def _joint_excess(self, piece, grid, vmax, amax):
-        """Where (gridpoints around each excess) and by how much (worst ratio, 1 = at the
-        limit) the run's joint velocities and accelerations exceed vmax / amax (per
-        gridpoint), sampled every ~5 ms."""
-        ts = np.linspace(0.0, piece.duration, max(20, int(piece.duration / 0.005)))
-        s, _, _ = piece.path_state(ts)
-        _, v, a = piece.sample_many(ts)
-        k = np.clip(np.searchsorted(grid, s, side='right') - 1, 0, len(grid) - 1)
-        k1 = np.minimum(k + 1, len(grid) - 1)
-        ratio = np.maximum(np.max(np.abs(a) / np.minimum(amax[k], amax[k1]), axis=1),
-                           np.max(np.abs(v) / np.minimum(vmax[k], vmax[k1]), axis=1) ** 2)
-        bad = ratio > LIMIT_SLACK
-        over = np.zeros(len(grid), dtype=bool)
-        over[k[bad]] = over[k1[bad]] = True
-        return over, float(ratio.max()) if ratio.size else 0.0
+        return time_run(tip, ss, joints, segs, breaks, wps, self.vel_limit, self.accel_limit), joints[-1]
 
     def _bias_candidates(self, tip, q_start, wps, run_segs, q_head):
         """Postures to steer a run's path toward, {segment: 7 angles or None}: the
@@ -784,14 +297,6 @@ class CartesianPlanner:
             return '; the waypoint itself is reachable, the straight path to it is not'
         return '; the waypoint is out of reach of %s (no IK solution)' % tip.tip
 
-    @staticmethod
-    def _parameterize(inst):
-        """Path velocities ṡ at the gridpoints, at rest at both ends; None when infeasible."""
-        sd = inst.compute_parameterization(0.0, 0.0)[1]
-        if sd is None or not np.all(np.isfinite(sd)):
-            return None
-        return np.maximum(sd, 0.0)
-
     # --- nso_start_offset_allowed ------------------------------------------------------------
     def _nullspace_move(self, tip, q0, p0, r0, bias, limits):
         """A joint move that keeps the tip still while the posture drifts toward `bias`."""
@@ -817,18 +322,5 @@ class CartesianPlanner:
         s = np.concatenate([[0.0], np.cumsum(np.linalg.norm(np.diff(pts, axis=0), axis=1))])
         keep = np.concatenate([[True], np.diff(s) > 1e-9])
         pts, s = pts[keep], s[keep]
-        if len(s) < 3:
-            return None
-        spline = CubicSpline(s, pts, bc_type='not-a-knot')
-        vmax = limits.speed_ratio * self.vel_limit
-        amax = np.minimum(limits.joint_accel, self.accel_limit)
-        path = _SplinePath(spline)
-        grid = s if len(s) <= MAX_GRIDPOINTS else np.linspace(s[0], s[-1], MAX_GRIDPOINTS)
-        cons = [toppra.constraint.JointVelocityConstraint(vmax),
-                toppra.constraint.JointAccelerationConstraint(
-                    amax, discretization_scheme=DiscretizationType.Collocation)]
-        inst = toppra.algorithm.TOPPRA(cons, path, gridpoints=grid, solver_wrapper='seidel')
-        sd = self._parameterize(inst)
-        if sd is None:
-            return None
-        return PathPiece(spline, grid, sd)
+        return time_joint_path(s, pts, limits.speed_ratio * self.vel_limit,
+                               np.minimum(limits.joint_accel, self.accel_limit))

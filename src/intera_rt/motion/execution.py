@@ -21,6 +21,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from intera_rt.motion.analysis import sample_plan
 from intera_rt.motion.errors import (FINAL_POSE_NOT_WITHIN_TOLERANCE,
                                      HAVE_NOT_REACHED_FIRST_WAYPOINT)
 from intera_rt.motion.plan import STOP_DURATION
@@ -120,7 +121,6 @@ class Tracker:
         return end - self.start_time
 
     def _headroom(self, vel_limit, accel_limit):
-        from intera_rt.motion.analysis import sample_plan
         _, _, V, A = sample_plan(self.plan)
         v = np.abs(V).max(axis=0)
         a = np.abs(A).max(axis=0)

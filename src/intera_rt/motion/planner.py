@@ -16,6 +16,7 @@ from typing import List
 
 import numpy as np
 
+from intera_rt.model.ik import IKSolver
 from intera_rt.model.robot_model import ARM_JOINTS
 from intera_rt.motion import analysis
 from intera_rt.motion.cartesian_planner import CartesianPlanner
@@ -44,11 +45,7 @@ class MotionPlanner:
         self.vel_limit, self.accel_limit = lim['velocity'], lim['accel']
         self.joint = JointPlanner(self.lower, self.upper)
         if ik_solver is None:       # model/ik.py: tells an unreachable waypoint from a bad path
-            try:
-                from intera_rt.model.ik import IKSolver
-                ik_solver = IKSolver(model, collision, max_restarts=10)
-            except ImportError:     # pragma: no cover - diagnostics only
-                ik_solver = None
+            ik_solver = IKSolver(model, collision, max_restarts=10)
         self.cartesian = CartesianPlanner(model, ik_solver)
 
     def parse(self, trajectory, joint_values=None):

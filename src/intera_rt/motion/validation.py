@@ -23,7 +23,7 @@ import numpy as np
 from intera_rt.model.robot_model import ARM_JOINTS, BASE_FRAME
 from intera_rt.motion.errors import (ENDPOINT_DOES_NOT_EXIST, INVALID_TRAJECTORY_MESSAGE,
                                      PLANNED_JOINT_ACCEL_LIMIT, MotionError)
-from intera_rt.motion.geometry import quat_mul, quat_to_matrix
+from intera_rt.motion.geometry import matrix_to_quat, quat_mul, quat_to_matrix
 
 JOINT = 'JOINT'
 CARTESIAN = 'CARTESIAN'
@@ -279,7 +279,6 @@ class Validator:
         quat = quat / norm
         fp, fr = self.frame_to_base(pose_stamped.header.frame_id, joint_values, where + '.pose')
         if fp.any() or not np.array_equal(fr, np.eye(3)):
-            from intera_rt.motion.geometry import matrix_to_quat
             pos = fp + fr @ pos
             quat = quat_mul(matrix_to_quat(fr), quat)
         return pos, quat
