@@ -20,7 +20,7 @@ from intera_rt.motion.geometry import matrix_to_quat, rotation_angle
 from intera_rt.motion.joint_planner import JERK_TIME
 from intera_rt.motion.planner import MotionPlanner
 # The independent time-optimal references the bench uses too.
-from intera_rt.bench.motion import scurve_time, trapezoid_time  # noqa: E402
+from intera_rt.bench.motion_optimal import scurve_time, trapezoid_time  # noqa: E402
 from intera_rt import robot  # noqa: E402
 
 NEUTRAL = np.array(robot.NEUTRAL)

@@ -1,37 +1,21 @@
-"""Motion controller benchmark, in-process (and one measurement through ROS):
+"""Motion controller benchmark (section motion), in process and one measurement through ROS:
 
     scripts/env python -m intera_rt.bench.motion [--runs N] [--seed S]
 
-run() → dict (printed as JSON):
-
-cartesian_success  success rate of Cartesian goals sent as go_to_cartesian_pose.py sends
-           them, from the SDK's default waypoint, neutral and random starts, to random poses
-           the IK service reaches without collision; every failure counted with its error id
-           and checked for whether any continuous joint path existed (see success_rates)
-
-latency_through_ros  goal sent by an actionlib client → first JointCommand from the motion
-           controller seen by that client, against a robot of its own (scripts/sawyer, wall
-           clock), JOINT-10 and CARTESIAN-5, max(10, runs/2) goals each
-latency    planning latency = goal → first setpoint in-process: parse + plan (validation,
-           planning, timing, self-collision check, analysis) of a fresh random goal per run,
-           p50 / p99 / max over `runs` runs, wall clock (ms) and this thread's CPU time (ms,
-           insensitive to other processes on a shared machine), for
-             joint_2 / joint_10 / joint_50   JOINT, random walk of 2 / 10 / 50 waypoints
-                                             (±0.4 rad per joint and step), ratio 0.7, 'fast'
-             cartesian_1                     one pose (go_to_cartesian_pose style, nullspace
-                                             bias [0,-0.9,0,1.8,0,-0.9,0])
-             cartesian_5                     five poses blended with 5 cm corners
-           (poses: in front, tool down ±0.3 rad, reached by IK without collision); a goal the
-           planner refuses is counted with its error id (refused_by_error_id, success_rate)
-           and replaced
-optimality duration / an independently computed time-optimal duration under the same limits:
-             joint_single  vs the closed-form jerk-limited rest-to-rest bound (max over joints)
-                           and vs the jerk-free trapezoid bound
-             joint_multi   vs TOPP-RA (jerk-free) on the very same joint path
-             cartesian_line  straight move vs the trapezoid bound of the endpoint's linear and
-                           rotational limits
-limits     worst |v| / velocity limit and |a| / acceleration limit per plan, sampled at 1 ms
-deviation  largest distance (mm) of the endpoint from the designed Cartesian path
+cartesian_success    Cartesian goals as go_to_cartesian_pose.py sends them, to random
+                     reachable poses; every failure counted (motion_success)
+latency_through_ros  goal sent by an actionlib client -> first JointCommand seen, against
+                     a robot of its own (wall clock), JOINT-10 and CARTESIAN-5
+latency              planning latency in process: parse + plan (validation, planning,
+                     timing, self-collision check, analysis) of a fresh random goal per
+                     run, p50 / p99 / max wall and thread CPU time, for joint_2 / joint_10 /
+                     joint_50 (random walks of that many waypoints), cartesian_1 (one pose)
+                     and cartesian_5 (five poses, 5 cm corners); a refused goal is counted
+                     with its error id and replaced
+optimality           duration / an independently computed time-optimal duration under the
+                     same limits (motion_optimal)
+limits               worst |v| / velocity limit and |a| / acceleration limit per plan
+deviation            largest distance (mm) of the endpoint from the designed Cartesian path
 """
 import argparse
 import collections
@@ -43,7 +27,9 @@ import time
 
 import numpy as np
 
-from intera_rt import robot
+from intera_rt.bench.motion_goals import BIAS, DOWN, FAST, NEUTRAL, RATIO, cartesian_goal, joint_goal
+from intera_rt.bench.motion_optimal import scurve_time, toppra_time, trapezoid_time
+from intera_rt.bench.motion_success import success_rates
 from intera_rt.model import ARM_JOINTS, RobotModel
 from intera_rt.model.collision import CollisionModel, motion_controller_model
 from intera_rt.model.ik import IKSolver
@@ -53,101 +39,9 @@ from intera_rt.motion.geometry import matrix_to_quat, quat_mul, rotvec_to_quat
 from intera_rt.motion.joint_planner import JERK_TIME
 from intera_rt.motion.planner import MotionPlanner
 
-NEUTRAL = np.array(robot.NEUTRAL)
-BIAS = [0.0, -0.9, 0.0, 1.8, 0.0, -0.9, 0.0]
-FAST = [7.0, 5.0, 8.0, 8.0, 8.0, 8.0, 8.0]
-DOWN = (0.0, 1.0, 0.0, 0.0)
-RATIO = 0.7
 TARGETS = {'latency_p99_ms': {'joint_10': 20.0, 'cartesian_5': 50.0},
            'duration_over_optimal': 1.05, 'limit_ratio': 1.0, 'deviation_mm': 1.0,
            'cartesian_success_rate': 0.99}
-# go_to_cartesian_pose.py's waypoint options (max_joint_speed_ratio 1.0, its default
-# Cartesian speeds, the SDK's default 'fast' joint accelerations).
-SDK_RATIO = 1.0
-
-
-def _messages():
-    from intera_motion_msgs.msg import Trajectory, Waypoint
-    return Trajectory, Waypoint
-
-
-def joint_goal(targets):
-    Trajectory, Waypoint = _messages()
-    t = Trajectory(label='bench', joint_names=list(ARM_JOINTS))
-    t.trajectory_options.interpolation_type = 'JOINT'
-    for q in targets:
-        w = Waypoint(joint_positions=list(q), active_endpoint='right_hand')
-        w.options.max_joint_speed_ratio = RATIO
-        w.options.max_joint_accel = list(FAST)
-        t.waypoints.append(w)
-    return t
-
-
-def cartesian_goal(poses, corner=0.0, bias=None):
-    Trajectory, Waypoint = _messages()
-    t = Trajectory(label='bench', joint_names=list(ARM_JOINTS))
-    t.trajectory_options.interpolation_type = 'CARTESIAN'
-    for p, q in poses:
-        w = Waypoint(active_endpoint='right_hand')
-        w.pose.pose.position.x, w.pose.pose.position.y, w.pose.pose.position.z = p
-        o = w.pose.pose.orientation
-        o.x, o.y, o.z, o.w = q
-        if bias is not None:
-            w.joint_positions = list(bias)
-        w.options.max_joint_speed_ratio = RATIO
-        w.options.max_linear_speed = w.options.max_linear_accel = 0.6
-        w.options.max_rotational_speed = w.options.max_rotational_accel = 1.57
-        w.options.corner_distance = corner
-        t.waypoints.append(w)
-    return t
-
-
-def scurve_time(d, v, a, j):
-    """Closed-form minimum time of a jerk-limited rest-to-rest move over distance d."""
-    d = abs(d)
-    if d == 0:
-        return 0.0
-
-    def accel_phase(vp):
-        t = vp / a + a / j if vp >= a * a / j else 2.0 * math.sqrt(vp / j)
-        return t, 0.5 * vp * t
-    t_acc, d_acc = accel_phase(v)
-    if 2 * d_acc <= d:
-        return 2 * t_acc + (d - 2 * d_acc) / v
-    vp = 0.5 * a * (-a / j + math.sqrt((a / j) ** 2 + 4 * d / a))
-    if vp < a * a / j:
-        vp = (0.5 * d * math.sqrt(j)) ** (2.0 / 3.0)
-    return 2 * accel_phase(vp)[0]
-
-
-def trapezoid_time(d, v, a):
-    d = abs(d)
-    return d / v + v / a if d >= v * v / a else 2.0 * math.sqrt(d / a)
-
-
-def toppra_time(plan, vmax, amax):
-    """TOPP-RA's time-optimal (jerk-free) duration of the plan's own joint path, split where
-    the plan comes to rest (a cusp of the path)."""
-    import logging
-    logging.getLogger('toppra').setLevel(logging.ERROR)
-    import toppra
-    stops = [0.0] + [t for t in plan.waypoint_times[:-1] if np.abs(plan.sample(t)[1]).max() < 1e-9] + \
-        [plan.duration]
-    total = 0.0
-    for t0, t1 in zip(stops[:-1], stops[1:]):
-        if t1 - t0 < 1e-6:
-            continue
-        ts = np.linspace(t0, t1, 3000)
-        P, _, _ = plan.sample_many(ts)
-        s = np.concatenate([[0.0], np.cumsum(np.linalg.norm(np.diff(P, axis=0), axis=1))])
-        grid = np.linspace(0.0, s[-1], 600)             # uniform in arc length: no close knots
-        Q = np.column_stack([np.interp(grid, s, P[:, j]) for j in range(P.shape[1])])
-        path = toppra.SplineInterpolator(grid, Q)
-        inst = toppra.algorithm.TOPPRA([toppra.constraint.JointVelocityConstraint(vmax),
-                                        toppra.constraint.JointAccelerationConstraint(amax)],
-                                       path, gridpoints=np.linspace(0, grid[-1], 1500), solver_wrapper='seidel')
-        total += inst.compute_trajectory(0, 0).duration
-    return total
 
 
 class Bench:
@@ -284,95 +178,6 @@ class Bench:
     def deviation(self, plans):
         return max(1e3 * analysis.cartesian_deviation(p, self.endpoint, analysis.sample_plan(p, dt=0.002, max_samples=3000))
                    for p in plans)
-
-
-def sdk_cartesian_goal(poses, current, corner=0.0):
-    """What go_to_cartesian_pose.py sends for each pose: max_joint_speed_ratio 1.0, 0.6 m/s,
-    0.6 m/s², 1.57 rad/s and rad/s², the 'fast' joint accelerations, and the current joint
-    angles as the nullspace bias (no -q given)."""
-    traj = cartesian_goal(poses, corner=corner, bias=current)
-    for w in traj.waypoints:
-        w.options.max_joint_speed_ratio = SDK_RATIO
-        w.options.max_joint_accel = list(FAST)
-    return traj
-
-
-def success_rates(bench, goals, oracle_s=20.0, oracle_total_s=300.0, seed=1):
-    """Cartesian goals planned as the motion controller plans them, from several starting
-    poses, to random poses the IK service reaches without collision (Bench.reachable):
-
-      start  default_waypoint  [0, −0.9, 0, 1.8, 0, −0.9, 0]: where go_to_cartesian_pose.py
-                               puts the arm when run without arguments (MotionWaypoint's
-                               default joint angles, contract §7, §9.1) — a new user's start
-             neutral           the robot's neutral pose
-             random            the IK service's solution for a random reachable pose (where
-                               an earlier goal may have left the arm), a new one per goal
-      goal   single            one pose
-             multi             three poses, corners blended over 5 cm
-      poses  front             in front, the tool down ±0.3 rad, turned ±90° about the vertical
-             any               any orientation anywhere in a box in front (single poses only)
-
-    Every goal's outcome is counted: success, or its error id. A failure is then checked by
-    the independent continuity check (bench.continuity, up to oracle_s s each, oracle_total_s
-    in all): 'no_continuous_path' when no continuous joint path follows the designed path
-    at all (nothing could succeed), 'planner_missed' when one exists, 'unverified' when the
-    check ran out of time."""
-    from intera_rt.bench.continuity import Continuity
-    rng = np.random.default_rng(seed)
-    check = Continuity(bench.endpoint, bench.collision)
-    oracle_left = oracle_total_s
-    rows = {}
-    cases = [(start, kind, poses) for poses in ('front', 'any') for start in ('default_waypoint', 'neutral', 'random')
-             for kind in ('single', 'multi') if poses == 'front' or kind == 'single']
-    for start, kind, poses in cases:
-        n = goals if poses == 'front' else max(10, goals // 2)
-        outcome = collections.Counter()
-        failures = []
-        cpu = []
-        for _ in range(n):
-            if start == 'default_waypoint':
-                q0 = np.array(BIAS)
-            elif start == 'neutral':
-                q0 = NEUTRAL.copy()
-            else:
-                q0 = bench.reachable(rng)[1]
-            targets = [bench.reachable(rng, poses)[0] for _ in range(1 if kind == 'single' else 3)]
-            traj = sdk_cartesian_goal(targets, q0, corner=0.05 if kind == 'multi' else 0.0)
-            request = bench.planner.parse(traj)
-            c0 = time.thread_time()
-            try:
-                bench.planner.plan(request, q0)
-                outcome['success'] += 1
-            except MotionError as exc:
-                outcome[exc.error_id] += 1
-                failures.append((exc.error_id, q0, request))
-            cpu.append(time.thread_time() - c0)
-        verdicts = collections.Counter()
-        for error_id, q0, request in failures:
-            if oracle_left <= 0:
-                verdicts['unverified'] += 1
-                continue
-            t0 = time.monotonic()
-            found, _ = check.check(q0, bench.planner.cartesian.path(q0, request),
-                                   deadline=t0 + min(oracle_s, oracle_left))
-            oracle_left -= time.monotonic() - t0
-            verdicts['unverified' if found is None else 'planner_missed' if found else 'no_continuous_path'] += 1
-        ok = outcome['success']
-        rows['%s_%s_%s' % (poses, kind, start)] = {
-            'goals': n, 'success': ok, 'success_rate': ok / n,
-            'failures_by_error_id': {k: v for k, v in outcome.items() if k != 'success'},
-            'failures_checked': dict(verdicts),
-            'success_rate_where_a_path_exists': ok / max(1, n - verdicts['no_continuous_path']),
-            'planning_cpu_p50_ms': 1e3 * float(np.percentile(cpu, 50)),
-            'planning_cpu_p99_ms': 1e3 * float(np.percentile(cpu, 99))}
-    front = [r for k, r in rows.items() if k.startswith('front_')]
-    total = sum(r['goals'] for r in front)
-    ok = sum(r['success'] for r in front)
-    by_id = collections.Counter()
-    for r in front:
-        by_id.update(r['failures_by_error_id'])
-    return {'rows': rows, 'front_goals': total, 'front_success_rate': ok / total,
-            'front_failures_by_error_id': dict(by_id)}
 
 
 def ros_latency(bench, runs, cases=('joint_10', 'cartesian_5')):

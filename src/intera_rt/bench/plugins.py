@@ -1,27 +1,21 @@
-"""Realtime plugins benchmark, in process (the realtime core ticked by hand, every stage on,
-sim time; no ROS, deterministic):
-
-costs       each stage's update per tick (µs: mean, p50, p99) and the whole tick, in the
-            situations that make each plugin work: holding at neutral, a fast position move
-            (speed ratio 1), links pushed apart by collision avoidance, the hand pressed on
-            a table, zero-G guided by a push, interaction control (500 N/m, 10 N·m/rad, the
-            SDK's nullspace stiffness) pushed around.
-latency     collision detection: JOINT motions driven into boxes (right_j0 sweeping into a
-            wall, right_j1 lowering onto a table, right_j3 folding into a post) at speed
-            ratios 0.1-1.0 and several obstacle positions. Latency = the first tick the
-            plant reports the contact → the tick the arm is stopped (the Halt applied).
-            Every trial counts: one with no stop within 0.5 s of contact is a miss, one
-            stopped before any contact a false stop. Contact time: the first reading that
-            shows it (the state after the plant's step); stop time: the end of the tick that
-            wrote the stop's first torques, so 1 ms is the floor.
-normal_use  sim seconds of normal use with every plugin on, the collision detections they
-            raised (target 0) and the joint-speed monitor's brakes: fast position moves to random collision-free poses at speed ratio
-            1, the SDK's torque springs, its velocity wobbler, fast quintics in
-            TRAJECTORY_MODE, gravity compensation suppressed briefly, zero-G guided by a
-            person's push and let go, interaction control pushed around by a person and
-            pressing a table in force mode.
+"""Realtime plugins benchmark (section plugins), in process: the realtime core ticked by hand,
+every stage on, sim time; no ROS, deterministic.
 
     scripts/env python -m intera_rt.bench.plugins [--quick]
+
+costs       each stage's update per tick (mean, p50, p99) and the whole tick, in situations
+            that make each plugin work: holding, a fast position move, collision avoidance
+            pushing links apart, the hand pressed on a table, zero-G guided by a push,
+            interaction control pushed around.
+latency     collision detection: JOINT motions driven into boxes at several speed ratios
+            and obstacle positions; latency = the first tick the plant reports the contact
+            -> the end of the tick that wrote the stop's first torques (1 ms is the floor).
+            Every trial counts: no stop within 0.5 s of contact is a miss, a stop before any
+            contact a false stop.
+normal_use  sim seconds of normal use with every plugin on (fast moves, the SDK's torque
+            springs and velocity wobbler, fast quintics, gravity compensation suppressed,
+            zero-G and interaction control pushed by a person): the collision detections
+            raised (target 0) and the joint-speed monitor's brakes.
 """
 import json
 import math
