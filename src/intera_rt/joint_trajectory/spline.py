@@ -65,7 +65,7 @@ class JointTrajectory:
     def _eval(self, coeffs, t):
         """The piecewise polynomial with ascending `coeffs` (n, M, joints) at time(s) t in
         [x[0], x[-1]] (a segment includes its right end): (joints,) or (len(t), joints).
-        numpy rather than scipy's PPoly: importing scipy.interpolate cost the JTAS ~36 MB."""
+        numpy rather than scipy's PPoly: importing scipy.interpolate would weigh on the JTAS."""
         x = self.x
         if np.ndim(t) == 0:                            # the control loop's case: bisect, Horner
             i = min(max(bisect.bisect_right(self._x_list, t) - 1, 0), len(x) - 2)

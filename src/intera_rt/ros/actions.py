@@ -14,8 +14,8 @@ import rospy
 
 # Nothing about a goal (status, feedback, result) is sent sooner than this after it arrived.
 # The client's window is microseconds of Python, but a loaded machine deschedules it, and
-# its other threads (message callbacks) hold the GIL meanwhile: 50 ms was exceeded once at
-# load average 10 on 2 cores (a "stop" result lost). An instant answer waits this long.
+# its other threads (message callbacks) hold the GIL meanwhile, for far longer than the
+# window itself on a loaded machine. An instant answer waits this long.
 MIN_RESULT_DELAY = 0.2          # s
 HELD_STATUS_GAP = 1.0           # s: the longest a held goal keeps every status back
 
@@ -97,3 +97,27 @@ class StatusHoldingServer(actionlib.ActionServer):
             t = self._held.get(goal_handle.get_goal_id().id)
         if t is not None:
             time.sleep(max(0.0, MIN_RESULT_DELAY - (time.monotonic() - t)))
+
+
+def finish_goal(gh, how, result, text, received=None):
+    """Send a goal's terminal state — how: 'succeeded', 'aborted', 'rejected', else canceled —
+    with its result and status text, not sooner than MIN_RESULT_DELAY after `received` (the
+    time.monotonic() it arrived; None: at once)."""
+    wait = 0.0 if received is None else MIN_RESULT_DELAY - (time.monotonic() - received)
+    if wait > 0:
+        timer = threading.Timer(wait, _send_result, (gh, how, result, text))
+        timer.daemon = True
+        timer.start()
+    else:
+        _send_result(gh, how, result, text)
+
+
+def _send_result(gh, how, result, text):
+    if how == 'succeeded':
+        gh.set_succeeded(result, text)
+    elif how == 'aborted':
+        gh.set_aborted(result, text)
+    elif how == 'rejected':
+        gh.set_rejected(result, text)
+    else:
+        gh.set_canceled(result, text)

@@ -1,34 +1,22 @@
 """ArmCalibration: the robot's /calibration_command action (intera_core_msgs/CalibrationCommand),
-the arm calibration routine the SDK's calibrate_arm.py asks for.
-
-It runs in the motion_controller process (one node fewer hearing /clock under sim time)
-and, like any client, reaches the arm only through the robot's public interface: its
-moves are goals of /motion/motion_command (JOINT, speed ratio 0.3), its measurements come
-from /robot/limb/right/gravity_compensation_torques (SEAJointState: actual_effort against
-gravity_only, subscribed while it runs). The routine (intera_rt.motion.calibration): from
-where the arm is, through the POSES, measuring at rest at each, then back to where it
-started.
+the arm calibration routine the SDK's calibrate_arm.py asks for (the routine itself:
+intera_rt.motion.calibration). Hosted by the motion controller's process; like any client it
+reaches the arm only through the robot's public interface: its moves are goals of
+/motion/motion_command, its measurements /robot/limb/right/gravity_compensation_torques.
 
 Goals (goal.command):
-  start  refused (rejected, result false) while the robot is disabled, stopped or in
-         error (statusId calibrationFailure), with a gripper attached (an end_effector IO
-         device: cannotCalibrateWithGripper), or while a calibration runs. Feedback at
-         every step: currentState ("moving to pose 3 of 6", "measuring at pose 3 of 6",
-         "returning to the start pose", "done"), numberOfPoses (> 0 always: the SDK
-         divides by it), currentPoseNumber (poses done so far). Result: result true,
-         statusId "Success"; or result false with torquesExceededThreshold (a joint's
-         torque at rest differs from the model's by more than its threshold: an unknown
-         load), plannerFailure (a move could not be planned), calibrationFailure (the
-         robot disabled, a collision, zero-G, ... during the run); each with a log line
-         and the goal status text saying why.
-  stop   (what calibrate_arm.py sends on Ctrl-C) stops a running calibration: the arm is
-         brought to a smooth stop (the motion controller's stop) and holds there; the
-         running goal ends preempted with statusId "Stopped", the stop goal succeeds
-         (result true, statusId "Stopped"), also when nothing was running.
-  cancel of a running start goal: as stop.
-Every goal gets its first feedback and its result no sooner than MIN_RESULT_DELAY after it
-arrived (an actionlib SimpleActionClient drops feedback and a result that come before its
-send_goal() has returned, and calibrate_arm.py waits for the result without a timeout).
+  start  refused (rejected, result false) while the robot cannot move (ArmConditions;
+         statusId calibrationFailure), with a gripper attached (cannotCalibrateWithGripper)
+         or while a calibration runs. Feedback at every step (numberOfPoses > 0 always: the
+         SDK divides by it). Result: Success; or torquesExceededThreshold (an unknown load),
+         plannerFailure, calibrationFailure (the robot disabled, a collision, zero-G, ...
+         during the run), each with a log line and the status text saying why.
+  stop   (calibrate_arm.py on Ctrl-C) the arm is brought to a smooth stop and holds; the
+         running goal ends preempted with statusId "Stopped", the stop goal succeeds, also
+         when nothing was running. A cancel of a running start goal: as stop.
+Every goal's first feedback and result come no sooner than MIN_RESULT_DELAY after it arrived
+(a SimpleActionClient drops what comes before its send_goal() has returned, and
+calibrate_arm.py waits for the result without a timeout).
 """
 import queue
 import threading
@@ -40,13 +28,14 @@ import rospy
 from actionlib_msgs.msg import GoalStatus
 from intera_core_msgs.msg import (CalibrationCommandAction, CalibrationCommandFeedback,
                                   CalibrationCommandResult, IONodeConfiguration, JointLimits,
-                                  RobotAssemblyState, SEAJointState)
+                                  SEAJointState)
 from intera_motion_msgs.msg import MotionCommandAction, MotionCommandGoal, Waypoint
 from sensor_msgs.msg import JointState
 
 from intera_rt.motion import calibration as cal
 from intera_rt.robot import ARM_JOINTS
-from intera_rt.ros.actions import MIN_RESULT_DELAY, StatusHoldingServer
+from intera_rt.ros.actions import StatusHoldingServer, finish_goal
+from intera_rt.ros.arm_conditions import ArmConditions
 
 ACTION = '/calibration_command'
 MOTION_ACTION = '/motion/motion_command'
@@ -72,7 +61,7 @@ class _Failed(Exception):
 class ArmCalibration:
     def __init__(self):
         self._lock = threading.Lock()
-        self._robot = None               # RobotAssemblyState
+        self.conditions = ArmConditions()       # why the arm cannot move
         self._joints = None              # (stamp s, q in ARM_JOINTS order)
         self._devices = []               # end_effector IO devices (a gripper, ...)
         self._effort_limits = None
@@ -82,7 +71,6 @@ class ArmCalibration:
         self._stop_goals = []            # stop goals waiting for the run to end
         self._received = {}              # goal id → time.monotonic() of its arrival
         self._work = queue.Queue()
-        rospy.Subscriber('/robot/state', RobotAssemblyState, self._on_state, queue_size=1)
         # (tcp_nodelay as the motion controller's and the JTAS's: in one process they share
         # the subscription, and the last one made sets it)
         rospy.Subscriber('/robot/joint_states', JointState, self._on_joints, queue_size=1,
@@ -100,9 +88,6 @@ class ArmCalibration:
         rospy.loginfo('calibration: serving %s (%d poses)', ACTION, len(cal.POSES))
 
     # --- inputs ----------------------------------------------------------------------------
-    def _on_state(self, msg):
-        self._robot = msg
-
     def _on_joints(self, msg):
         try:
             q = np.array([msg.position[msg.name.index(n)] for n in ARM_JOINTS])
@@ -125,18 +110,6 @@ class ArmCalibration:
                 self._samples.append((msg.header.stamp.to_sec(), np.array(msg.actual_effort),
                                       np.array(msg.gravity_only)))
 
-    def _robot_why_not(self):
-        s = self._robot
-        if s is None:
-            return 'no /robot/state received yet'
-        if s.error:
-            return 'the robot is in error'
-        if s.stopped:
-            return 'the robot is stopped'
-        if not s.enabled:
-            return 'the robot is disabled (enable it first)'
-        return None
-
     # --- action callbacks (actionlib holds its lock: only decide and queue here) -----------
     def _on_goal(self, gh):
         self._received[gh.get_goal_id().id] = time.monotonic()
@@ -145,8 +118,8 @@ class ArmCalibration:
             why, status = None, cal.GENERIC_FAILURE
             if self._running is not None:
                 why = 'a calibration is already running'
-            elif self._robot_why_not():
-                why = 'cannot calibrate: %s' % self._robot_why_not()
+            elif self.conditions.why_not():
+                why = 'cannot calibrate: %s' % self.conditions.why_not().text
             elif self._devices:
                 why, status = ('cannot calibrate with a gripper or tool attached (%s): remove it first'
                                % ', '.join(self._devices)), cal.GRIPPER_ON
@@ -235,9 +208,9 @@ class ArmCalibration:
     def _check(self):
         if self._stop.is_set():
             raise _Stopped()
-        why = self._robot_why_not()
+        why = self.conditions.why_not()
         if why:
-            raise _Failed(cal.GENERIC_FAILURE, why)
+            raise _Failed(cal.GENERIC_FAILURE, why.text)
         if rospy.is_shutdown():
             raise _Failed(cal.GENERIC_FAILURE, 'the robot is shutting down')
 
@@ -276,10 +249,10 @@ class ArmCalibration:
         state, result = move.get_goal_status(), move.get_result()
         if state != GoalStatus.SUCCEEDED:
             error = result.errorId if result is not None else ''
-            why = self._robot_why_not()
+            why = self.conditions.why_not()
             raise _Failed(cal.motion_status(error), 'the move to %s failed: %s%s' % (
                 what, error or STATE_NAMES.get(state, 'status %d' % state),
-                ' (%s)' % why if why else ''))
+                ' (%s)' % why.text if why else ''))
 
     def _begin_measuring(self):
         self._torques = rospy.Subscriber(TORQUES, SEAJointState, self._on_torques, queue_size=5)
@@ -329,23 +302,5 @@ class ArmCalibration:
             pass
 
     def _finish(self, gh, how, ok, status_id, text):
-        received = self._received.pop(gh.get_goal_id().id, None)
-        wait = 0.0 if received is None else MIN_RESULT_DELAY - (time.monotonic() - received)
-        result = CalibrationCommandResult(result=bool(ok), statusId=status_id)
-        if wait > 0:
-            timer = threading.Timer(wait, self._send_result, (gh, how, result, text))
-            timer.daemon = True
-            timer.start()
-        else:
-            self._send_result(gh, how, result, text)
-
-    @staticmethod
-    def _send_result(gh, how, result, text):
-        if how == 'succeeded':
-            gh.set_succeeded(result, text)
-        elif how == 'aborted':
-            gh.set_aborted(result, text)
-        elif how == 'rejected':
-            gh.set_rejected(result, text)
-        else:
-            gh.set_canceled(result, text)
+        finish_goal(gh, how, CalibrationCommandResult(result=bool(ok), statusId=status_id), text,
+                    self._received.pop(gh.get_goal_id().id, None))

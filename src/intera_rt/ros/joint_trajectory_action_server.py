@@ -1,134 +1,49 @@
 """joint_trajectory_action_server: control_msgs/FollowJointTrajectory for the right arm,
 started with the robot (what the SDK's JTAS script provides on a user PC, served here
-robot-side). It drives the arm only through the robot's public interface:
-/robot/limb/right/joint_command, reading
-/robot/joint_states, /robot/joint_limits, /robot/state, the cuff, and
-/intera_rt/realtime_state (zero-G, and the collision stop collision_detection_state also
-reports: one subscription fewer costs less at --speed max). The trajectory logic
-(validation, spline, tolerance checks) is intera_rt.joint_trajectory; this node is
-its ROS adapter.
+robot-side), the ROS adapter of intera_rt.joint_trajectory. It drives the arm only through
+the robot's public interface (/robot/limb/right/joint_command), on the robot's clock: a
+cycle is triggered by each /robot/joint_states message and uses its stamp as "now".
 
-Action: ``~action_ns`` (default /robot/limb/right/follow_joint_trajectory), an actionlib
-ActionServer: every goal gets an answer; a valid new goal preempts the running one (which
-ends PREEMPTED, "preempted by a new goal") and continues from its desired state without a
-jump; an invalid new goal is rejected and leaves the running one alone.
-
-Parameters (private: ~ is the node's private namespace when it runs alone; on the robot it
-runs in the motion controller's process, and they are
-/motion_controller/joint_trajectory_action_server/<name>)
-  ~mode         position_w_id (default): TRAJECTORY_MODE with position, velocity and
-                acceleration of the spline (inverse-dynamics feed-forward on the robot);
-                position: POSITION_MODE stream of positions, as the SDK's server sends
-                them; set_speed_ratio is left as other clients set it (latched, robot-wide:
-                the robot moves POSITION_MODE targets at ratio × max speed). Each command
-                leads the spline by the robot's braking distance at the spline's speed
-                (v·|v| / 2·accel limit): the robot's position controller approaches a
-                target at min(ratio × max speed, √(2·accel·distance)), so it then moves at
-                the spline's speed wherever that is within the ratio. A goal that needs
-                more than ratio × max speed is warned about (it lags and the path
-                tolerance decides);
-                velocity: VELOCITY_MODE, spline velocity + ~velocity_kp x position error.
-  ~rate         control (= feedback) rate in Hz, default 100. The server runs on the
-                robot's clock: a cycle is triggered by each /robot/joint_states message
-                (100 Hz), at most ~rate per second of their stamps, and that stamp is the
-                time at which the trajectory is checked and sampled (plus ~command_lead).
-  ~action_ns    action namespace, default /robot/limb/right/follow_joint_trajectory
-  ~path_tolerance              rad, default 0.2 (<= 0: not checked)
-  ~goal_tolerance              rad, default 0 (not checked; the SDK server's default too)
-  ~stopped_velocity_tolerance  rad/s, default 0.2 (position_w_id) / 0.25 (other modes)
-  ~goal_time                   s, default 0.1: how long after the end the arm may take
-                               to come within goal and stopped-velocity tolerance
-  ~velocity_kp  1/s, default 5.0 (velocity mode)
-  ~command_lead s, default 0.002: commands are sampled this far ahead of now (transport)
-A goal's path_tolerance / goal_tolerance (per joint; > 0 sets, 0 keeps the default, < 0
-disables; position, and velocity: path velocity error / stopped velocity) and its
-goal_time_tolerance (> 0) override these.
-
-Results (FollowJointTrajectoryResult.error_code, with error_string and a log line):
-  SUCCESSFUL 0; INVALID_GOAL -1 (bad points, limits, first point far from the arm, robot
-  disabled/stopped/in error, no joint states yet); INVALID_JOINTS -2; OLD_HEADER_TIMESTAMP
-  -3 (the whole trajectory is in the past); PATH_TOLERANCE_VIOLATED -4 (tracking error, and
-  — as the SDK server does — the robot being disabled or stopped, a collision, the cuff
-  grasped or zero-G activated, or no /robot/joint_states for 2 s of robot time);
-  GOAL_TOLERANCE_VIOLATED -5.
-A goal that comes while the robot is disabled, stopped, in error, in collision, with the
-cuff grasped or without joint states is rejected (INVALID_GOAL) saying so.
-
-Stopping: after a cancel or an abort the arm is brought to rest with continuous
-acceleration (at most about half its acceleration limit, from the desired state on cancel,
-from the measured state on abort), then held: the last TRAJECTORY_MODE command has zero
-velocity and acceleration, the robot keeps it until its command timeout moves it to
-position hold at the same place. The goal's result is sent once the arm has stopped. After
-a disable or stop nothing is commanded (the brakes hold the arm) and the result is
-immediate.
-
-Every command names all seven arm joints: joints a goal leaves out are brought to rest and
-held (the robot's TRAJECTORY_MODE would keep extrapolating a joint a command leaves out).
-
-Another server of the same action (the SDK's own joint_trajectory_action_server.py, say):
-this one yields to it, so that two servers never drive the arm at once. It listens to the
-action's status topic (another server's status there wakes it at once; a goal that comes
-meanwhile waits for the check), and every OTHER_SERVER_CHECK s asks the master which nodes
-publish the action's status/result/feedback topics (what an action server advertises),
-checking each is alive.
-When another is, it logs one line naming it and stops serving (its action topics
-unregistered: it takes no goals and sends no arm commands). A goal it was running is
-aborted at once, and the arm brought to rest (a stop ramp of at most ~0.5 s) before it
-stops serving; its client sees the goal aborted "another action server (...) took over",
-or LOST — an actionlib client loses track of a goal when another server's status arrives
-without it, which can come first. When the other server goes away, this one serves again
-(another line). To leave it out altogether: `scripts/sawyer --no-jtas` (launch arg
-jtas:=false).
-
-Cuff: the server aborts when /io/robot/cuff/state (intera_core_msgs/IODeviceStatus) shows
-signal right_cuff with a true/nonzero value (the io_robot node's cuff device; in simulation
-a person's grasp is /intera_rt/sim/cuff), as the SDK's server does, or when the robot
-reports zero-G active (/intera_rt/realtime_state). After a collision the robot detected or
-in zero-G the robot holds the arm (or the person does): the server then sends no stop ramp.
+Every goal gets an answer: a valid new goal preempts the running one (which continues from
+its desired state without a jump), an invalid one is rejected and leaves it alone; a goal
+is refused (INVALID_GOAL) or a running one aborted (PATH_TOLERANCE_VIOLATED) for the
+reasons ArmConditions gives (disabled, stopped, collision, zero-G, the cuff grasped) and for
+stale joint states. After a cancel or an abort the arm is brought to rest with continuous
+acceleration and held, the result sent once it is; after a disable, a collision or in
+zero-G the robot holds the arm and no ramp is sent. Another server of the same action:
+this one yields to it (jtas_other_servers). Parameters under ~ (in the motion controller's
+process: /motion_controller/joint_trajectory_action_server/): mode (position_w_id,
+position, velocity), rate, action_ns, path_tolerance, goal_tolerance,
+stopped_velocity_tolerance, goal_time, velocity_kp, command_lead; a goal's own tolerances
+override them (> 0 sets, 0 keeps the default, < 0 disables).
 """
-import json
 import math
 import sys
 import threading
 import time
-import xmlrpc.client
 
 import numpy as np
-import rosgraph
 import rospy
-from actionlib_msgs.msg import GoalStatus, GoalStatusArray
-from control_msgs.msg import (FollowJointTrajectoryAction, FollowJointTrajectoryFeedback,
-                              FollowJointTrajectoryResult)
-from intera_core_msgs.msg import (IODeviceStatus, JointCommand,
-                                  JointLimits, RobotAssemblyState)
-from intera_rt_msgs.msg import RealtimeState
+from actionlib_msgs.msg import GoalStatus
+from control_msgs.msg import FollowJointTrajectoryAction, FollowJointTrajectoryResult
+from intera_core_msgs.msg import JointCommand
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64
-from trajectory_msgs.msg import JointTrajectoryPoint
 
 from intera_rt import joint_trajectory as jt
 from intera_rt.robot import ARM_JOINTS
+from intera_rt.ros import jtas_commands as commands
+from intera_rt.ros import jtas_params
 from intera_rt.ros.actions import MIN_RESULT_DELAY, StatusHoldingServer
+from intera_rt.ros.arm_conditions import ArmConditions
+from intera_rt.ros.jtas_other_servers import OtherServers
 from intera_rt.ros.node import init_node
 
-MODES = ('position_w_id', 'position', 'velocity')
 DEFAULT_SPEED_RATIO = 0.3       # the robot's set_speed_ratio default
 STALE_JOINT_STATES = 2.0        # s of robot time without /robot/joint_states: abort
 STALE_CONFIRM = 0.5             # wall s the condition must persist (a starved process catching up)
 SILENT_ROBOT = 30.0             # wall s without joint states: abort even if the clock stopped too
 LIMB_NS = '/robot/limb/right/'
-OTHER_SERVER_CHECK = 0.5        # wall s between looks for another server of the action
-NODE_PING_TIMEOUT = 1.0         # s an alive node takes at most to answer the master API
-
-
-class _PingTransport(xmlrpc.client.Transport):
-    """XML-RPC with a timeout on its own connection (the process-wide default timeout would
-    also apply to rospy's sockets)."""
-
-    def make_connection(self, host):
-        conn = super().make_connection(host)
-        conn.timeout = NODE_PING_TIMEOUT
-        return conn
 
 
 class _Active:
@@ -154,68 +69,44 @@ class _Stopping:
 
 
 class JointTrajectoryActionServer:
+    """The server: a goal is checked and planned in actionlib's goal callback, run and
+    monitored by a control thread, both under actionlib's (re-entrant) lock."""
+
     def __init__(self, params='~'):
         """params: where its parameters are (a namespace ending in '/')."""
-        self._params = params
-        self.mode = str(self._param('mode', 'position_w_id')).strip()
-        if self.mode not in MODES:
-            raise ValueError('~mode %r: expected one of %s' % (self.mode, ', '.join(MODES)))
-        self.rate = float(self._param('rate', 100.0))
-        if not (math.isfinite(self.rate) and self.rate > 0):
-            raise ValueError('~rate must be > 0 Hz, got %r' % self.rate)
-        self.action_ns = str(self._param('action_ns', LIMB_NS + 'follow_joint_trajectory'))
-        stopped = 0.2 if self.mode == 'position_w_id' else 0.25
-        self.defaults_args = dict(
-            path=float(self._param('path_tolerance', 0.2)),
-            goal=float(self._param('goal_tolerance', 0.0)),
-            stopped_velocity=float(self._param('stopped_velocity_tolerance', stopped)),
-            goal_time=float(self._param('goal_time', 0.1)))
-        for key, value in self.defaults_args.items():
-            if not math.isfinite(value):
-                raise ValueError('tolerance parameter %s must be finite, got %r' % (key, value))
-        self.kp = float(self._param('velocity_kp', 5.0))
-        if not (math.isfinite(self.kp) and self.kp >= 0):
-            raise ValueError('~velocity_kp must be finite and >= 0, got %r' % self.kp)
-        self.lead = float(self._param('command_lead', 0.002))
-        if not (math.isfinite(self.lead) and 0 <= self.lead <= 0.1):
-            raise ValueError('~command_lead must be within [0, 0.1] s, got %r' % self.lead)
+        p = jtas_params.read(params)
+        self.mode, self.rate, self.action_ns = p.mode, p.rate, p.action_ns
+        self.defaults_args, self.kp, self.lead = p.tolerances, p.kp, p.lead
         self.arm = list(rospy.get_param('/robot_config/right_config/joint_names', list(ARM_JOINTS)))
 
         self._joints = None          # (stamp s, q, qd, monotonic wall time received)
         self._joints_cond = threading.Condition()
         self._stale_since = None
-        self._robot = None           # RobotAssemblyState
-        self._collision = False
-        self._collision_event = False
-        self._cuff = False
-        self._zero_g = False         # the robot's zero-G is active (/intera_rt/realtime_state)
+        self._collisions_seen = 0    # ArmConditions.collisions when last looked at
         self._ratio = DEFAULT_SPEED_RATIO   # set_speed_ratio in force (latched by other clients)
         self.active = None
         self.stopping = None
         self.yielded_to = None       # the other server's node name(s) while this one yields
         self._serving = False
 
-        self.limits = self._wait_for_limits()
+        self.limits = jtas_params.wait_for_limits(self.arm)
         self.defaults = jt.Tolerances.uniform(len(self.arm), **self.defaults_args)
 
         self.pub_cmd = rospy.Publisher(LIMB_NS + 'joint_command', JointCommand, queue_size=10,
                                        tcp_nodelay=True)
         rospy.Subscriber('/robot/joint_states', JointState, self._on_joint_states, queue_size=1,
                          tcp_nodelay=True)
-        rospy.Subscriber('/robot/state', RobotAssemblyState, self._on_robot_state, queue_size=1)
-        rospy.Subscriber('/io/robot/cuff/state', IODeviceStatus, self._on_cuff, queue_size=10)
-        rospy.Subscriber('/intera_rt/realtime_state', RealtimeState, self._on_realtime_state,
-                         queue_size=1)
+        self.conditions = ArmConditions(cuff=True)   # why the arm cannot move (the cuff too, as the SDK's)
         rospy.Subscriber(LIMB_NS + 'set_speed_ratio', Float64, self._on_speed_ratio, queue_size=10)
 
         # Serve only once the robot's state is known: a goal sent as soon as the action is
         # advertised must not be refused for want of data.
         next_log = time.monotonic() + 10.0
-        while not rospy.is_shutdown() and (self._robot is None or self._joints is None):
+        while not rospy.is_shutdown() and (self.conditions.robot is None or self._joints is None):
             if time.monotonic() > next_log:
                 next_log += 10.0
                 rospy.logwarn('joint_trajectory_action_server: still waiting for %s',
-                              '/robot/state' if self._robot is None else '/robot/joint_states')
+                              '/robot/state' if self.conditions.robot is None else '/robot/joint_states')
             time.sleep(0.02)
         if rospy.is_shutdown():
             raise rospy.ROSInterruptException('shut down before the robot state arrived')
@@ -224,52 +115,15 @@ class JointTrajectoryActionServer:
         # actionlib calls the goal/cancel callbacks holding this (re-entrant) lock; the
         # control loop takes the same one, so there is a single lock order.
         self.lock = self.server.lock
-        self._master = rosgraph.Master(rospy.get_name())
-        self._master_lock = threading.Lock()     # (one XML-RPC connection: one call at a time)
-        self._look = threading.Event()           # look for other servers now
-        self._suspect = False                    # another node's status seen, not yet checked
-        rospy.Subscriber(self.action_ns + '/status', GoalStatusArray, self._on_status, queue_size=1)
+        self.others = OtherServers(self.action_ns, lambda: self.yielded_to is None)
         with self.lock:
-            self._yield_to(self._other_servers())
+            self._yield_to(self.others.find(self._yielded()))
         self._thread = threading.Thread(target=self._run, name='jtas_control', daemon=True)
         self._thread.start()
-        threading.Thread(target=self._watch_others, name='jtas_others', daemon=True).start()
+        self.others.watch(self._on_others, self._yielded)
         rospy.on_shutdown(self._on_shutdown)
 
-    def _param(self, name, default):
-        return rospy.get_param(self._params + name, default)
-
     # --- another server of the action: yield to it --------------------------------------------
-    def _other_servers(self):
-        """The other live nodes that advertise the action's server topics (sorted), or []
-        when the master cannot be asked."""
-        topics = {self.action_ns + suffix for suffix in ('/status', '/result', '/feedback')}
-        me = rospy.get_name()
-        try:
-            with self._master_lock:
-                pubs = self._master.getSystemState()[0]
-        except Exception:   # noqa: BLE001 - master unreachable: keep the current decision
-            return sorted(self.yielded_to or ())
-        nodes = {n for topic, names in pubs if topic in topics for n in names if n != me}
-        return sorted(n for n in nodes if self._alive(n))
-
-    def _alive(self, node):
-        """A node the master lists answers its API (one killed without unregistering does
-        not)."""
-        try:
-            with self._master_lock:
-                uri = self._master.lookupNode(node)
-            xmlrpc.client.ServerProxy(uri, transport=_PingTransport()).getPid(rospy.get_name())
-            return True
-        except Exception:   # noqa: BLE001 - unknown, unreachable or dead
-            return False
-
-    def _on_status(self, msg):
-        header = getattr(msg, '_connection_header', None) or {}
-        if self.yielded_to is None and header.get('callerid') not in (None, rospy.get_name()):
-            self._suspect = True
-            self._look.set()
-
     def _yield_to(self, others):
         """Serve the action when no other server does; else stop serving (holding
         self.lock). A running goal is aborted at once (its result sent), the arm then
@@ -285,7 +139,7 @@ class JointTrajectoryActionServer:
                     text = 'aborted: another action server (%s) took over %s' % (
                         ', '.join(others), self.action_ns)
                     self._abort(act, jt.PATH_TOLERANCE_VIOLATED, text,
-                                stop=self._robot_why_not() is None)
+                                stop=self.conditions.why_not() is None)
                     if self.stopping is not None:      # the result now, not after the ramp
                         self.stopping.finish(self)
             if self._serving and self.stopping is None:
@@ -302,35 +156,18 @@ class JointTrajectoryActionServer:
                 self.server.start()
                 self._serving = True
 
-    def _watch_others(self):
-        while not rospy.is_shutdown():
-            self._look.wait(OTHER_SERVER_CHECK)
-            self._look.clear()
-            others = self._other_servers()
-            with self.lock:
-                if rospy.is_shutdown():
-                    return
-                self._yield_to(others)
-                if not others:
-                    self._suspect = False
+    def _yielded(self):
+        return tuple(self.yielded_to or ())
+
+    def _on_others(self, others):
+        with self.lock:
+            if rospy.is_shutdown():
+                return
+            self._yield_to(others)
+            if not others:
+                self.others.suspect = False
 
     # --- inputs ------------------------------------------------------------------------
-    def _wait_for_limits(self):
-        while not rospy.is_shutdown():
-            try:
-                msg = rospy.wait_for_message('/robot/joint_limits', JointLimits, timeout=10.0)
-            except rospy.ROSException:
-                rospy.logwarn('joint_trajectory_action_server: still waiting for /robot/joint_limits')
-                continue
-            missing = [n for n in self.arm if n not in msg.joint_names]
-            if missing:
-                raise ValueError('/robot/joint_limits lacks %s' % ', '.join(missing))
-            k = [msg.joint_names.index(n) for n in self.arm]
-            return jt.Limits(self.arm, [msg.position_lower[i] for i in k],
-                             [msg.position_upper[i] for i in k], [msg.velocity[i] for i in k],
-                             [msg.accel[i] for i in k])
-        raise rospy.ROSInterruptException('shut down while waiting for /robot/joint_limits')
-
     def _on_joint_states(self, msg):
         try:
             k = [msg.name.index(n) for n in self.arm]
@@ -343,59 +180,23 @@ class JointTrajectoryActionServer:
             self._joints = (msg.header.stamp.to_sec(), q, qd, time.monotonic())
             self._joints_cond.notify_all()
 
-    def _on_robot_state(self, msg):
-        self._robot = msg
-
-    def _on_collision(self, collision):
-        self._collision = collision
-        if collision:
-            self._collision_event = True
-
-    def _on_cuff(self, msg):
-        for sig in msg.signals:
-            if sig.name == 'right_cuff':
-                try:
-                    data = json.loads(sig.data)
-                    value = data[0] if isinstance(data, list) and data else data
-                except (ValueError, TypeError):
-                    continue
-                self._cuff = bool(value) and value not in ('false', 'False', '0')
-
-    def _on_realtime_state(self, msg):
-        self._zero_g = bool(msg.zero_g)
-        self._on_collision(bool(msg.collision))
-
     def _on_speed_ratio(self, msg):
         if math.isfinite(msg.data):
             self._ratio = min(1.0, max(0.0, float(msg.data)))      # as the robot clips it
 
     # --- robot conditions ----------------------------------------------------------------
     def _robot_why_not(self):
-        """Why the arm cannot move now (disabled, stopped, error), or None."""
-        s = self._robot
-        if s is None:
-            return 'no /robot/state received yet'
-        if s.estop_button == RobotAssemblyState.ESTOP_BUTTON_PRESSED:
-            return 'the E-stop button is pressed'
-        if s.error:
-            return 'the robot is in error'
-        if s.stopped:
-            return 'the robot is stopped'
-        if not s.enabled:
-            return 'the robot is disabled (enable it: /robot/set_super_enable true)'
-        return None
+        """Why the arm cannot move now (E-stop, error, stopped, disabled), or None."""
+        why = self.conditions.why_not()
+        return None if why is None else why.text
 
     def _hazard(self):
-        """A reason to abort while the robot can still move — collision, cuff, zero-G, stale
-        data — or None; and whether the robot holds the arm itself then (it stops and holds
-        after a collision it detected, and refuses commands in zero-G), so that the server
-        sends no stop ramp of its own."""
-        if self._collision or self._collision_event:
-            return 'a collision was detected (collision_detection_state)', True
-        if self._zero_g:
-            return 'zero-G was activated (the cuff was grasped)', True
-        if self._cuff:
-            return 'the cuff was grasped (right_cuff)', False
+        """A reason to abort while the robot can still move — collision, zero-G, cuff, stale
+        data — or None; and whether the robot holds the arm itself then (so the server
+        sends no stop ramp of its own)."""
+        why = self.conditions.hazard(self._collisions_seen)
+        if why is not None:
+            return why.text, why.robot_holds
         if self._stale():
             return 'no /robot/joint_states for %.1f s' % STALE_JOINT_STATES, False
         return None, False
@@ -419,10 +220,10 @@ class JointTrajectoryActionServer:
 
     # --- action callbacks (actionlib holds self.lock) -------------------------------------
     def _on_goal(self, gh):
-        if self.yielded_to is None and self._suspect:
+        if self.yielded_to is None and self.others.suspect:
             # Another server's status came and is not checked yet: check before taking it
             # (a master call, a few ms; otherwise goals cost no master call).
-            self._yield_to(self._other_servers())
+            self._yield_to(self.others.find(self._yielded()))
         if self.yielded_to is not None:
             # The other server answers it: nothing from this one (not even a rejection,
             # which would reach the client as this server's verdict).
@@ -461,7 +262,7 @@ class JointTrajectoryActionServer:
         gh.set_accepted('accepted')
         self.active = _Active(gh, plan)
         if self.mode == 'position':
-            self._warn_if_faster_than_ratio(plan)
+            commands.warn_if_faster_than_ratio(plan, self._ratio, self.limits)
         kinds = {k: plan.kinds.count(k) for k in sorted(set(plan.kinds))}
         rospy.loginfo('joint_trajectory_action_server: goal %s accepted: %d points, %s, %.2f s '
                       'from now, segments %s', self.active.id, len(points),
@@ -556,7 +357,7 @@ class JointTrajectoryActionServer:
             if self.stopping is None and self.yielded_to is not None:
                 self._yield_to(self.yielded_to)        # the ramp is over: stop serving now
         else:
-            self._collision_event = False
+            self._collisions_seen = self.conditions.collisions
 
     def _run_active(self, now):
         act = self.active
@@ -566,7 +367,7 @@ class JointTrajectoryActionServer:
             return self._abort(act, jt.PATH_TOLERANCE_VIOLATED, 'aborted: ' + why, stop=False)
         hazard, robot_holds = self._hazard()
         if hazard is not None:
-            self._collision_event = False
+            self._collisions_seen = self.conditions.collisions
             return self._abort(act, jt.PATH_TOLERANCE_VIOLATED, 'aborted: ' + hazard,
                                stop=not robot_holds)
         t_meas, q, qd, _ = self._joints
@@ -614,70 +415,15 @@ class JointTrajectoryActionServer:
 
     # --- commands ----------------------------------------------------------------------------
     def _command(self, traj, t_cmd, t_meas, q):
-        p, v, a = traj.sample(t_cmd)
-        msg = JointCommand(names=list(self.arm))
-        msg.header.stamp = rospy.Time.from_sec(t_cmd)
-        if self.mode == 'position_w_id':
-            msg.mode = JointCommand.TRAJECTORY_MODE
-            msg.position, msg.velocity, msg.acceleration = p.tolist(), v.tolist(), a.tolist()
-        elif self.mode == 'position':
-            msg.mode = JointCommand.POSITION_MODE
-            # Ahead by the braking distance at the spline's speed (see ~mode): the robot's
-            # approach to the target then runs at that speed, without lag.
-            lead = p + v * np.abs(v) / (2.0 * self.limits.accel)
-            msg.position = np.clip(lead, self.limits.lower, self.limits.upper).tolist()
-        else:
-            msg.mode = JointCommand.VELOCITY_MODE
-            if q is not None:
-                v = v + self.kp * (traj.sample(t_meas)[0] - q)
-            msg.velocity = v.tolist()
-        self.pub_cmd.publish(msg)
+        self.pub_cmd.publish(commands.trajectory_command(self.mode, self.arm, traj, t_cmd, t_meas, q,
+                                                         self.limits, self.kp))
 
     def _command_hold(self, p):
-        """One last command that keeps the arm where ``p`` is, at rest."""
-        msg = JointCommand(names=list(self.arm))
-        if self._joints is not None:
-            msg.header.stamp = rospy.Time.from_sec(self._now())
-        if self.mode == 'position_w_id':
-            msg.mode = JointCommand.TRAJECTORY_MODE
-            msg.position = list(p)
-            msg.velocity = msg.acceleration = [0.0] * len(self.arm)
-        elif self.mode == 'position':
-            msg.mode = JointCommand.POSITION_MODE
-            msg.position = list(p)
-        else:
-            msg.mode = JointCommand.VELOCITY_MODE
-            msg.velocity = [0.0] * len(self.arm)
-        self.pub_cmd.publish(msg)
-
-    def _warn_if_faster_than_ratio(self, plan):
-        """POSITION_MODE targets move at most at set_speed_ratio × max speed: say so when
-        the goal needs more (the server does not change the ratio other clients set)."""
-        traj = plan.trajectory
-        ts = np.linspace(traj.t_start, traj.t_end, max(2, int((traj.t_end - traj.t_start) / 0.01) + 1))
-        peak = np.max(np.abs([traj.sample(t)[1] for t in ts]), axis=0)
-        allowed = self._ratio * self.limits.velocity
-        over = peak > allowed * 1.001
-        if over.any():
-            j = int(np.argmax(peak / np.maximum(allowed, 1e-9)))
-            rospy.logwarn('joint_trajectory_action_server: position mode: %s needs %.2f rad/s but '
-                          'set_speed_ratio %.2f allows %.2f rad/s (× max speed %.2f): the arm will lag '
-                          'behind the trajectory (publish a higher set_speed_ratio, or use position_w_id)',
-                          self.arm[j], peak[j], self._ratio, allowed[j], self.limits.velocity[j])
+        stamp = self._now() if self._joints is not None else None
+        self.pub_cmd.publish(commands.hold_command(self.mode, self.arm, p, stamp))
 
     def _feedback(self, act, t_meas, q, qd):
-        p_d, v_d, a_d = act.plan.trajectory.sample(t_meas)
-        idx = act.plan.goal_joints
-        since = rospy.Duration.from_sec(max(0.0, t_meas - act.plan.t_start))
-        fb = FollowJointTrajectoryFeedback(joint_names=act.plan.joint_names)
-        fb.header.stamp = rospy.Time.from_sec(t_meas)
-        fb.desired = JointTrajectoryPoint(positions=p_d[idx].tolist(), velocities=v_d[idx].tolist(),
-                                          accelerations=a_d[idx].tolist(), time_from_start=since)
-        fb.actual = JointTrajectoryPoint(positions=q[idx].tolist(), velocities=qd[idx].tolist(),
-                                         time_from_start=since)
-        fb.error = JointTrajectoryPoint(positions=(p_d - q)[idx].tolist(),
-                                        velocities=(v_d - qd)[idx].tolist(), time_from_start=since)
-        act.gh.publish_feedback(fb)
+        act.gh.publish_feedback(commands.feedback(act.plan, t_meas, q, qd))
 
     def _on_shutdown(self):
         with self.lock:
@@ -711,7 +457,7 @@ def serve(params='~'):
 
 def main(argv=None):
     """The server as a node of its own (the SDK's way; on the robot it runs in the motion
-    controller's process: intera_rt.ros.motion_controller)."""
+    controller's process: intera_rt.ros.motion_controller_process)."""
     init_node('joint_trajectory_action_server', argv=argv)
     try:
         server = serve()

@@ -1,53 +1,24 @@
-"""motion_controller: the robot's Motion Controller (Intera 5.3) as a ROS node.
-
-Serves the action /motion/motion_command (intera_motion_msgs/MotionCommand) with an
-actionlib.ActionServer (not Simple: a "stop" goal must run while a "start" goal is active):
+"""motion_controller: the robot's Motion Controller (Intera 5.3) as a ROS node, serving
+/motion/motion_command (intera_motion_msgs/MotionCommand) with an actionlib ActionServer
+(not Simple: a "stop" goal must run while a "start" goal is active).
 
   start     plan the goal's trajectory from the current joint angles and run it
   generate  plan it and return the analysis, without moving
-  stop      bring a running motion to a smooth path-following stop (300 ms); the stop goal
-            itself always succeeds with result true, even when nothing is moving
+  stop      bring a running motion to a smooth path-following stop; the stop goal itself
+            always succeeds, even when nothing is moving
 
-Every goal gets a terminal result: succeeded (result true), aborted (result false with an
-errorId of intera_motion_msgs/MotionCommandResult), preempted (a start stopped by a stop
-goal, a cancel, or a newer start: it plans from where the arm stopped), rejected (unknown
-command). Errors are logged with the field / waypoint / joint and value at fault.
-
-Like any other client, it reaches the arm only through the robot's public interface:
-  pub  /robot/limb/right/joint_command (TRAJECTORY_MODE, position + velocity +
-       acceleration, 200 Hz while moving)
-       /robot/limb/right/interaction_control_command (the goal's interaction_params, when
-       trajectory_options.interaction_control is true and they are active, before the
-       motion and at 10 Hz during it: the robot's interaction controller then follows the
-       TRAJECTORY_MODE stream as its reference, and the arm stays in interaction control
-       afterwards, as on the robot; interaction_control_active false before any other
-       motion, when the robot is in interaction control)
-       /motion/interpolated_path (intera_motion_msgs/InterpolatedPath, latched: the
-       planned path every path_interpolation_step seconds, when that is > 0)
-  sub  /robot/joint_states, /robot/state (disabled / stopped / error → the motion ends with
-       CONTROLLER_NOT_FOLLOWING), /intera_rt/realtime_state (a collision the robot detected,
-       as collision_detection_state also reports it, ends it the same way, the robot itself
-       stopping and holding the arm; zero-G activated by the cuff → the motion ends with
-       ZERO_G_ACTIVATED_DURING_TRAJECTORY), /robot/limb/right/suppress_collision_avoidance
-       (std_msgs/Empty at ≥ 5 Hz: no pre-motion self-collision check)
-The robot model (/robot_description) follows the robot's description when a URDF fragment
-changes it (announced on /intera_rt/robot_description), and is re-read when a goal names
-an endpoint it lacks.
-
-The same process serves /calibration_command (intera_rt.ros.calibration), as a client of
-/motion/motion_command; the IK and FK services (intera_rt.ros.kinematics_node, which also
-runs alone as nodes/kinematics); and, unless ~jtas is false, the joint trajectory action
-server (intera_rt.ros.joint_trajectory_action_server, parameters under
-~joint_trajectory_action_server/; alone:
-nodes/joint_trajectory_action_server). Each robot process costs its own interpreter, numpy
-and Pinocchio, ~50 MB before its own work, and each subscriber process wakes for every
-state message: at --speed max an idle JTAS in a process of its own took 14 % of a core and
-10 % of the lockstep speed. Here they share one process and one subscription to each
-state topic (README "Nodes", "Memory").
+Every goal gets a terminal result: succeeded, aborted (with an errorId of
+MotionCommandResult, logged with the field / waypoint / joint and value at fault), preempted
+(a start stopped by a stop goal, a cancel or a newer start), rejected (unknown command).
+Like any client, it reaches the arm only through the robot's public interface: it streams
+TRAJECTORY_MODE setpoints on /robot/limb/right/joint_command (and the goal's
+interaction_params, when it asks for interaction control), reads the joint states, and ends
+a motion for the reasons ArmConditions gives (disabled, collision, zero-G, ...). The robot
+model follows the robot's description (URDF fragments). Its process also hosts IK/FK, the
+calibration and the JTAS: motion_controller_process.
 """
 import dataclasses
 import queue
-import sys
 import threading
 import time
 import traceback
@@ -55,27 +26,21 @@ import traceback
 import numpy as np
 import rospy
 from actionlib_msgs.msg import GoalStatus
-from intera_core_msgs.msg import (InteractionControlCommand, JointCommand,
-                                  RobotAssemblyState)
-from intera_rt_msgs.msg import RealtimeState
-from intera_motion_msgs.msg import (InterpolatedPath, MotionCommandAction, MotionCommandFeedback,
-                                    MotionCommandResult, MotionStatus, TrajectoryAnalysis,
-                                    WaypointSimple)
+from intera_core_msgs.msg import InteractionControlCommand, JointCommand
+from intera_motion_msgs.msg import InterpolatedPath, MotionCommandAction, MotionStatus
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Empty, String
 
-from intera_rt.model import RobotModel
-from intera_rt.motion import analysis as motion_analysis
 from intera_rt.motion.errors import (CONTROLLER_NOT_FOLLOWING, ENDPOINT_DOES_NOT_EXIST,
-                                     HAVE_NOT_REACHED_FIRST_WAYPOINT, INVALID_TRAJECTORY_MESSAGE,
-                                     ZERO_G_ACTIVATED_DURING_TRAJECTORY, MotionError)
+                                     INVALID_TRAJECTORY_MESSAGE, ZERO_G_ACTIVATED_DURING_TRAJECTORY,
+                                     MotionError)
 from intera_rt.motion.execution import Measurement, Tracker
-from intera_rt.motion.geometry import matrix_to_quat
-from intera_rt.motion.planner import MotionPlanner
-from intera_rt.ros.actions import MIN_RESULT_DELAY, StatusHoldingServer
+from intera_rt.robot import ARM_JOINTS, SUPPRESS_WINDOW
+from intera_rt.ros import motion_messages as messages
+from intera_rt.ros.actions import StatusHoldingServer, finish_goal
+from intera_rt.ros.arm_conditions import ZERO_G, ArmConditions
+from intera_rt.ros.motion_model import Model
 from intera_rt.ros.urdf_fragments import DESCRIPTION_TOPIC
-from intera_rt.robot import ARM_JOINTS, NEUTRAL, SUPPRESS_WINDOW
-from intera_rt.ros.node import init_node
 
 ACTION = '/motion/motion_command'
 NS = '/robot/limb/right/'
@@ -88,51 +53,6 @@ MODE_TIMEOUT = 1.0              # s to wait for the robot to enter or leave inte
 CONTINUITY = 0.01               # rad: start from the last command when the arm is this close
 # Nothing about a goal — its status (StatusHoldingServer) or its result — is sent sooner than
 # MIN_RESULT_DELAY after the goal arrived (see intera_rt.ros.actions).
-
-
-class Model:
-    """Robot model, collision model and planner built from one URDF text. With `previous`
-    (the model this one replaces), a description whose collision model cannot be built
-    (e.g. a tool fragment with meshes) keeps the previous collision model."""
-
-    def __init__(self, urdf_xml, previous=None):
-        self.urdf_xml = urdf_xml
-        self.robot = RobotModel(urdf_xml) if urdf_xml else RobotModel.from_file()
-        self.collision = None
-        try:
-            from intera_rt.model.collision import motion_controller_model
-            self.collision = motion_controller_model(self.robot.urdf_xml)
-        except Exception as exc:  # noqa: BLE001 - keep planning without collision checks
-            if previous is not None and previous.collision is not None:
-                self.collision = previous.collision
-                rospy.logwarn('motion_controller: %s; keeping the previous self-collision model '
-                              '(the new links are not checked)', exc)
-            else:
-                rospy.logerr('motion_controller: no self-collision model (%s): planned paths are '
-                             'not checked for self-collision', exc)
-        self.planner = MotionPlanner(self.robot, self.collision)
-        lim = self.robot.limit_arrays(list(ARM_JOINTS))
-        self.vel_limit, self.accel_limit = lim['velocity'], lim['accel']
-        self._warm_up()
-
-    def _warm_up(self):
-        """Plan a small JOINT and CARTESIAN move once, so the first goal does not pay for
-        first-call costs (imports, solver set-up, caches)."""
-        from intera_motion_msgs.msg import Trajectory, Waypoint
-        q0 = np.array(NEUTRAL)
-        try:
-            for interp in ('JOINT', 'CARTESIAN'):
-                t = Trajectory(joint_names=list(ARM_JOINTS))
-                t.trajectory_options.interpolation_type = interp
-                w = Waypoint(joint_positions=list(q0 + 0.05), active_endpoint='right_hand')
-                p, r = self.planner.endpoint('right_hand').fk(q0)
-                w.pose.pose.position.x, w.pose.pose.position.y, w.pose.pose.position.z = p + [0, 0, 0.02]
-                o = w.pose.pose.orientation
-                o.x, o.y, o.z, o.w = matrix_to_quat(r)
-                t.waypoints.append(w)
-                self.planner.plan(self.planner.parse(t), q0)
-        except MotionError as exc:  # pragma: no cover - a model that cannot plan this
-            rospy.logwarn('motion_controller: warm-up plan failed: %s', exc)
 
 
 def interacting(request):
@@ -151,18 +71,19 @@ class Active:
         self.tracker = tracker
         self.request_id = request_id
         self.ticks = 0
+        self.collisions = None           # ArmConditions.collisions when it started
 
 
 class MotionController:
+    """The /motion/motion_command server: goals are planned on one thread and run (streamed,
+    tracked) on another, so that a stop is served while a plan is being made."""
+
     def __init__(self):
         self.model = Model(rospy.get_param('/robot_description', None))
         self._last_reload = time.monotonic()
         self.joint_state = None          # Measurement in ARM_JOINTS order
         self.head_pan = 0.0
-        self.enabled = None
-        self.collision_at = -1.0         # time of the latest collision_state true
-        self.zero_g = False              # the robot's zero-G is active
-        self.controller = None           # the robot's active joint controller (realtime_state)
+        self.conditions = ArmConditions()       # why the arm cannot move (robot and realtime state)
         self.suppress_until = -1.0
         self.stop_epoch = 0
         self._epoch_lock = threading.Lock()
@@ -179,10 +100,7 @@ class MotionController:
                                                queue_size=1, tcp_nodelay=True)
         self.pub_path = rospy.Publisher('/motion/interpolated_path', InterpolatedPath, queue_size=1, latch=True)
         rospy.Subscriber('/robot/joint_states', JointState, self._on_joint_states, queue_size=1, tcp_nodelay=True)
-        rospy.Subscriber('/robot/state', RobotAssemblyState, self._on_robot_state, queue_size=1)
         rospy.Subscriber(NS + 'suppress_collision_avoidance', Empty, self._on_suppress, queue_size=1)
-        rospy.Subscriber('/intera_rt/realtime_state', RealtimeState, self._on_realtime_state,
-                         queue_size=1)
         rospy.Subscriber(DESCRIPTION_TOPIC, String, self._on_description, queue_size=1)
         self.server = StatusHoldingServer(ACTION, MotionCommandAction, self._on_goal, self._on_cancel,
                                           auto_start=False)
@@ -206,15 +124,6 @@ class MotionController:
                                        np.array([msg.position[i] for i in idx]), vel)
         if 'head_pan' in msg.name:
             self.head_pan = msg.position[msg.name.index('head_pan')]
-
-    def _on_robot_state(self, msg):
-        self.enabled = bool(msg.enabled and not msg.stopped and not msg.error)
-
-    def _on_realtime_state(self, msg):
-        self.zero_g = bool(msg.zero_g)
-        self.controller = msg.controller
-        if msg.collision:                  # (what collision_detection_state also says)
-            self.collision_at = rospy.get_time()
 
     def _on_suppress(self, _msg):
         self.suppress_until = rospy.get_time() + SUPPRESS_WINDOW
@@ -241,7 +150,7 @@ class MotionController:
         else:
             text = 'command %r is not "start", "stop" or "generate"' % (command,)
             rospy.logerr('motion_controller: %s: %s', INVALID_TRAJECTORY_MESSAGE, text)
-            self._finish(gh, 'rejected', self._result(False, INVALID_TRAJECTORY_MESSAGE))
+            self._finish(gh, 'rejected', messages.result(False, INVALID_TRAJECTORY_MESSAGE))
 
     def _on_cancel(self, gh):
         self.control.put(('cancel', gh))
@@ -265,7 +174,7 @@ class MotionController:
                 self._handle_plan_goal(gh, epoch, rid)
             except Exception:  # noqa: BLE001 - one bad goal must not take the node down
                 rospy.logerr('motion_controller: planning failed unexpectedly:\n%s', traceback.format_exc())
-                self._finish(gh, 'aborted', self._result(False, INVALID_TRAJECTORY_MESSAGE))
+                self._finish(gh, 'aborted', messages.result(False, INVALID_TRAJECTORY_MESSAGE))
 
     def _handle_plan_goal(self, gh, epoch, rid):
         goal = gh.get_goal()
@@ -273,14 +182,14 @@ class MotionController:
         label = goal.trajectory.label
         status = gh.get_goal_status().status
         if status == GoalStatus.PREEMPTING:                # canceled while queued
-            self._finish(gh, 'canceled', self._result(False, ''))
+            self._finish(gh, 'canceled', messages.result(False, ''))
             return
         if status != GoalStatus.ACTIVE:
             return
         if command == 'start' and self._epoch() != epoch:     # a stop came after this start
-            self._finish(gh, 'canceled', self._result(False, ''))
+            self._finish(gh, 'canceled', messages.result(False, ''))
             return
-        self._feedback(gh, MotionStatus.MOTION_PENDING, label, 0, rid)
+        messages.feedback(gh, MotionStatus.MOTION_PENDING, label, 0, rid)
         if command == 'start':
             # A new start stops the running motion and plans from where the arm stopped.
             self.control.put(('preempt', None))
@@ -322,22 +231,18 @@ class MotionController:
             self._fail(gh, exc, label, rid)
             return
         if request.path_interpolation_step > 0:
-            self._publish_path(model, planned, label)
+            self.pub_path.publish(messages.interpolated_path(model, planned, label))
         if command == 'generate':
             self._log_planned(command, label, request, planned)
-            self._finish(gh, 'succeeded', self._result(True, '', planned=planned,
+            self._finish(gh, 'succeeded', messages.result(True, '', planned=planned,
                                                        last=len(request.waypoints) - 1))
             return
         if self._epoch() != epoch:
-            self._finish(gh, 'canceled', self._result(False, '', planned=planned))
+            self._finish(gh, 'canceled', messages.result(False, '', planned=planned))
             return
-        if self.enabled is False:
-            self._fail(gh, MotionError(CONTROLLER_NOT_FOLLOWING, 'the robot is not enabled'), label, rid)
-            return
-        if self.zero_g:
-            self._fail(gh, MotionError(ZERO_G_ACTIVATED_DURING_TRAJECTORY,
-                                       'zero-G is active (the cuff is grasped): release it to move'),
-                       label, rid)
+        why = self.conditions.why_not(require_state=False) or self.conditions.hazard()
+        if why is not None:
+            self._fail(gh, MotionError(_error_id(why), 'cannot start: %s' % why.text), label, rid)
             return
         if not self._enter_control_mode(request):
             self._fail(gh, MotionError(INVALID_TRAJECTORY_MESSAGE,
@@ -355,17 +260,17 @@ class MotionController:
         without. Waits for realtime_state to say so (at most MODE_TIMEOUT s); False when
         the robot did not enter interaction control (it refused the parameters)."""
         if interacting(request):
-            self._publish_interaction(request.interaction_params)
+            self.pub_interaction.publish(messages.interaction_command(request.interaction_params))
             wanted = True
-        elif self.controller == 'interaction':
+        elif self.conditions.controller == 'interaction':
             self.pub_interaction.publish(InteractionControlCommand(interaction_control_active=False))
             wanted = False
         else:
             return True
-        if self.controller is None:                # no realtime_state (yet): nothing to wait on
+        if self.conditions.controller is None:            # no realtime_state (yet): nothing to wait on
             return True
         deadline = time.monotonic() + MODE_TIMEOUT
-        while (self.controller == 'interaction') != wanted:
+        while (self.conditions.controller == 'interaction') != wanted:
             if time.monotonic() > deadline or rospy.is_shutdown():
                 return not wanted
             time.sleep(0.005)
@@ -419,28 +324,8 @@ class MotionController:
 
     def _fail(self, gh, exc, label, rid):
         rospy.logerr('motion_controller: %s', exc)
-        self._feedback(gh, MotionStatus.MOTION_ERROR, label, 0, rid)
-        self._finish(gh, 'aborted', self._result(False, exc.error_id))
-
-    def _publish_path(self, model, planned, label):
-        try:
-            endpoint = model.planner.endpoint(planned.request.endpoint)
-        except Exception:  # noqa: BLE001
-            endpoint = None
-        points = motion_analysis.interpolated_path(planned.plan, planned.request.path_interpolation_step,
-                                                   endpoint)
-        msg = InterpolatedPath(label=label, joint_names=list(ARM_JOINTS))
-        msg.header.stamp = rospy.Time.now()
-        msg.header.frame_id = 'base'
-        for t, q, pose, seg in points:
-            w = WaypointSimple(joint_positions=list(q), active_endpoint=planned.request.endpoint,
-                               segment_index=seg, time=t)
-            if pose is not None:
-                (w.pose.position.x, w.pose.position.y, w.pose.position.z) = pose[0]
-                (w.pose.orientation.x, w.pose.orientation.y, w.pose.orientation.z,
-                 w.pose.orientation.w) = pose[1]
-            msg.interpolated_path.append(w)
-        self.pub_path.publish(msg)
+        messages.feedback(gh, MotionStatus.MOTION_ERROR, label, 0, rid)
+        self._finish(gh, 'aborted', messages.result(False, exc.error_id))
 
     # --- execution thread ------------------------------------------------------------------
     def _execute_loop(self):
@@ -467,11 +352,11 @@ class MotionController:
                     if active is not None:
                         active.tracker.request_stop(now)
                         stop_goals.append(item)
-                        self._feedback(item, MotionStatus.MOTION_STOPPING, active.planned.request.label,
+                        messages.feedback(item, MotionStatus.MOTION_STOPPING, active.planned.request.label,
                                        active.tracker.current_waypoint, active.request_id)
                     else:
-                        self._feedback(item, MotionStatus.MOTION_IDLE, '', 0, 0)
-                        finished.append((item, 'succeeded', self._result(True, '')))
+                        messages.feedback(item, MotionStatus.MOTION_IDLE, '', 0, 0)
+                        finished.append((item, 'succeeded', messages.result(True, '')))
                 elif kind == 'cancel':
                     if active is not None and item.get_goal_id().id == active.gh.get_goal_id().id:
                         active.tracker.request_stop(now)
@@ -486,7 +371,7 @@ class MotionController:
                     gh, planned, rid, model, epoch = item
                     if active is not None or self._epoch() != epoch or \
                             gh.get_goal_status().status != GoalStatus.ACTIVE:
-                        finished.append((gh, 'canceled', self._result(False, '', planned=planned)))
+                        finished.append((gh, 'canceled', messages.result(False, '', planned=planned)))
                         if active is None:
                             self.idle.set()
                         continue
@@ -503,38 +388,38 @@ class MotionController:
                     tracker = Tracker(planned.plan, tracking, tolerances, now,
                                       accel_limit=model.accel_limit, vel_limit=model.vel_limit)
                     active = Active(gh, planned, tracker, rid)
+                    active.collisions = self.conditions.collisions
             if active is not None:
                 tracker = active.tracker
                 meas = self.joint_state
-                if self.enabled is False and not tracker.finished:
-                    tracker.abort(now, CONTROLLER_NOT_FOLLOWING, 'the robot was disabled during the motion')
-                elif self.collision_at >= tracker.start_time and not tracker.finished:
-                    # The robot has stopped the arm and holds it: nothing more to command.
-                    tracker.abort(now, CONTROLLER_NOT_FOLLOWING, 'the robot detected a collision')
-                elif self.zero_g and not tracker.finished:
-                    tracker.abort(now, ZERO_G_ACTIVATED_DURING_TRAJECTORY,
-                                  'zero-G was activated (the cuff was grasped) during the motion')
+                if not tracker.finished:
+                    # (after a collision the robot has stopped the arm and holds it)
+                    why = self.conditions.why_not(require_state=False) or self.conditions.hazard(active.collisions)
+                    if why is not None:
+                        tracker.abort(now, _error_id(why), '%s during the motion' % why.text)
                 sp = tracker.step(now, meas)
                 if sp is not None:
-                    self._command(sp.position, sp.velocity, sp.acceleration)
+                    self.pub_cmd.publish(messages.joint_command(sp.position, sp.velocity, sp.acceleration,
+                                                                self.model.planner.lower,
+                                                                self.model.planner.upper))
                     if not np.any(sp.velocity):
                         self.last_command = (now, sp.position.copy())
                 active.ticks += 1
                 req = active.planned.request
                 if active.ticks % FEEDBACK_EVERY == 0 and not tracker.finished:
-                    self._feedback(active.gh, tracker.status, req.label, tracker.current_waypoint, active.request_id)
+                    messages.feedback(active.gh, tracker.status, req.label, tracker.current_waypoint, active.request_id)
                     if interacting(req) and active.ticks % (2 * FEEDBACK_EVERY) == 0:
-                        self._publish_interaction(req.interaction_params)
+                        self.pub_interaction.publish(messages.interaction_command(req.interaction_params))
                 if tracker.finished:
                     finished.extend(self._conclude(active))
                     active = None
                     for g in stop_goals:
-                        finished.append((g, 'succeeded', self._result(True, '')))
+                        finished.append((g, 'succeeded', messages.result(True, '')))
                     stop_goals = []
                     self.idle.set()
             elif stop_goals:
                 for g in stop_goals:
-                    finished.append((g, 'succeeded', self._result(True, '')))
+                    finished.append((g, 'succeeded', messages.result(True, '')))
                 stop_goals = []
             for gh, state, result in finished:
                 self._finish(gh, state, result)
@@ -543,8 +428,8 @@ class MotionController:
     def _conclude(self, active):
         tracker = active.tracker
         req = active.planned.request
-        self._feedback(active.gh, tracker.status, req.label, tracker.current_waypoint, active.request_id)
-        result = self._result(tracker.result, tracker.error_id, planned=active.planned, tracker=tracker,
+        messages.feedback(active.gh, tracker.status, req.label, tracker.current_waypoint, active.request_id)
+        result = messages.result(tracker.result, tracker.error_id, planned=active.planned, tracker=tracker,
                               last=tracker.last_successful_waypoint)
         if tracker.result:
             rospy.loginfo('motion_controller: "%s" done in %.3f s', req.label, tracker.measured_duration)
@@ -556,105 +441,14 @@ class MotionController:
                       tracker.measured_duration)
         return [(active.gh, 'canceled', result)]
 
-    def _command(self, p, v, a):
-        # (A spline can graze a joint limit by float noise; the loop refuses positions beyond.)
-        p = np.clip(p, self.model.planner.lower, self.model.planner.upper)
-        msg = JointCommand(mode=JointCommand.TRAJECTORY_MODE, names=list(ARM_JOINTS), position=list(p),
-                           velocity=list(v), acceleration=list(a))
-        msg.header.stamp = rospy.Time.now()
-        self.pub_cmd.publish(msg)
-
-    def _publish_interaction(self, params):
-        msg = InteractionControlCommand()
-        for slot in msg.__slots__:
-            setattr(msg, slot, getattr(params, slot))
-        msg.header.stamp = rospy.Time.now()
-        self.pub_interaction.publish(msg)
-
-    # --- results and feedback --------------------------------------------------------------
-    def _result(self, ok, error_id, planned=None, tracker=None, last=None):
-        r = MotionCommandResult(result=bool(ok), errorId=error_id or '')
-        r.last_successful_waypoint = HAVE_NOT_REACHED_FIRST_WAYPOINT if last is None else int(last)
-        a = TrajectoryAnalysis()
-        if planned is not None:
-            an = planned.analysis
-            a.planned_duration = an['planned_duration']
-            a.min_angle_command = list(an['min_angle_command'])
-            a.max_angle_command = list(an['max_angle_command'])
-            a.peak_speed_command = list(an['peak_speed_command'])
-            a.peak_accel_command = list(an['peak_accel_command'])
-            a.peak_jerk_command = list(an['peak_jerk_command'])
-            a.min_time_rate = a.max_time_rate = 1.0
-        if tracker is not None:
-            a.measured_duration = tracker.measured_duration
-            a.min_time_rate = tracker.min_rate_used
-            a.max_time_rate = tracker.max_rate_used
-            a.max_position_error = list(tracker.max_position_error)
-            a.max_velocity_error = list(tracker.max_velocity_error)
-        r.trajectory_analysis = a
-        return r
-
-    def _feedback(self, gh, status, label, waypoint, rid):
-        fb = MotionCommandFeedback()
-        fb.status.header.stamp = rospy.Time.now()
-        fb.status.motion_status = status
-        fb.status.current_trajectory = label
-        fb.status.current_waypoint = max(0, int(waypoint))
-        fb.status.motion_request = rid
-        try:
-            gh.publish_feedback(fb)
-        except Exception:  # noqa: BLE001 - a finished goal: nothing to tell
-            pass
-
     def _finish(self, gh, state, result):
         """Send the goal's terminal state and result (not sooner than MIN_RESULT_DELAY after
         the goal arrived)."""
-        received = self._received.pop(gh.get_goal_id().id, None)
-        wait = 0.0 if received is None else MIN_RESULT_DELAY - (time.monotonic() - received)
-        if wait > 0:
-            timer = threading.Timer(wait, self._send_result, (gh, state, result))
-            timer.daemon = True
-            timer.start()
-        else:
-            self._send_result(gh, state, result)
-
-    @staticmethod
-    def _send_result(gh, state, result):
-        if state == 'succeeded':
-            gh.set_succeeded(result, '')
-        elif state == 'aborted':
-            gh.set_aborted(result, result.errorId)
-        elif state == 'rejected':
-            gh.set_rejected(result, result.errorId)
-        else:
-            gh.set_canceled(result, 'preempted')
+        text = '' if state == 'succeeded' else (result.errorId if state in ('aborted', 'rejected')
+                                                 else 'preempted')
+        finish_goal(gh, state, result, text, self._received.pop(gh.get_goal_id().id, None))
 
 
-def main(argv=None):
-    init_node('motion_controller', argv=argv)
-    sys.setswitchinterval(0.0005)     # the executor thread must not wait on the planner's CPU
-    # (imported here: what imports this module for MotionController needs none of them)
-    from intera_rt.ros import joint_trajectory_action_server as jtas
-    from intera_rt.ros.calibration import ArmCalibration
-    from intera_rt.ros.kinematics_node import PositionKinematicsNode
-    try:
-        # IK and FK first: the SDK's Limb waits 5 s for them (robot_contract G5).
-        PositionKinematicsNode()
-        MotionController()
-        # The arm calibration routine (/calibration_command), a client of this node's action.
-        ArmCalibration()
-    except (ValueError, KeyError) as exc:   # e.g. a /robot_description refused (model.safe_xml)
-        rospy.logfatal('motion_controller: %s', exc)
-        sys.exit(2)
-    if rospy.get_param('~jtas', True):
-        # The joint trajectory action server, its parameters under
-        # ~joint_trajectory_action_server/. A bad one leaves it out, not the rest.
-        try:
-            jtas.serve(rospy.get_name() + '/joint_trajectory_action_server/')
-        except ValueError as exc:
-            rospy.logerr('joint_trajectory_action_server not started: %s', exc)
-    rospy.spin()
-
-
-if __name__ == '__main__':
-    main(sys.argv)
+def _error_id(why):
+    """The MotionCommandResult errorId of an ArmConditions reason."""
+    return ZERO_G_ACTIVATED_DURING_TRAJECTORY if why.kind == ZERO_G else CONTROLLER_NOT_FOLLOWING

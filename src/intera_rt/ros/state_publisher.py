@@ -3,26 +3,19 @@
 The robot runs robot_state_publisher; this node is ours and says the same on the wire as
 ROS's: every movable joint of the URDF in a joint_states message → one transform parent
 link → child link on /tf, stamped with the message's stamp; fixed joints once on the
-latched /tf_static. Of ROS's node's parameters, ~publish_frequency (Hz, default 50: a
-joint is republished at most this often in its stamps' time); ~use_tf_static and
-~ignore_timestamp keep their defaults (true, false), and tf_prefix, which tf2 dropped, is
-not supported.
-
-On the robot it runs inside the io process (node /io, which is then the publisher of /tf
-and /tf_static and holds ~publish_frequency): a process of its own cost 60 MB. Alone
+latched /tf_static. Of ROS's node's parameters, ~publish_frequency (Hz, default 50: a joint
+is republished at most this often in its stamps' time); ~use_tf_static and
+~ignore_timestamp keep their defaults (true, false); tf_prefix, which tf2 dropped, is not
+supported. On the robot it runs inside the io process (node /io); alone
 (nodes/robot_state_publisher) it is a node like ROS's, joint_states remappable.
 
-Unlike ROS's, it follows the robot's description when a URDF fragment changes it (the new
-description arrives on the latched /intera_rt/robot_description): /tf_static is
-republished with the new fixed joints, /tf carries the new movable ones that
-joint_states names. A frame a fragment takes away stays in the buffers of tf listeners
-that already heard it (static transforms never expire in tf2); new listeners do not see it.
-
-Why not ROS's own: Debian's build (1.15.2) asks the master two questions for every
-joint_states message it gets. Under sim time at full speed that took a quarter of a core
-in rosmaster and a sixth in the node: the simulation ran at 8.8x real time with it and
-13.8x with no robot_state_publisher at all. Here each message costs a parse, eight
-quaternion products and one write."""
+Unlike ROS's, it follows the robot's description when a URDF fragment changes it (on the
+latched /intera_rt/robot_description): /tf_static is republished with the new fixed joints,
+/tf carries the new movable ones. Why not ROS's own: Debian's build asks the master two
+questions for every joint_states message, which under sim time at full speed costs the
+master and the lockstep speed dearly; here each message costs a parse, eight quaternion
+products and one write.
+"""
 import math
 import struct
 import sys

@@ -17,16 +17,12 @@ joint angles (/robot/joint_states, subscribed only while a camera streams) seen 
 camera's frame, then scaled by exposure, gain and strobe; the head's screen shows what
 /robot/head_display last showed (HeadDisplayIO), when a camera sees it.
 
-With `--backend mujoco` (/realtime_loop/backend), MuJoCo renders them offscreen in this
-process (intera_rt.ros.io.mujoco_cameras: the MuJoCo backend's model of the cell, its table
-and the sim obstacles of /intera_rt/sim/obstacles; the head's screen is not drawn); if it
-cannot (no OpenGL), the software renderer does, with one warning.
+With `--backend mujoco`, MuJoCo renders them offscreen in this process (mujoco_cameras:
+the backend's cell, table and sim obstacles; the head's screen is not drawn); without
+OpenGL, the software renderer does, with one warning.
 
-CPU: a frame is rendered only while a camera streams and something subscribes to its
-images, at most at the camera's rate in both ROS and wall-clock time, with its rays at
-~render_scale of the image resolution (then scaled up); while the arm stands still the
-last frame is sent again instead of rendering it anew.
-
+A frame is rendered only while a camera streams and something subscribes, at most at the
+camera's rate, rays at ~render_scale of the resolution; a still arm's last frame is resent.
 Private parameters: ~render_scale (default 0.5), ~<camera>/width, ~<camera>/height,
 ~<camera>/rate (Hz) — defaults in intera_rt.io.camera.CAMERAS.
 """

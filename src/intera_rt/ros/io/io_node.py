@@ -5,12 +5,9 @@ lights: robot_node), 'end_effector' (optionally the electric gripper: end_effect
 (intera_rt.ros.state_publisher, which also runs alone as nodes/robot_state_publisher).
 
 One process rather than three: under sim time every ROS node hears /clock, and at many
-times real time each idle node cost the lockstep speed about 0.5×. The price: while a
-camera streams, its rendering shares this interpreter with the device updates (a cuff
-grasp may wait for a frame's Python part, a few ms).
-
-The same holds for robot_state_publisher: in a process of its own it cost 60 MB and 7 % of
-a core at --speed max, here under 1 MB (README "Memory").
+times real time each idle node costs lockstep speed. The price: while a camera streams,
+its rendering shares this interpreter with the device updates (a cuff grasp may wait for a
+frame's Python part). The same holds for robot_state_publisher (README "Memory").
 
 Private parameters: ~gripper (bool), ~render_scale, ~<camera>/width|height|rate,
 ~publish_frequency (robot_state_publisher's).

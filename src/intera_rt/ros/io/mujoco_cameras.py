@@ -11,8 +11,8 @@ reduced resolution (~render_scale of the image's), returned as linear rgb in [0,
 exposure, gain and the up-scaling take the software renderer's path (io.render).
 
 Headless OpenGL: MUJOCO_GL (default egl: Mesa's EGL, CPU llvmpipe without a GPU; osmesa
-also works, slower here). Shadows and multisampling are off: on a CPU they cost ~10× the
-rest of the frame (measured: 170 ms vs 15 ms a 320×200 frame on EGL).
+also works, slower here). Shadows and multisampling are off: on a CPU they cost many
+times the rest of the frame.
 
 Sim obstacles (the latched /intera_rt/sim/obstacles list) are drawn as the MuJoCo backend
 places them; the model is rebuilt when the list changes.
