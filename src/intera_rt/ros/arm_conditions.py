@@ -50,19 +50,27 @@ _HAZARD = {
 
 
 class ArmConditions:
-    def __init__(self, cuff=False):
-        """cuff: also watch the cuff's right_cuff signal (a grasp is a hazard)."""
+    """The latest robot and realtime state, fed by on_* (listen() subscribes them)."""
+
+    def __init__(self):
         self.robot = None            # the latest RobotAssemblyState
         self.zero_g = False
         self.collision = False       # the latest realtime_state's collision flag
         self.collisions = 0          # collision reports so far (compare counts: one since?)
         self.controller = None       # the robot's active joint controller, once known
         self.cuff = False
-        rospy.Subscriber('/robot/state', RobotAssemblyState, self.on_robot_state, queue_size=1)
-        rospy.Subscriber('/intera_rt/realtime_state', RealtimeState, self.on_realtime_state,
+
+    @classmethod
+    def listen(cls, cuff=False):
+        """A view fed by the robot's topics; cuff: also watch the cuff's right_cuff signal
+        (a grasp is then a hazard)."""
+        view = cls()
+        rospy.Subscriber('/robot/state', RobotAssemblyState, view.on_robot_state, queue_size=1)
+        rospy.Subscriber('/intera_rt/realtime_state', RealtimeState, view.on_realtime_state,
                          queue_size=1)
         if cuff:
-            rospy.Subscriber('/io/robot/cuff/state', IODeviceStatus, self.on_cuff, queue_size=10)
+            rospy.Subscriber('/io/robot/cuff/state', IODeviceStatus, view.on_cuff, queue_size=10)
+        return view
 
     def on_robot_state(self, msg):
         self.robot = msg

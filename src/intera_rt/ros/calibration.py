@@ -61,7 +61,7 @@ class _Failed(Exception):
 class ArmCalibration:
     def __init__(self):
         self._lock = threading.Lock()
-        self.conditions = ArmConditions()       # why the arm cannot move
+        self.conditions = ArmConditions.listen()       # why the arm cannot move
         self._joints = None              # (stamp s, q in ARM_JOINTS order)
         self._devices = []               # end_effector IO devices (a gripper, ...)
         self._effort_limits = None

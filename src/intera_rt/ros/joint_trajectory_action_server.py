@@ -96,7 +96,7 @@ class JointTrajectoryActionServer:
                                        tcp_nodelay=True)
         rospy.Subscriber('/robot/joint_states', JointState, self._on_joint_states, queue_size=1,
                          tcp_nodelay=True)
-        self.conditions = ArmConditions(cuff=True)   # why the arm cannot move (the cuff too, as the SDK's)
+        self.conditions = ArmConditions.listen(cuff=True)   # why the arm cannot move (the cuff too, as the SDK's)
         rospy.Subscriber(LIMB_NS + 'set_speed_ratio', Float64, self._on_speed_ratio, queue_size=10)
 
         # Serve only once the robot's state is known: a goal sent as soon as the action is

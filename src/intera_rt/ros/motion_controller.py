@@ -83,7 +83,7 @@ class MotionController:
         self._last_reload = time.monotonic()
         self.joint_state = None          # Measurement in ARM_JOINTS order
         self.head_pan = 0.0
-        self.conditions = ArmConditions()       # why the arm cannot move (robot and realtime state)
+        self.conditions = ArmConditions.listen()       # why the arm cannot move (robot and realtime state)
         self.suppress_until = -1.0
         self.stop_epoch = 0
         self._epoch_lock = threading.Lock()
