@@ -44,7 +44,10 @@ TARGETS = {'latency_p99_ms': {'joint_10': 20.0, 'cartesian_5': 50.0},
            'cartesian_success_rate': 0.99}
 
 
-class Bench:
+class MotionBench:
+    """The planner as the motion controller builds it, with the models and goals the
+    measurements share."""
+
     def __init__(self, seed):
         self.model = RobotModel.from_file()
         # What the motion controller checks (without the pedestal's boxes) and what the IK
@@ -242,7 +245,7 @@ def ros_latency(bench, runs, cases=('joint_10', 'cartesian_5')):
 def run(runs=50, seed=0, quick=False, goals=100):
     if quick:
         runs, goals = 10, 10
-    bench = Bench(seed)
+    bench = MotionBench(seed)
     bench.plan(joint_goal([NEUTRAL, BIAS]))                        # warm-up (imports, caches)
     bench.plan(cartesian_goal([bench.home], bias=BIAS))
     latency, all_plans, cart_plans = {}, [], []

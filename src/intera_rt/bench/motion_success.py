@@ -13,7 +13,7 @@ from intera_rt.motion.errors import MotionError
 
 def success_rates(bench, goals, oracle_s=20.0, oracle_total_s=300.0, seed=1):
     """Cartesian goals planned as the motion controller plans them, from several starting
-    poses, to random poses the IK service reaches without collision (Bench.reachable):
+    poses, to random poses the IK service reaches without collision (MotionBench.reachable):
 
       start  default_waypoint  [0, −0.9, 0, 1.8, 0, −0.9, 0]: where go_to_cartesian_pose.py
                                puts the arm when run without arguments (MotionWaypoint's

@@ -36,7 +36,7 @@ TARGETS = {'latency_p99_ms': 10.0, 'false_detections': 0}
 MISS_AFTER = 0.5             # s after the contact without a stop: a miss
 
 
-class Bench:
+class PluginBench:
     """A realtime core with every stage, whose halts are timed."""
 
     def __init__(self, model, q=NEUTRAL, options=None):
@@ -110,7 +110,7 @@ def _timed(bench):
 
 
 def _scenario(model, name, ticks):
-    bench = Bench(model)
+    bench = PluginBench(model)
     core = bench.core
     table_z = model.arm_dynamics.tip('right_hand', NEUTRAL)[0]
     if name == 'avoidance':
@@ -190,7 +190,7 @@ def _trials(model, quick):
 def latency(model, quick):
     rows, misses, false_stops = [], 0, 0
     for label, joint, angle, obstacle, ratio in _trials(model, quick):
-        bench = Bench(model)
+        bench = PluginBench(model)
         core = bench.core
         name, shape, centre, quat, size = obstacle
         ok, why = core.apply(cmds.SimAddObstacle(name, shape, centre, quat, size))
@@ -263,14 +263,14 @@ def normal_use(model, quick, seed=1):
                       'kinds': list(bench.kinds)}
 
     # Fast position moves at speed ratio 1 between random collision-free poses.
-    bench = Bench(model)
+    bench = PluginBench(model)
     bench.core.apply(cmds.SetSpeedRatio(1.0))
     targets = _random_targets(model, 3 if quick else 12, seed) + [NEUTRAL]
     for target in targets:
         bench.run(3.0, lambda b: b.command(1, position=target))
     record('position_moves_ratio_1', bench, 3.0 * len(targets))
     # The SDK's joint_torque_springs (its default stiffness, damping 0.1) after a push away.
-    bench = Bench(model)
+    bench = PluginBench(model)
     k, d = np.array([10.0, 15.0, 5.0, 5.0, 3.0, 2.0, 1.5]), 0.1
     bench.core.apply(cmds.SetSpeedRatio(1.0))
     away = NEUTRAL + np.array([0.4, -0.3, 0.4, -0.4, 0.5, -0.5, 0.8])
@@ -280,14 +280,14 @@ def normal_use(model, quick, seed=1):
     bench.run(springs, lambda b: b.command(3, effort=-k * (b.q - NEUTRAL) - d * b.qd), 0.001)
     record('torque_springs', bench, 2.0 + springs)
     # The SDK's velocity wobbler: sinusoids at 500 Hz.
-    bench = Bench(model)
+    bench = PluginBench(model)
     rng = np.random.default_rng(seed)
     amp, freq = rng.uniform(0.1, 0.2, 7), 1.0 / rng.uniform(0.5, 1.0, 7)
     wobble = 4.0 if quick else 15.0
     bench.run(wobble, lambda b: b.command(2, velocity=amp * np.sin(2 * math.pi * freq * b.now)), 0.002)
     record('velocity_wobbler', bench, wobble)
     # Fast quintics in TRAJECTORY_MODE (peak speeds just within the limits), at 100 Hz.
-    bench = Bench(model)
+    bench = PluginBench(model)
     seconds = 0.0
     vmax = model.limit_arrays(JOINTS)['velocity']
     for target in targets[:3] if quick else targets:
@@ -304,14 +304,14 @@ def normal_use(model, quick, seed=1):
         seconds += span + 0.4
     record('trajectory_quintics', bench, seconds)
     # Gravity compensation suppressed for 0.3 s in torque mode, then held again.
-    bench = Bench(model)
+    bench = PluginBench(model)
     bench.core.apply(cmds.SetTimeout(0.05))
     bench.run(0.3, lambda b: (b.core.apply(cmds.Suppress('gravity')), b.command(3, effort=np.zeros(7))))
     hold = bench.q.copy()
     bench.run(1.5, lambda b: b.command(1, position=hold))
     record('gravity_suppressed', bench, 1.8)
     # Zero-G: a person pushes the arm around by the hand, then lets go.
-    bench = Bench(model)
+    bench = PluginBench(model)
     bench.core.apply(cmds.CuffInput('cuff', True))
     guide = 3.0 if quick else 8.0
     bench.run(guide, lambda b: b.core.apply(cmds.SimWrench(
@@ -321,7 +321,7 @@ def normal_use(model, quick, seed=1):
     bench.run(1.0)
     record('zero_g_guiding', bench, guide + 1.0)
     # Interaction control: a person pushes the hand around against the impedance, lets go.
-    bench = Bench(model)
+    bench = PluginBench(model)
     bench.run(0.4)                                # past collision detection's settling
     bench.core.apply(_interaction_command())
     guide = 3.0 if quick else 8.0
@@ -331,7 +331,7 @@ def normal_use(model, quick, seed=1):
     bench.run(1.5)
     record('interaction_pushed', bench, guide + 1.9)
     # Force mode: 10 N down onto a table 15 mm below the hand, pressing.
-    bench = Bench(model)
+    bench = PluginBench(model)
     hand = model.arm_dynamics.tip('right_hand', NEUTRAL)[0]
     bench.core.apply(cmds.SimAddObstacle('table', 'box', (hand[0], hand[1], hand[2] - 0.15),
                                          (0, 0, 0, 1), (0.4, 0.4, 0.2)))
