@@ -11,7 +11,7 @@ import subprocess
 import pytest
 from rosharness import wait_for
 
-from intera_rt.robot_process import ROBOT_STATE_TOPIC, RobotProcess
+from intera_rt.tooling.robot_process import ROBOT_STATE_TOPIC, RobotProcess
 
 # Impact and squish out of reach, the hand over-wrench force at 30 N (default 80 N).
 pytestmark = pytest.mark.sawyer_args([
