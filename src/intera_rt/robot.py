@@ -51,6 +51,11 @@ SUPPRESS_TOPICS = {
     'suppress_cuff_interaction': 'cuff_interaction',
 }
 COLLISION_HOLD = 0.5         # s the arm stops and holds after a detected collision
+# Reflected motor inertia of each joint's drive (kg m²). Sawyer's links are light; behind
+# the gearboxes the rotors dominate the effective inertia of the wrist.
+ARMATURE = {'right_j0': 0.6, 'right_j1': 0.6, 'right_j2': 0.3, 'right_j3': 0.3,
+            'right_j4': 0.08, 'right_j5': 0.08, 'right_j6': 0.05, 'head_pan': 0.05}
+GRAVITY = (0.0, 0.0, -9.81)  # m/s², in base: the models' and the simulators' gravity
 # rad: each joint's mechanical stop lies this far beyond its URDF limit (the limit the
 # software keeps to), so a joint held at its limit does not press on the stop.
 HARD_STOP_MARGIN = 0.01

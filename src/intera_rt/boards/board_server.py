@@ -103,13 +103,8 @@ def main(argv=None):
     p.add_argument('--urdf', default=None)
     p.add_argument('--announce', action='store_true')
     a = p.parse_args(argv)
-    if a.urdf:
-        model = RobotModel.from_file(a.urdf)
-    elif not sys.stdin.isatty():
-        text = sys.stdin.read()
-        model = RobotModel(text) if text.strip() else RobotModel.from_file()
-    else:
-        model = RobotModel.from_file()
+    text = sys.stdin.read() if not a.urdf and not sys.stdin.isatty() else ''
+    model = RobotModel.load(a.urdf, text)
     server = BoardServer(model, a.port, a.host)
     if a.announce:
         print('port %d' % server.port, flush=True)

@@ -47,10 +47,8 @@ from scipy.linalg.lapack import dposv, dpotrs
 
 from intera_rt.boards.base import (BackendOption, Contact, SimulatedPlant,
                                    check_obstacle)
-from intera_rt.model import ARM_JOINTS, HEAD_JOINTS
-from intera_rt.model.robot_model import BASE_FRAME
 from intera_rt.numeric import clip as _clip
-from intera_rt.robot import HARD_STOP_MARGIN
+from intera_rt.robot import ARM_JOINTS, HARD_STOP_MARGIN, HEAD_JOINTS
 
 CONTACT_STIFFNESS = 5e4       # N/m
 CONTACT_DAMPING = 500.0       # N·s/m
@@ -96,10 +94,10 @@ class EmbeddedBoards(SimulatedPlant):
         if self.substeps < 1:
             raise ValueError('substeps must be >= 1, got %r' % (substeps,))
         self._urdf_xml = model.urdf_xml
-        self.pin = pin.buildModelFromXML(model.urdf_xml)
-        self.data = self.pin.createData()
-        # Pinocchio orders joints depth-first; map ours onto its q/v indices.
-        self._idx = np.array([self.pin.joints[self.pin.getJointId(n)].idx_v for n in self.joint_names])
+        models = model.pinocchio
+        self.pin = models.full                  # the robot's (shared, read-only) ...
+        self.data = self.pin.createData()       # ... and the plant's own data
+        self._idx = models.idx_v(self.joint_names)      # (idx_q: the same, revolute joints)
         # The hard stops sit a little beyond the limits the software keeps to (as on an arm:
         # a controller holding a joint at its limit must not press on the stop).
         self.stop_lower, self.stop_upper = self.lower - HARD_STOP_MARGIN, self.upper + HARD_STOP_MARGIN
@@ -122,13 +120,7 @@ class EmbeddedBoards(SimulatedPlant):
         self._pairs = ()               # per pair: (its result, (link, obstacle, joint, witness))
         self._contacts = []
         # Obstacles and contacts are in base, which need not be the URDF's root.
-        data = self.pin.createData()
-        pin.framesForwardKinematics(self.pin, data, self._full_q)
-        if self.pin.existFrame(BASE_FRAME, pin.FrameType.BODY):
-            base = data.oMf[self.pin.getFrameId(BASE_FRAME, pin.FrameType.BODY)]
-        else:
-            base = pin.SE3.Identity()
-        self._world_base = None if base.isIdentity() else base.copy()
+        self._world_base = models.world_base
 
     # --- joint-boards interface -------------------------------------------------------
     def set_brakes(self, engaged):

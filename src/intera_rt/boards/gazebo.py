@@ -1,62 +1,21 @@
 """Gazebo joint boards (`--backend gazebo`): the arm simulated by Gazebo 11 through
-gazebo_ros_control (ROS Noetic), over its standard topics and services.
+gazebo_ros_control (ROS Noetic), over its standard topics and services: <namespace>/joint_states
+(a JointStateController at 1000 Hz, stamped with Gazebo's time), <namespace>/<controller>/command
+(one JointGroupEffortController over BOARD_JOINTS: a cycle's efforts in one message, applied
+whole in one physics step), /clock, /gazebo/set_model_configuration (teleport) and
+/gazebo/apply_body_wrench.
 
-What Gazebo runs (share/gazebo/: the URDF with transmissions and the gazebo_ros_control
-plugin, the controllers file; launch/sawyer_gazebo.launch):
-    <namespace>/joint_states               sensor_msgs/JointState, published by a
-                                           joint_state_controller/JointStateController at
-                                           1000 Hz: one message per 1 ms physics step,
-                                           stamped with Gazebo's time
-    <namespace>/<controller>/command       std_msgs/Float64MultiArray, read by one
-                                           effort_controllers/JointGroupEffortController
-                                           over right_j0..6, head_pan (BOARD_JOINTS order)
-    /clock                                 rosgraph_msgs/Clock, Gazebo's time (use_sim_time)
-    /gazebo/set_model_configuration        gazebo_msgs/SetModelConfiguration: teleport
-    /gazebo/apply_body_wrench              gazebo_msgs/ApplyBodyWrench: external wrenches
+Gazebo owns the clock: the loop ticks once per joint state, on the newest one, and its time
+is the state's stamp. Gazebo's physics is not in lockstep with the loop: a command reaches
+the plant a step or more after the state it answers. Gazebo has no brakes: while the boards'
+are engaged, and whenever the loop has not commanded for WATCHDOG of Gazebo time, the arm is
+held by a PD plus the model's gravity (gazebo_model.BrakeHold). Efforts reported are those
+applied, not measured. No joint state for `stall_timeout` wall seconds faults the boards.
 
-Why one group controller rather than a JointEffortController per joint: one message per
-cycle carries all eight efforts, so a cycle's command is applied whole in one physics step
-(eight Float64 topics would arrive one by one, some a step later than others) and costs
-one publish instead of eight.
-
-The cycle. Gazebo owns the clock (owns_clock): the robot's loop ticks once per joint state
-(wait_cycle), its time is the state's stamp — Gazebo's time, which is also ROS time under
-/use_sim_time, so loop time and ROS time are one clock (sim_clock: the robot publishes no
-/clock of its own). Gazebo's physics is not in lockstep with the loop: it steps at its own
-rate (1 kHz, max_step_size 0.001, at its real-time factor) and each step applies the latest
-command it has. A torque computed from the state of step k reaches the plant at step k+1
-at best, later when the loop or the transport is slower than a step: one or more steps of
-latency, where the embedded plant has none. When several states arrived since the last
-tick, the tick takes the newest (the loop's time jumps by more than a period).
-
-No brakes in Gazebo: while the boards' brakes are engaged this backend holds each joint
-where it was when they engaged, with a stiff PD plus the model's gravity torques (as well
-as the model matches Gazebo's arm: not exactly, as a Sawyer's brakes hold). gazebo_ros_control
-keeps applying the last effort it got, forever: when the loop has not commanded for
-WATCHDOG (20 ms) of Gazebo time — booting, or stalled — the thread that receives the joint
-states holds the arm the same way.
-
-Measured torques: gazebo_ros_control's default robot hw sim reports as each joint's effort
-the effort it applied (the command, saturated at the URDF's limit), not a sensor reading.
-Collision detection's momentum observer still sees contacts through the dynamics (a
-contact changes the momentum the applied torques do not explain), but whatever Gazebo
-applies that the robot's model lacks (the URDF's joint damping and friction, which the
-embedded plant also applies) shows up in its residual too.
-
-Silence: no joint state for `stall_timeout` wall seconds faults the boards ("Gazebo
-stopped ..." when /clock stopped too, e.g. Gazebo gone or paused; "no joint states ..."
-when Gazebo's time ran on without them, e.g. joint_state_controller not running); the
-robot goes to error, and set_super_reset clears it once joint states arrive again.
-
-Layering: this module talks ROS (rospy and message packages only, never intera_rt.ros). It
-runs in the realtime core's process (intera_rt.realtime.process), which then holds a rospy
-node of its own, `realtime_boards`, whose threads receive the joint states: the one
-backend whose transport shares the core's interpreter (the GIL) with rospy. rospy is
-imported when the boards are configured, so that the registry and the pure tests never
-need it.
-
-Option `standin` starts intera_rt.boards.gazebo_standin (the embedded plant behind these
-same topics and services, for machines without Gazebo) as a child process.
+This module talks ROS (rospy and message packages, imported when the boards are configured;
+never intera_rt.ros); it runs in the realtime core's process as the node `realtime_boards`.
+Option `standin` starts intera_rt.boards.gazebo_standin (the embedded plant behind the same
+topics and services) as a child process. Design notes: docs/incoming/model.md.
 """
 import math
 import os
@@ -70,6 +29,7 @@ import numpy as np
 import pinocchio as pin
 
 from intera_rt.boards.base import BackendOption, BoardsError, BoardsReading, JointBoards
+from intera_rt.boards.gazebo_model import BrakeHold, _shift, body_com, gazebo_body  # noqa: F401 (re-exported)
 from intera_rt.direct_writes import direct_publisher
 from intera_rt.numeric import clip as _clip
 from intera_rt.robot import BOARD_JOINTS
@@ -87,10 +47,6 @@ UNPAUSE_AFTER = 1.0                   # wall s of silence at connect before unpa
 CLOCK_RAN_ON = 0.1                    # s of Gazebo time past the last joint state: its clock
                                       # runs without them
 NODE_NAME = 'realtime_boards'
-# The brakes' stand-in: a PD about the position where they engaged, on the drives'
-# reflected inertia I (armature): kp = I·ω², kd = 2·I·ω (critically damped at ω rad/s,
-# well inside what a step or two of latency allows: kd·dt/I = 0.08).
-BRAKE_OMEGA = 40.0                    # rad/s
 
 
 class _Efforts:
@@ -112,32 +68,6 @@ class _Efforts:
 
     def serialize(self, buff):
         buff.write(self.data)
-
-
-def gazebo_body(model, link):
-    """Gazebo's body for `link` of Pinocchio model `model`: Gazebo lumps a link hung on a
-    fixed joint into its parent, so the body is the child link of the nearest movable joint
-    above it (the root link when there is none). Returns (body name, joint id);
-    KeyError when there is no such link."""
-    if not model.existFrame(link, pin.FrameType.BODY):
-        raise KeyError('no link named %r' % link)
-    jid = model.frames[model.getFrameId(link, pin.FrameType.BODY)].parent
-    for frame in model.frames:
-        if frame.type == pin.FrameType.BODY and frame.parent == jid and (
-                jid == 0 or model.frames[frame.previousFrame].type == pin.FrameType.JOINT):
-            return frame.name, jid
-    raise KeyError('no body for link %r' % link)
-
-
-def body_com(model, data, jid):
-    """The lumped body's centre of mass in the world (the joint placements in `data` are
-    those of the last forwardKinematics)."""
-    return data.oMi[jid].act(model.inertias[jid].lever)
-
-
-def _shift(torque, force, arm):
-    """The torque of wrench (force, torque) about a point moved by `arm` (m): τ − arm × F."""
-    return np.asarray(torque, float) - np.cross(arm, force)
 
 
 class GazeboBoards(JointBoards):
@@ -199,12 +129,13 @@ class GazeboBoards(JointBoards):
         self.lower, self.upper = lim['lower'], lim['upper']
         self.effort_limit = lim['effort']
         self._neg_effort_limit = -self.effort_limit
-        self._kp = lim['armature'] * BRAKE_OMEGA ** 2
-        self._kd = 2.0 * lim['armature'] * BRAKE_OMEGA
-        # Gravity (brakes) and the bodies' centres of mass (wrenches), from the URDF.
-        self.pin = pin.buildModelFromXML(model.urdf_xml)
+        # The brakes' stand-in, one per thread that holds the arm (the loop's, the watchdog's).
+        self._brake = BrakeHold(model, self.joint_names)
+        self._wd_brake = BrakeHold(model, self.joint_names)
+        # The bodies' centres of mass (wrenches): the robot's model, the loop thread's data.
+        self.pin = model.pinocchio.full
         self.data = self.pin.createData()
-        self._idx = np.array([self.pin.joints[self.pin.getJointId(n)].idx_q for n in self.joint_names])
+        self._idx = model.pinocchio.idx_q(self.joint_names)
         self._full_q = pin.neutral(self.pin)
         n = len(self.joint_names)
         self._reading = BoardsReading(np.zeros(n), np.zeros(n), np.zeros(n), 0.0, True, '')
@@ -220,8 +151,6 @@ class GazeboBoards(JointBoards):
         self._order = None              # (names in Gazebo's order, their indices in ours)
         self._written_at = -math.inf    # Gazebo time of the state the loop last wrote after
         self._wd_hold = None            # where the watchdog holds the joints (None: idle)
-        self._wd_data = self.pin.createData()
-        self._wd_q = pin.neutral(self.pin)
         self._wd_msg = None
         self.watchdog_holds = 0         # joint states the watchdog answered
         self._rospy = self._pub = self._msg = None
@@ -369,9 +298,7 @@ class GazeboBoards(JointBoards):
         if self._wd_hold is None:
             held = self._held
             self._wd_hold = held.copy() if self.brakes and held is not None else q.copy()
-        self._wd_q[self._idx] = q
-        g = pin.computeGeneralizedGravity(self.pin, self._wd_data, self._wd_q)[self._idx]
-        tau = g + self._kp * (self._wd_hold - q) - self._kd * qd
+        tau = self._wd_brake.torque(self._wd_hold, q, qd)
         pub.publish(self._wd_msg.set(_clip(tau, self._neg_effort_limit, self.effort_limit).tolist()))
         self.watchdog_holds += 1
 
@@ -420,9 +347,7 @@ class GazeboBoards(JointBoards):
         """The brakes' stand-in: PD to where they engaged, plus gravity."""
         r = self._reading
         held = r.position if self._held is None else self._held
-        self._full_q[self._idx] = r.position
-        g = pin.computeGeneralizedGravity(self.pin, self.data, self._full_q)[self._idx]
-        return g + self._kp * (held - r.position) - self._kd * r.velocity
+        return self._brake.torque(held, r.position, r.velocity)
 
     def write(self, torque, time=None, period=None):
         if self.brakes:

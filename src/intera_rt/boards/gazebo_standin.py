@@ -47,8 +47,8 @@ import pinocchio as pin
 from intera_rt.boards.embedded import EmbeddedBoards
 from intera_rt.boards.pacing import WallPacer
 from intera_rt.direct_writes import direct_publisher
-from intera_rt.boards.gazebo import (CONTROLLER, MODEL, NAMESPACE, _shift,
-                                     body_com, gazebo_body)
+from intera_rt.boards.gazebo import CONTROLLER, MODEL, NAMESPACE
+from intera_rt.boards.gazebo_model import _shift, body_com, gazebo_body
 from intera_rt.model import RobotModel
 from intera_rt.numeric import clip as _clip
 from intera_rt.robot import BOARD_JOINTS, HEAD_NAMED_POSES, LOOP_PERIOD, NEUTRAL
@@ -239,12 +239,11 @@ def main(argv=None):
     except OSError:
         pass
     rospy.init_node('gazebo')
-    if a.urdf:
-        model = RobotModel.from_file(a.urdf)
-    else:
+    text = ''
+    if not a.urdf:
         text = sys.stdin.read() if not sys.stdin.isatty() else ''
         text = text or rospy.get_param('/robot_description', '')
-        model = RobotModel(text) if text.strip() else RobotModel.from_file()
+    model = RobotModel.load(a.urdf, text)
     standin = GazeboStandin(model, a.namespace, a.controller, a.model_name, a.real_time_factor)
     standin.paused = a.paused
     standin.setup_ros()

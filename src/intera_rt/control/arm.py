@@ -22,7 +22,7 @@ class Arm:
     def __init__(self, model, omega=40.0, zeta=1.0):
         self.names = list(ARM_JOINTS)
         self.index = {n: i for i, n in enumerate(self.names)}
-        self.dynamics = model.arm_dynamics           # Pinocchio, the KDL chain's model
+        self.dynamics = model.dynamics()             # Pinocchio, the KDL chain's model; our own data
         lim = model.limit_arrays(self.names)
         self.lower, self.upper = lim['lower'], lim['upper']
         self.vel_limit, self.acc_limit = lim['velocity'], lim['accel']

@@ -16,7 +16,6 @@ import math
 import numpy as np
 import pinocchio as pin
 
-from intera_rt.model.robot_model import GRAVITY
 from intera_rt.robot import ARM_JOINTS, HARD_STOP_MARGIN, HEAD_JOINTS
 
 NAME = 'momentum observer'
@@ -30,15 +29,14 @@ class MomentumObserver:
 
     def __init__(self, model, gain):
         self.gain = gain
-        # The plant's model: every inertia of the URDF, the head's too.
-        xml = model.urdf_xml.decode() if isinstance(model.urdf_xml, bytes) else model.urdf_xml
-        self._pin = pin.buildModelFromXML(xml)
-        self._pin.gravity.linear = np.array(GRAVITY)
+        # The plant's model: every inertia of the URDF, the head's too (shared; our own data).
+        models = model.pinocchio
+        self._pin = models.full
         self._data = self._pin.createData()
         nv = self._pin.nv
-        self._arm = np.array([self._pin.joints[self._pin.getJointId(n)].idx_v for n in ARM_JOINTS])
-        heads = [n for n in HEAD_JOINTS if self._pin.existJointName(n)]
-        self._head = self._pin.joints[self._pin.getJointId(heads[0])].idx_v if heads else None
+        self._arm = models.idx_v(ARM_JOINTS)
+        heads = [n for n in HEAD_JOINTS if models.has_joint(n)]
+        self._head = models.idx_v(heads[:1])[0] if heads else None
         if self._pin.nq != nv:
             raise ValueError('%s: the model has joints with nq != nv (only revolute joints '
                              'are supported)' % NAME)
@@ -49,8 +47,7 @@ class MomentumObserver:
 
         # Joint limits in Pinocchio's order (a joint the model does not limit: never).
         self._lower, self._upper = np.full(nv, -math.inf), np.full(nv, math.inf)
-        for name in ARM_JOINTS + tuple(heads[:1]):
-            i = self._pin.joints[self._pin.getJointId(name)].idx_v
+        for name, i in zip(ARM_JOINTS + tuple(heads[:1]), models.idx_v(ARM_JOINTS + tuple(heads[:1]))):
             # Where the arm's mechanical stops are (just beyond the limits).
             self._lower[i] = model.limits[name].lower - HARD_STOP_MARGIN + STOP_TOLERANCE
             self._upper[i] = model.limits[name].upper + HARD_STOP_MARGIN - STOP_TOLERANCE

@@ -71,6 +71,7 @@ import pinocchio as pin
 
 from intera_rt.model.collision import (DEFAULT_SAMPLES, DEFAULT_SEED, REFERENCE_POSES,
                                        ShapeModel)
+from intera_rt.model.pinocchio_model import pinocchio_models
 from intera_rt.model.safe_xml import safe_urdf
 from intera_rt.robot import ARM_JOINTS, HEAD_JOINTS
 
@@ -102,7 +103,7 @@ def shape_links(urdf_xml):
     """The link of each collision shape, in the model's shape order: what bit i of the
     avoidance stage's `objects` field names (cheap: no pair selection)."""
     urdf_xml = safe_urdf(urdf_xml, 'armnav URDF')
-    model = pin.buildModelFromXML(urdf_xml)
+    model = pinocchio_models(urdf_xml).full
     geom = pin.buildGeomFromUrdfString(model, urdf_xml, pin.COLLISION)
     return [model.frames[g.parentFrame].name for g in geom.geometryObjects]
 
@@ -210,7 +211,7 @@ class AvoidanceModel(ShapeModel):
         # Per pair: shape indices, and which arm joints move each shape (the columns of its
         # witness point's Jacobian; none for base-fixed shapes, right_j0 only for the head).
         arm_joint_ids = [model.getJointId(nm) for nm in ARM_JOINTS]
-        self._arm_v = np.array([model.joints[j].idx_v for j in arm_joint_ids])
+        self._arm_v = self.models.idx_v(ARM_JOINTS)
         masks, sets = {}, {}
         for g in objects:
             if g.parentJoint not in masks:

@@ -48,6 +48,7 @@ share; each decides what to do with the pairs that touch at the reference poses.
 import numpy as np
 import pinocchio as pin
 
+from intera_rt.model.pinocchio_model import pinocchio_models
 from intera_rt.model.safe_xml import safe_urdf
 from intera_rt.robot import ARM_JOINTS, HEAD_JOINTS, HEAD_NAMED_POSES, NAMED_POSES
 
@@ -76,15 +77,17 @@ class ShapeModel:
     def __init__(self, urdf_xml, samples=DEFAULT_SAMPLES, seed=DEFAULT_SEED, unused_links=()):
         urdf_xml = safe_urdf(urdf_xml)          # hostile or oversized XML: UnsafeXMLError
         try:
-            self.model = pin.buildModelFromXML(urdf_xml)
+            self.models = models = pinocchio_models(urdf_xml)   # built once per URDF
+            self.model = models.full
+            # (geometry of our own: _set_pairs adds its collision pairs to it)
             self.geom = pin.buildGeomFromUrdfString(self.model, urdf_xml, pin.COLLISION)
         except Exception as exc:   # pinocchio raises ValueError/RuntimeError/IOError
             raise CollisionModelError('cannot build the collision model from the URDF: %s' % exc)
         self.data = self.model.createData()
         model = self.model
         self._q = pin.neutral(model)
-        self._arm_idx = np.array([self._idx_q(n) for n in ARM_JOINTS])
-        self._head_idx = self._idx_q(HEAD_JOINTS[0]) if model.existJointName(HEAD_JOINTS[0]) else None
+        self._arm_idx = self._idx_q(models, ARM_JOINTS)
+        self._head_idx = self._idx_q(models, HEAD_JOINTS[:1])[0] if models.has_joint(HEAD_JOINTS[0]) else None
         objects = list(self.geom.geometryObjects)
         self.shape_links = [model.frames[g.parentFrame].name for g in objects]
         parent_link = self._geometric_parents(urdf_xml)
@@ -129,10 +132,12 @@ class ShapeModel:
     def _key(self, pair):
         return self.shape_links[pair[0]], self.shape_links[pair[1]]
 
-    def _idx_q(self, name):
-        if not self.model.existJointName(name):
-            raise CollisionModelError('the URDF has no joint %r' % name)
-        return self.model.joints[self.model.getJointId(name)].idx_q
+    @staticmethod
+    def _idx_q(models, names):
+        for name in names:
+            if not models.has_joint(name):
+                raise CollisionModelError('the URDF has no joint %r' % name)
+        return models.idx_q(names)
 
     def _geometric_parents(self, urdf_xml):
         """link → nearest ancestor link that has a collision shape."""

@@ -1,42 +1,40 @@
 """The arm's rigid-body dynamics and tip kinematics for the paths that run at the loop's
 rates: inverse dynamics and gravity of right_j0..6 (1 kHz), tip poses and Jacobians (the
-100 Hz endpoint states) with Pinocchio, a few µs per call where the KDL chains
+100 Hz endpoint states), with Pinocchio: a few µs per call where the KDL chains
 (RobotModel.arm, RobotModel.chain) spend their time converting arrays.
 
-The same model as the KDL chain base → right_hand, to within 1 mN m: the URDF's inertias,
-with the head (a side branch on right_l0, the only one with weight) left out — the
-controller does not know where the head is. test_model_kinematics checks they agree.
+The model is the robot's `arm` Pinocchio model (model.pinocchio_model: the URDF's inertias
+with the head's left out, the KDL chain base → right_hand's dynamics; test_model_kinematics
+checks they agree). An ArmDynamics holds its own data and buffers: one per user
+(RobotModel.dynamics()); callers that may interleave never share one.
 """
 import numpy as np
 import pinocchio as pin
 
-from intera_rt.model.robot_model import ARM_JOINTS, BASE_FRAME, GRAVITY, HEAD_JOINTS
+from intera_rt.robot import ARM_JOINTS
 
 
 class ArmDynamics:
-    def __init__(self, urdf_xml):
-        if isinstance(urdf_xml, bytes):
-            urdf_xml = urdf_xml.decode()
-        self.model = pin.buildModelFromXML(urdf_xml)
-        self.model.gravity.linear = np.array(GRAVITY)
-        for name in HEAD_JOINTS:
-            if self.model.existJointName(name):
-                self.model.inertias[self.model.getJointId(name)] = pin.Inertia.Zero()
+    """Dynamics and tip kinematics of right_j0..6 on a shared model, in data of its own.
+
+    Args:
+        models: the robot's PinocchioModels (RobotModel.pinocchio).
+    """
+
+    def __init__(self, models):
+        self.model = models.arm
         self.data = self.model.createData()
-        # Pinocchio orders joints depth-first (the head comes between right_j0 and right_j1).
-        self._idx = np.array([self.model.joints[self.model.getJointId(n)].idx_v for n in ARM_JOINTS])
+        self._idx_q = models.idx_q(ARM_JOINTS)
+        self._idx = models.idx_v(ARM_JOINTS)
         self._q = pin.neutral(self.model)
         self._v = np.zeros(self.model.nv)
         self._a = np.zeros(self.model.nv)
-        # Poses are reported in base, which need not be the URDF's root.
-        pin.framesForwardKinematics(self.model, self.data, self._q)
-        base = self.model.getFrameId(BASE_FRAME, pin.FrameType.BODY)
-        self._base_inv = None if self.data.oMf[base].isIdentity() else self.data.oMf[base].inverse()
+        self._base_inv = models.base_inv
 
     def inverse_dynamics(self, q, qd, qdd):
         """Joint torques for the motion (gravity included), by recursive Newton-Euler."""
         idx = self._idx
-        self._q[idx], self._v[idx], self._a[idx] = q, qd, qdd
+        self._q[self._idx_q], self._v[idx], self._a[idx] = q, qd, qdd
         return pin.rnea(self.model, self.data, self._q, self._v, self._a)[idx]
 
     def tip(self, name, q):
@@ -46,7 +44,7 @@ class ArmDynamics:
         if not self.model.existFrame(name, pin.FrameType.BODY):
             raise KeyError('no link named %r in the robot model' % name)
         fid = self.model.getFrameId(name, pin.FrameType.BODY)
-        self._q[self._idx] = q
+        self._q[self._idx_q] = q
         pin.computeJointJacobians(self.model, self.data, self._q)   # also the placements
         pin.updateFramePlacement(self.model, self.data, fid)
         pose = self.data.oMf[fid]
@@ -64,13 +62,13 @@ class ArmDynamics:
             raise KeyError('no link named %r in the robot model' % name)
         return self.model.getFrameId(name, pin.FrameType.BODY)
 
-    def frame_kinematics(self, fid, q, data):
-        """Pose and Jacobian of frame `fid` (frame_id) at q, computed in `data` (the caller's
-        own, from self.model.createData(): a controller calling this each tick keeps its
-        results apart from everyone else's): (rotation 3×3, position 3, 6×7 Jacobian of its
-        origin, linear rows first, base-aligned; columns right_j0..6), in base."""
+    def frame_kinematics(self, fid, q, data=None):
+        """Pose and Jacobian of frame `fid` (frame_id) at q, computed in `data` (default:
+        this object's own): (rotation 3×3, position 3, 6×7 Jacobian of its origin, linear
+        rows first, base-aligned; columns right_j0..6), in base."""
+        data = self.data if data is None else data
         full = self._q.copy()
-        full[self._idx] = q
+        full[self._idx_q] = q
         pin.computeJointJacobians(self.model, data, full)        # also the placements
         pin.updateFramePlacement(self.model, data, fid)
         pose = data.oMf[fid]
@@ -82,14 +80,15 @@ class ArmDynamics:
         # (copies: Pinocchio hands out views of `data`, which the next call overwrites)
         return pose.rotation.copy(), pose.translation.copy(), jac
 
-    def mass_matrix(self, q, data):
+    def mass_matrix(self, q, data=None):
         """M(q) of right_j0..6 (7×7, symmetric; the drives' reflected inertias left out),
         computed in `data` (see frame_kinematics)."""
+        data = self.data if data is None else data
         full = self._q.copy()
-        full[self._idx] = q
+        full[self._idx_q] = q
         m = pin.crba(self.model, data, full)[np.ix_(self._idx, self._idx)]
         return np.triu(m) + np.triu(m, 1).T            # crba fills the upper triangle
 
     def gravity(self, q):
-        self._q[self._idx] = q
+        self._q[self._idx_q] = q
         return pin.computeGeneralizedGravity(self.model, self.data, self._q)[self._idx]

@@ -1,22 +1,21 @@
 """The robot model loaded from URDF text: joint limits, KDL chains for kinematics and
-the gravity model (what the robot itself uses), and the tip frames tip_states reports."""
+the gravity model (what the robot itself uses), the tip frames tip_states reports, and the
+Pinocchio models (built once per URDF, model.pinocchio_model) from which each user makes
+its own ArmDynamics."""
 import math
 import os
+import threading
 from dataclasses import dataclass
 
 import numpy as np
 import PyKDL as kdl
 from urdf_parser_py.urdf import URDF
 
+from intera_rt.model.dynamics import ArmDynamics
+from intera_rt.model.pinocchio_model import pinocchio_models
 from intera_rt.model.safe_xml import safe_urdf
-from intera_rt.robot import ACCEL_LIMITS, ARM_JOINTS, BASE_FRAME, HEAD_JOINTS  # noqa: F401 (re-exported)
-
-# Reflected motor inertia of each joint's drive (kg m^2). Sawyer's links are light; behind
-# the gearboxes the rotors dominate the effective inertia of the wrist.
-ARMATURE = {'right_j0': 0.6, 'right_j1': 0.6, 'right_j2': 0.3, 'right_j3': 0.3,
-            'right_j4': 0.08, 'right_j5': 0.08, 'right_j6': 0.05, 'head_pan': 0.05}
-
-GRAVITY = (0.0, 0.0, -9.81)
+from intera_rt.robot import (ACCEL_LIMITS, ARM_JOINTS, ARMATURE, BASE_FRAME,  # noqa: F401 (re-exported)
+                             GRAVITY, HEAD_JOINTS)
 
 
 def default_urdf_path():
@@ -176,20 +175,44 @@ class RobotModel:
             raise ValueError('URDF chain base→right_hand has joints %s, expected %s'
                              % (self.arm.joint_names, ARM_JOINTS))
         self._chains = {'right_hand': self.arm}
-        self._arm_dynamics = None
+        self._pinocchio = None
+        self._per_thread = threading.local()
+
+    @property
+    def pinocchio(self):
+        """The robot's Pinocchio models and joint index maps (PinocchioModels: `full`, `arm`,
+        idx_q, idx_v), shared and read-only: each user takes its own data."""
+        if self._pinocchio is None:
+            self._pinocchio = pinocchio_models(self.urdf_xml)
+        return self._pinocchio
+
+    def dynamics(self):
+        """A new ArmDynamics (Pinocchio; the same model as `arm`) with its own data: for a
+        user that keeps one (a controller, a stage, a plant's helper)."""
+        return ArmDynamics(self.pinocchio)
 
     @property
     def arm_dynamics(self):
-        """The arm's dynamics for the 1 kHz path (Pinocchio; same model as `arm`)."""
-        if self._arm_dynamics is None:
-            from intera_rt.model.dynamics import ArmDynamics
-            self._arm_dynamics = ArmDynamics(self.urdf_xml)
-        return self._arm_dynamics
+        """The calling thread's ArmDynamics, for occasional calls; a user that keeps one
+        makes its own with dynamics()."""
+        dyn = getattr(self._per_thread, 'dynamics', None)
+        if dyn is None:
+            dyn = self._per_thread.dynamics = self.dynamics()
+        return dyn
 
     @classmethod
     def from_file(cls, path=None):
         with open(path or default_urdf_path()) as f:
             return cls(f.read())
+
+    @classmethod
+    def load(cls, path=None, text=''):
+        """From the URDF file `path` when given, else from URDF `text` unless it is blank,
+        else from the project's URDF (a process started with --urdf FILE or the URDF on
+        stdin)."""
+        if path:
+            return cls.from_file(path)
+        return cls(text) if text and text.strip() else cls.from_file()
 
     @property
     def link_names(self):

@@ -5,7 +5,7 @@
   lower / upper limits; and follow(...) — differential IK along a densely sampled Cartesian
   path with a nullspace bias, the path-following solver of the Cartesian planner.
 
-FK and Jacobian are pinocchio's, on the RobotModel's Pinocchio model (model.arm_dynamics:
+FK and Jacobian are pinocchio's, on the RobotModel's Pinocchio model (model.pinocchio.arm:
 the same URDF as its KDL chains, equal to ~1e-15), with a data of its own: a pinocchio
 call returns numpy directly, where reading a KDL frame or Jacobian into numpy element by
 element costs ~10× the kinematics itself — and the planner evaluates both once per path
@@ -69,15 +69,13 @@ class EndpointKinematics:
             raise KeyError('%r is not an endpoint of the arm' % tip)
         lim = model.limit_arrays(self.names)
         self.lower, self.upper = lim['lower'], lim['upper']
-        pm = model.arm_dynamics.model    # the robot's Pinocchio model, built once per RobotModel
+        pm = model.pinocchio.arm         # the robot's Pinocchio model, built once per URDF
         base = pm.frames[pm.getFrameId(BASE_FRAME, pin.BODY)]
         if base.parent != 0 or not base.placement.isIdentity():
             raise ValueError('the URDF root must be %r (poses are in base)' % BASE_FRAME)
         self._model, self._data = pm, pm.createData()
         self._frame = pm.getFrameId(tip, pin.BODY)
-        joints = [pm.joints[pm.getJointId(name)] for name in self.names]
-        self._iq = np.array([j.idx_q for j in joints])
-        self._iv = np.array([j.idx_v for j in joints])
+        self._iq, self._iv = model.pinocchio.idx_q(self.names), model.pinocchio.idx_v(self.names)
         self._q = pin.neutral(pm)        # joints off the chain (head) stay at 0: no effect
 
     def _load(self, q):
