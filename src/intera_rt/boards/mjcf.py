@@ -1,0 +1,206 @@
+"""MJCF of the Sawyer and its cell from the project's URDF, for the MuJoCo backend
+(boards.mujoco_boards) and the MuJoCo cameras (ros.io.mujoco_cameras). Text only: MuJoCo
+itself is not imported here.
+
+Every URDF link a body (the URDF root, base, is MuJoCo's world); every revolute joint a hinge
+with the URDF's inertias, damping, friction (frictionloss) and the drives' reflected inertia
+(armature, as the embedded plant adds it), its range the mechanical stops HARD_STOP_MARGIN
+beyond the joint limits; one torque motor per joint (ctrlrange = the effort limit). The cell:
+the floor under the pedestal's feet, the pedestal, controller box and feet (touching nothing,
+as on the robot), an optional table, light. The arm's and head's collision primitives touch
+the world (floor, table, obstacles), not each other (collision groups ARM_BITS, WORLD_BITS).
+"""
+import math
+
+import numpy as np
+
+from intera_rt.robot import BOARD_JOINTS, GRAVITY, HARD_STOP_MARGIN, LOOP_PERIOD
+
+PEDESTAL_LINKS = ('pedestal', 'controller_box', 'pedestal_feet', 'right_arm_base_link', 'torso')
+CONTACT_TIMECONST = 0.005     # s: MuJoCo solref of the arm's contacts (stiff, stable at 1 ms)
+LIMIT_TIMECONST = 0.002       # s: the hard stops (as stiff as 1 ms steps allow)
+# The table (option `table`): a block from the floor to 0.75 m above it, its near edge
+# 0.5 m in front of the arm's base, 0.8 m deep and 1.2 m wide.
+TABLE_HEIGHT, TABLE_NEAR, TABLE_DEPTH, TABLE_WIDTH = 0.75, 0.5, 0.8, 1.2
+# Collision groups (contype / conaffinity bits): the arm touches the world, not itself.
+ARM_BITS = (1, 0)
+WORLD_BITS = (0, 1)
+INERT_BITS = (0, 0)
+
+
+def _fmt(values):
+    return ' '.join('%.10g' % float(v) for v in values)
+
+
+def _origin(origin):
+    xyz = origin.xyz if origin is not None and origin.xyz is not None else (0.0, 0.0, 0.0)
+    rpy = origin.rpy if origin is not None and origin.rpy is not None else (0.0, 0.0, 0.0)
+    # URDF's rpy: about the fixed X, then Y, then Z axes = MuJoCo's eulerseq "XYZ".
+    return 'pos="%s" euler="%s"' % (_fmt(xyz), _fmt(rpy))
+
+
+def _rpy_matrix(rpy):
+    """URDF's rotation Rz(yaw)·Ry(pitch)·Rx(roll)."""
+    r, p, y = rpy
+    cr, sr, cp, sp, cy, sy = math.cos(r), math.sin(r), math.cos(p), math.sin(p), math.cos(y), math.sin(y)
+    return np.array([[cy * cp, cy * sp * sr - sy * cr, cy * sp * cr + sy * sr],
+                     [sy * cp, sy * sp * sr + cy * cr, sy * sp * cr - cy * sr],
+                     [-sp, cp * sr, cp * cr]])
+
+
+def _geometry(geometry):
+    """(MuJoCo type, size) of a URDF primitive; None for meshes."""
+    kind = type(geometry).__name__
+    if kind == 'Sphere':
+        return 'sphere', (geometry.radius,)
+    if kind == 'Cylinder':
+        return 'cylinder', (geometry.radius, 0.5 * geometry.length)
+    if kind == 'Box':
+        return 'box', tuple(0.5 * s for s in geometry.size)
+    return None
+
+
+def _floor_height(robot):
+    """The lowest point of the pedestal's collision boxes (the floor they stand on)."""
+    lowest = 0.0
+    for link in robot.links:
+        if link.name not in PEDESTAL_LINKS:
+            continue
+        for collision in link.collisions:
+            shape = _geometry(collision.geometry)
+            z = collision.origin.xyz[2] if collision.origin is not None else 0.0
+            if shape is not None:
+                half = shape[1][2] if shape[0] == 'box' else shape[1][-1]
+                lowest = min(lowest, z - half)
+    return lowest
+
+
+def mjcf_from_urdf(robot, limits, joint_names=BOARD_JOINTS, table=False,
+                   contact_timeconst=CONTACT_TIMECONST, substeps=1):
+    """MJCF text of the Sawyer and its cell.
+
+    Args:
+        robot: urdf_parser_py URDF (RobotModel.urdf).
+        limits: {joint: JointLimit} (RobotModel.limits: limits, effort, damping, friction,
+            armature).
+        joint_names: the actuated joints, in the boards' order.
+        table: put the table in the cell.
+        contact_timeconst: s, MuJoCo's solref time constant of the arm's contacts.
+        substeps: physics steps per 1 ms tick.
+    """
+    children = {}
+    for joint in robot.joints:
+        children.setdefault(joint.parent, []).append(joint)
+    colours = {m.name: m.color.rgba for m in robot.materials if m.color is not None}
+    solref = 'solref="%.6g 1"' % contact_timeconst
+
+    def link_colour(link):
+        for visual in link.visuals:
+            material = visual.material
+            if material is not None:
+                if material.color is not None:
+                    return material.color.rgba
+                if material.name in colours:
+                    return colours[material.name]
+        return (0.6, 0.6, 0.6, 1.0)
+
+    def geoms(link, indent, bits):
+        out = []
+        rgba = link_colour(link)
+        for k, collision in enumerate(link.collisions):
+            shape = _geometry(collision.geometry)
+            if shape is None:
+                continue
+            out.append('%s<geom name="collision/%s/%d" type="%s" size="%s" %s contype="%d" '
+                       'conaffinity="%d" group="3" %s rgba="%s"/>'
+                       % (indent, link.name, k, shape[0], _fmt(shape[1]), _origin(collision.origin),
+                          bits[0], bits[1], solref, _fmt(rgba)))
+        for k, visual in enumerate(link.visuals):
+            shape = _geometry(visual.geometry)
+            if shape is None:
+                continue
+            out.append('%s<geom name="visual/%s/%d" type="%s" size="%s" %s contype="0" '
+                       'conaffinity="0" group="1" rgba="%s"/>'
+                       % (indent, link.name, k, shape[0], _fmt(shape[1]), _origin(visual.origin),
+                          _fmt(link_colour(link))))
+        return out
+
+    def inertial(link, indent):
+        i = link.inertial
+        if i is None or i.mass < 1e-6:
+            return []              # placeholder frames (1e-8 kg): massless, welded to their parent
+        t = i.inertia
+        tensor = np.array([[t.ixx, t.ixy, t.ixz], [t.ixy, t.iyy, t.iyz], [t.ixz, t.iyz, t.izz]])
+        xyz, rpy = (0.0, 0.0, 0.0), (0.0, 0.0, 0.0)
+        if i.origin is not None:
+            xyz = i.origin.xyz if i.origin.xyz is not None else xyz
+            rpy = i.origin.rpy if i.origin.rpy is not None else rpy
+        rot = _rpy_matrix(rpy)                  # fullinertia takes no orientation: rotate it
+        tensor = rot @ tensor @ rot.T
+        return ['%s<inertial pos="%s" mass="%.10g" fullinertia="%s"/>'
+                % (indent, _fmt(xyz), i.mass,
+                   _fmt((tensor[0, 0], tensor[1, 1], tensor[2, 2], tensor[0, 1], tensor[0, 2],
+                         tensor[1, 2])))]
+
+    def body(joint, depth):
+        link = robot.link_map[joint.child]
+        indent = '  ' * depth
+        out = ['%s<body name="%s" %s>' % (indent, link.name, _origin(joint.origin))]
+        inner = indent + '  '
+        out += inertial(link, inner)
+        if joint.type in ('revolute', 'continuous'):
+            lim = limits[joint.name]
+            axis = joint.axis if joint.axis is not None else (1.0, 0.0, 0.0)
+            rng = ''
+            if joint.type == 'revolute':
+                rng = 'range="%.10g %.10g" solreflimit="%.6g 1"' % (
+                    lim.lower - HARD_STOP_MARGIN, lim.upper + HARD_STOP_MARGIN, LIMIT_TIMECONST)
+            out.append('%s<joint name="%s" type="hinge" axis="%s" %s damping="%.10g" '
+                       'frictionloss="%.10g" armature="%.10g"/>'
+                       % (inner, joint.name, _fmt(axis), rng, lim.damping, lim.friction, lim.armature))
+        elif joint.type != 'fixed':
+            raise ValueError('URDF joint %s: type %s is not supported by the MuJoCo backend'
+                             % (joint.name, joint.type))
+        bits = INERT_BITS if link.name in PEDESTAL_LINKS else ARM_BITS
+        out += geoms(link, inner, bits)
+        for child in children.get(link.name, []):
+            out += body(child, depth + 1)
+        out.append('%s</body>' % indent)
+        return out
+
+    root = robot.get_root()
+    floor = _floor_height(robot)
+    world = ['    <light name="sun" pos="0 0 3" dir="0 0 -1" directional="true"/>',
+             '    <geom name="floor" type="plane" size="0 0 0.05" pos="0 0 %.6g" contype="%d" '
+             'conaffinity="%d" %s material="floor"/>' % (floor, WORLD_BITS[0], WORLD_BITS[1], solref)]
+    if table:
+        world.append('    <geom name="table" type="box" size="%.6g %.6g %.6g" pos="%.6g 0 %.6g" '
+                     'contype="%d" conaffinity="%d" %s rgba="0.55 0.42 0.3 1"/>'
+                     % (TABLE_DEPTH / 2, TABLE_WIDTH / 2, TABLE_HEIGHT / 2,
+                        TABLE_NEAR + TABLE_DEPTH / 2, floor + TABLE_HEIGHT / 2,
+                        WORLD_BITS[0], WORLD_BITS[1], solref))
+    base = robot.link_map[root]
+    world += geoms(base, '    ', INERT_BITS)
+    for joint in children.get(root, []):
+        world += body(joint, 2)
+    actuators = []
+    for name in joint_names:
+        lim = limits[name]
+        actuators.append('    <motor name="%s" joint="%s" gear="1" ctrlrange="%.10g %.10g"/>'
+                         % (name, name, -lim.effort, lim.effort))
+    return '\n'.join([
+        '<mujoco model="sawyer">',
+        '  <compiler angle="radian" eulerseq="XYZ" inertiafromgeom="false" autolimits="true"/>',
+        '  <option timestep="%.10g" integrator="implicitfast" gravity="%s"/>'
+        % (LOOP_PERIOD / substeps, _fmt(GRAVITY)),
+        '  <visual><global offwidth="1280" offheight="960"/></visual>',
+        '  <asset>',
+        '    <texture name="grid" type="2d" builtin="checker" rgb1="0.35 0.37 0.4" '
+        'rgb2="0.3 0.32 0.35" width="256" height="256"/>',
+        '    <material name="floor" texture="grid" texrepeat="8 8"/>',
+        '  </asset>',
+        '  <worldbody>'] + world + [
+        '  </worldbody>',
+        '  <actuator>'] + actuators + [
+        '  </actuator>',
+        '</mujoco>'])
