@@ -1,79 +1,31 @@
-"""Inverse (and forward) position kinematics of the arm, for any arm tip. No ROS here.
+"""Inverse (and forward) position kinematics of the arm, for any arm tip: IKSolver, what the
+IK/FK services answer with. No ROS here.
 
-Solver
-------
-Damped least squares with Levenberg–Marquardt damping on the KDL chain base → tip
-(`RobotModel.chain`): the error is KDL's twist between the current and target frames (tip
-position difference and rotation vector, both in base), the Jacobian is KDL's analytic
-geometric Jacobian at the tip, and each step
-
-    dq = z + Jᵀ (J Jᵀ + λ² I)⁻¹ (e − J z),     z = gain · mask · (q_goal − q)
-
-is the damped least-squares correction plus the nullspace goal `z` projected into the
-Jacobian's (damped) nullspace. λ² shrinks after a step that reduced the error and grows
-after one that did not (the step is then retried). Joint limits: every iterate is clamped to
-the limits, and joints pinned at a limit that the step pushes outward are taken out of the
-Jacobian for that step. Steps are capped at MAX_STEP rad.
-
-To be fast, each seed first goes through KDL's own Levenberg–Marquardt solver
-(ChainIkSolverPos_LMA, C++, unaware of limits and nullspace goals); its answer, moved into
-the limits by whole turns where possible and clamped, is the start of the solver above,
-which enforces the limits, applies the nullspace goal and polishes to a tenth of the
-tolerances. When LMA stalls away from the target the seed is abandoned for the next one
-(the damped solver from the same seed mostly stalls too, and a fresh seed is cheaper).
-`IKSolver(..., use_kdl_lma=False)` runs the damped solver alone from each seed.
-A nullspace goal is applied after convergence: drift steps (primary correction + projected
-goal, ≤ NULLSPACE_MAX_STEP) while the pose stays within a guard band, then converge again.
-
-Seeds (SolvePositionIK.seed_mode)
----------------------------------
-SEED_USER (1)     the user's angles (any subset, any order; the rest from current)
-SEED_CURRENT (2)  the current angles
-SEED_NS_MAP (3)   the nullspace goal's angles (the rest from current)
-SEED_AUTO (0)     user seed (if given), then current, then the NS map (if a goal is given).
-SEED_NS_MAP without a nullspace goal is the current angles: it is reported SEED_CURRENT.
-When the seed(s) of the mode do not converge, the search widens around the seed (SEED_AUTO:
-around the current angles): up to `max_restarts` restarts, each joint drawn within a window
-around the seed that grows from a sixth of its range to all of it over WIDEN_RESTARTS
-restarts (from a generator seeded
-per call: the same request gives the same answer), so solutions near the seed come first.
-`IKResult.result_type` is the seed mode the solution was found from — the seed it actually
-used; `IKResult.seed` says which ('user', 'current', 'ns_map', with ', perturbed' for a
-widened search).
-
-Solutions are accepted within POSITION_TOLERANCE (m) and ORIENTATION_TOLERANCE (rad) of the
-target. With a collision model, a solution in self-collision is set aside and the search
-goes on; only when every solution found collides is the result IK_IN_COLLISION (with that
-solution).
-
-Tips: a frame is an arm tip when its chain from base runs through right_j0… in order (all
-seven joints for right_hand, right_l6 and anything fixed to them; a prefix for frames on
-the arm such as right_hand_camera on right_l5, whose other arm joints keep the seed's value).
-Anything else raises UnknownTipError (→ IK_ENDPOINT_DOES_NOT_EXIST).
+Each seed goes through KDL's Levenberg–Marquardt solver (fast, unaware of limits), whose
+answer starts a damped least-squares solver that enforces the joint limits (clamping, and
+dropping pinned joints from the Jacobian), applies the nullspace goal (drift steps within a
+guard band, then converge again) and polishes to a tenth of the tolerances. Seeds follow
+SolvePositionIK.seed_mode (model.ik_request); when they do not converge the search widens
+around the seed, from a generator seeded per call (the same request gives the same answer),
+so solutions near the seed come first. A solution in self-collision (with a collision
+model) is set aside; only when every one found collides is the result IK_IN_COLLISION.
+An arm tip is a frame whose chain from base runs through right_j0… in order (a prefix for
+frames on the arm such as right_hand_camera); anything else raises UnknownTipError.
+Design notes: docs/incoming/model.md.
 """
 import math
-from dataclasses import dataclass
-from typing import Optional
 
 import numpy as np
-import PyKDL as kdl
 from scipy.linalg import lapack
 
-from intera_rt.model.robot_model import ARM_JOINTS
+from intera_rt.model.ik_request import (  # noqa: F401 (re-exported: the services' vocabulary)
+    DEFAULT_NULLSPACE_GAIN, IK_ENDPOINT_DOES_NOT_EXIST, IK_FAILED, IK_IN_COLLISION,
+    ORIENTATION_TOLERANCE, POSITION_TOLERANCE, QUATERNION_NORM_TOLERANCE, SEED_AUTO,
+    SEED_CURRENT, SEED_MODES, SEED_NS_MAP, SEED_USER, IKInputError, IKResult, UnknownTipError,
+    _fmt, joint_values, validate_pose)
+from intera_rt.model.tip_kinematics import TipKinematics
+from intera_rt.robot import ARM_JOINTS
 
-SEED_AUTO = 0
-SEED_USER = 1
-SEED_CURRENT = 2
-SEED_NS_MAP = 3
-SEED_MODES = (SEED_AUTO, SEED_USER, SEED_CURRENT, SEED_NS_MAP)
-IK_FAILED = -1
-IK_IN_COLLISION = -2
-IK_ENDPOINT_DOES_NOT_EXIST = -3
-
-POSITION_TOLERANCE = 1e-4          # m
-ORIENTATION_TOLERANCE = 1e-3       # rad
-QUATERNION_NORM_TOLERANCE = 1e-3   # |‖q‖ − 1| accepted (then normalised)
-DEFAULT_NULLSPACE_GAIN = 0.4       # the SDK's default
 DEFAULT_MAX_RESTARTS = 60
 WIDEN_RESTARTS = 8                 # restarts over which the window around the seed grows to the range
 MAX_STEP = 0.5                     # rad, largest joint change of one iteration
@@ -92,148 +44,6 @@ STALL_WINDOW = 10                  # iterations ...
 STALL_RATIO = 0.5                  # ... over which the squared error must at least halve
 
 _posv = lapack.get_lapack_funcs('posv', (np.zeros((6, 6)),))
-
-
-class UnknownTipError(LookupError):
-    """The requested tip is not a frame of the model, or not on the arm."""
-
-
-class IKInputError(ValueError):
-    """A request field is malformed (NaN, non-unit quaternion, bad joint name, ...).
-    The message names the field and the value."""
-
-
-@dataclass
-class IKResult:
-    result_type: int                    # > 0 seed mode that produced the solution, < 0 failure
-    q: Optional[np.ndarray] = None      # the 7 arm angles (ARM_JOINTS order), None on failure
-    seed: str = ''                      # 'user', 'current' or 'ns_map' (+ ', perturbed')
-    attempts: int = 0                   # seeds + restarts tried
-    position_error: float = math.inf    # m
-    orientation_error: float = math.inf  # rad
-    message: str = ''
-
-    @property
-    def ok(self):
-        return self.result_type > 0
-
-    @property
-    def joints(self):
-        return dict(zip(ARM_JOINTS, self.q)) if self.q is not None else {}
-
-
-def validate_pose(position, quaternion, field='pose'):
-    """(position[3], quaternion xyzw[4]) → KDL frame; IKInputError naming the bad field."""
-    p = np.asarray(position, dtype=float).reshape(-1)
-    r = np.asarray(quaternion, dtype=float).reshape(-1)
-    if p.shape != (3,) or not np.all(np.isfinite(p)):
-        raise IKInputError('%s.position: expected 3 finite numbers, got %s' % (field, _fmt(position)))
-    if r.shape != (4,) or not np.all(np.isfinite(r)):
-        raise IKInputError('%s.orientation: expected a finite quaternion (x, y, z, w), got %s'
-                           % (field, _fmt(quaternion)))
-    norm = math.sqrt(float(r @ r))
-    if abs(norm - 1.0) > QUATERNION_NORM_TOLERANCE:
-        raise IKInputError('%s.orientation: quaternion (x, y, z, w) = %s has norm %.6g, expected 1'
-                           % (field, _fmt(quaternion), norm))
-    r = r / norm
-    return kdl.Frame(kdl.Rotation.Quaternion(*r), kdl.Vector(*p))
-
-
-def _fmt(values):
-    try:
-        return '(%s)' % ', '.join('%.6g' % float(v) for v in values)
-    except (TypeError, ValueError):
-        return repr(values)
-
-
-def joint_values(names, positions, field, allowed=ARM_JOINTS):
-    """A JointState-like (names, positions) → {joint: angle} for the joints in `allowed`;
-    other names are ignored (e.g. head_pan in a seed). IKInputError on a length mismatch
-    or a non-finite value of an allowed joint."""
-    names = list(names)
-    positions = list(positions)
-    if len(names) != len(positions):
-        raise IKInputError('%s: %d names but %d positions' % (field, len(names), len(positions)))
-    out = {}
-    for name, value in zip(names, positions):
-        if name not in allowed:
-            continue
-        try:
-            value = float(value)
-        except (TypeError, ValueError):
-            raise IKInputError('%s: %s = %r is not a number' % (field, name, value))
-        if not math.isfinite(value):
-            raise IKInputError('%s: %s = %r is not finite' % (field, name, value))
-        out[name] = value
-    return out
-
-
-class TipKinematics:
-    """KDL chain base → tip with preallocated KDL objects (one per tip, reused)."""
-
-    def __init__(self, model, tip):
-        chain = model.chain(tip)
-        n = chain.n
-        self.tip = tip
-        self.n = n
-        self.names = list(chain.joint_names)
-        self.chain = chain.chain
-        lim = model.limit_arrays(self.names)
-        self.lo = lim['lower']
-        self.hi = lim['upper']
-        self._fk = kdl.ChainFkSolverPos_recursive(self.chain)
-        self._jac_solver = kdl.ChainJntToJacSolver(self.chain)
-        self._lma = kdl.ChainIkSolverPos_LMA(self.chain, 1e-7, 300, 1e-12)
-        self._q = kdl.JntArray(n)
-        self._q_out = kdl.JntArray(n)
-        self._frame = kdl.Frame()
-        self._jac = kdl.Jacobian(n)
-        self._jac_get = self._jac.__getitem__
-        self._jac_keys = [(r, c) for r in range(6) for c in range(n)]
-        self._range = range(n)
-        self.eye6 = np.eye(6)
-
-    def _load(self, q):
-        arr = self._q
-        for i in self._range:
-            arr[i] = q[i]
-
-    def frame(self, q):
-        self._load(q)
-        self._fk.JntToCart(self._q, self._frame)
-        return self._frame
-
-    def pose(self, q):
-        f = self.frame(q)
-        return np.array([f.p[0], f.p[1], f.p[2]]), np.array(f.M.GetQuaternion())
-
-    def error(self, q, target):
-        """Twist (dx, dy, dz, rx, ry, rz) from the tip at q to the target, in base; loads q."""
-        self._load(q)
-        self._fk.JntToCart(self._q, self._frame)
-        tw = kdl.diff(self._frame, target)
-        v = tw.vel
-        r = tw.rot
-        return np.array((v[0], v[1], v[2], r[0], r[1], r[2]))
-
-    def jacobian_loaded(self):
-        """6×n Jacobian at the q of the last error()/frame() call."""
-        self._jac_solver.JntToJac(self._q, self._jac)
-        return np.fromiter(map(self._jac_get, self._jac_keys), float, 6 * self.n).reshape(6, self.n)
-
-    def jacobian(self, q):
-        self._load(q)
-        return self.jacobian_loaded()
-
-    def lma(self, q):
-        """KDL's LMA from q (no limits); returns the joint vector it ends at."""
-        self._load(q)
-        self._lma.CartToJnt(self._q, self._frame_target, self._q_out)
-        out = self._q_out
-        return np.array([out[i] for i in self._range])
-
-    def set_target(self, target):
-        self._frame_target = target
 
 
 class IKSolver:
