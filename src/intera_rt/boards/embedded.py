@@ -1,41 +1,20 @@
 """Embedded physics: rigid-body dynamics of right_j0..6 and head_pan from the URDF inertias
-(Pinocchio CRBA + RNEA), reflected motor inertia, viscous and Coulomb friction, effort limits and
-hard stops just beyond the joint limits, integrated semi-implicitly at `substeps` × the loop rate.
+(Pinocchio CRBA + RNEA on the robot's shared model, in the plant's own data), reflected
+motor inertia, viscous and Coulomb friction, effort limits and hard stops just beyond the
+joint limits, integrated semi-implicitly at `substeps` × the loop rate.
 
-Obstacles and contact (sim only)
---------------------------------
-Obstacles (boxes, spheres; add_obstacle) are fixed in base. Each physics step the collision
-shapes of the moving links — the <collision> primitives of the URDF on right_l0 … right_hand
-and the head/screen; never the base-fixed pedestal, controller box, feet or arm base — are
-checked against each obstacle with hpp-fcl (through Pinocchio's GeometryModel): penetration
-depth δ, normal n (out of the obstacle), and p, the link's point deepest in the obstacle.
-
-The obstacle pushes the link at p along n with a stiff spring-damper that never pulls:
-
-    f = max(0, k·δ + c·u)          u: the closing speed of the link's point p along −n
-
-evaluated at the end of the step (backward Euler along the normal: with the contact's
-effective mass m = 1/(Jn M⁻¹ Jnᵀ), Jn = nᵀ J_p, one scalar solve per contact), so a contact is
-stable for any k, c at the loop rate and takes energy out, never puts it in. Its joint
-torques Jnᵀ f (the arm's and head's joints only) enter the dynamics as an external force, as
-apply_wrench's do: the transmitted (measured) torque keeps its meaning — what each drive
-transmits to its link, drive torque less friction — and sees the contact through the arm's
-dynamics. Contact is frictionless (no tangential force). Several contacts are resolved one
-after the other within the step (each sees the accelerations of those before). The head's
-shape is a sphere centred on both right_j0's and head_pan's axes: it never moves, and a
-contact on it is reported but pushes no joint.
-
-Defaults: k = 5e4 N/m, 1 mm per 50 N: 1.3–2.4 mm under the most the joints can push the hand
-with at rest (70–120 N, the wrist's 9 N·m limits), more against links near the shoulder,
-whose joints push harder; c = 500 N·s/m, a damping ratio of 0.9 at the hand's smallest
-effective mass (1.5 kg), 0.35 at 10 kg. The hand swung into a wall at ~0.5 m/s peaks at 2–3 mm
-and ~250 N.
-
-Broadphase: each link shape's reach — a sphere about right_j0's origin bounding where the
-shape can ever be, from the chain's joint offsets — is computed once; an obstacle's bounding
-sphere is compared with it when the obstacle is placed, and only the pairs that can meet are
-checked each step (in C++, by Pinocchio/hpp-fcl). An obstacle out of the arm's reach costs
-nothing per step, and so do no obstacles.
+Obstacles (boxes, spheres; add_obstacle) are fixed in base. Each step the moving links'
+collision shapes (never the base-fixed pedestal, controller box, feet or arm base) are
+checked against them with hpp-fcl: depth δ, normal n out of the obstacle, p the link's
+deepest point. The obstacle pushes the link at p along n with a stiff spring-damper that
+never pulls, f = max(0, k·δ + c·u) (u the closing speed), evaluated at the end of the step
+(backward Euler along the normal, one scalar solve per contact): stable for any k, c at the
+loop rate, never adding energy. Its torques Jnᵀ f enter the dynamics as an external force,
+as apply_wrench's do, so the transmitted (measured) torque keeps its meaning: what each
+drive transmits to its link. Contact is frictionless. A broadphase (each link shape's reach
+about right_j0's origin against the obstacle's bounding sphere, when it is placed) makes an
+obstacle out of reach, and no obstacle, cost nothing per step. Design notes:
+docs/incoming/model.md.
 """
 import math
 
@@ -249,7 +228,7 @@ class EmbeddedBoards(SimulatedPlant):
         for request in gdata.collisionRequests:
             request.enable_contact = True
         # Each pair's result, held: the elements stay views of gdata's results, which
-        # computeCollisions updates in place (indexing the vector each step costs ~0.5 µs a pair).
+        # computeCollisions updates in place (cheaper than indexing the vector each step).
         results = [gdata.collisionResults[k] for k in range(len(info))]
         self._geom, self._gdata, self._pairs = geom, gdata, tuple(zip(results, info))
 
@@ -267,7 +246,7 @@ class EmbeddedBoards(SimulatedPlant):
             return None
         pin.computeJointJacobians(model, data, self._full_q)
         hits = []
-        # Scalar arithmetic on 3-vectors: numpy's per-call cost exceeds the work (np.cross ~10 µs).
+        # Scalar arithmetic on 3-vectors: numpy's per-call cost exceeds the work (np.cross).
         for result, (link, obstacle, joint, witness) in self._pairs:
             if not result.isCollision():
                 continue

@@ -3,65 +3,21 @@ of the tight model inflated 5 cm, published as /robot/armnav_robot_description),
 of them avoidance watches, and per call their distances, separating directions and the
 joint-space gradients of those distances. No ROS here.
 
-Which pairs are watched
------------------------
-model.collision.ShapeModel's selection, on the armnav shapes: every pair except ``rigid``
-(same joint), ``unused`` (the pedestal, controller_box and pedestal_feet boxes: seed 000
-says avoidance does not use them), ``adjacent`` and ``always`` (touching at each of 1000
-seeded samples); and two of avoidance's own:
+Watched pairs: model.collision.ShapeModel's selection on the armnav shapes (not ``rigid``,
+``unused`` — the pedestal's boxes, which seed 000 says avoidance does not use —,
+``adjacent`` or ``always``), less the ``unactuated`` pairs (no arm joint changes their
+distance: no arm torque could separate them) and those touching ``often`` (in at least
+OFTEN of the samples: envelope artefacts of the inflation, not collisions to push from).
+`excluded` records each exclusion with its reason. The poses the robot rests in must be
+free of avoidance, yet the inflated shapes overlap there: rather than dropping those pairs,
+each gets an *allowance* (its largest overlap over the reference poses, head swept, plus
+ALLOWANCE_SLACK); only overlap beyond it counts (`allowances` says which pose sets each).
 
-* ``unactuated`` no arm joint changes their distance (sampled: < 1 µm spread over 20 arm
-                 configurations at each of 5 head angles). right_l0–screen (only head_pan
-                 between them), screen–right_l1_2 (the shoulder cylinder turns about its
-                 own axis), …: no arm torque could separate them; they would only sit in
-                 the zone or flag contacts the arm can do nothing about.
-* ``often``      touching in at least OFTEN (half) of the samples. Inflating both
-                 cylinders' radii and lengths by 5 cm grows their corners by ~7 cm, so
-                 right_arm_base_link–right_l2 (the upper arm's armnav cylinder over the
-                 base's) overlaps in 77 % of the workspace, up to 4.75 cm with j1 ≥ −0.4
-                 (the arm reaching forward or down to a table: ~38 N·m on right_j1 at
-                 j1 = 1.8, lifting an arm in torque mode). That is an envelope artefact,
-                 not a collision to push away from. The next most frequent pair touches
-                 in 18 %.
-
-`AvoidanceModel.excluded` records each exclusion with its reason.
-
-Allowances instead of "default" exclusions
-------------------------------------------
-The named poses the robot rests in must be free of avoidance, yet the inflated shapes
-overlap there (at shipping the folded wrist is 8–28 mm from the upper arm in the tight
-model, so most wrist/upper-arm armnav pairs overlap by several cm). Dropping those pairs
-would leave folding the wrist further into the upper arm unresisted, so each pair gets an
-*allowance* instead: its largest overlap over the reference poses (neutral and shipping,
-each at its named head angle and with the head swept over its range, since the display
-pans while the arm rests). Only overlap beyond the allowance counts.
-`AvoidanceModel.allowances` records each non-zero allowance with the pose that sets it.
-
-Each non-zero allowance has ALLOWANCE_SLACK (2 mm) added so that resting *near* a rest
-pose (a hold's tracking error) is not pushed either.
-
-With the stock URDF: 17 shapes, 136 pairs; 54 watched, 25 of them with an allowance
-(largest 0.159 m: head–right_l4 at shipping); 11 rigid, 39 unused, 8 adjacent, 16 always,
-6 unactuated, 2 often (right_arm_base_link–right_l2, right_l4_2–right_hand).
-
-Distances, directions, gradients
---------------------------------
-For a watched pair (a, b) (shape indices a < b, URDF order), `clearance` = signed distance
-+ allowance (m): < 0 is overlap beyond the allowance. The separating direction `normal` n
-is a unit vector from a towards b (moving b along n increases the distance), and
-`gradient` g (7) = ∂distance/∂(right_j0..6) = (J_b(p_b) − J_a(p_a))ᵀ n, with J the
-world-aligned translation Jacobians of the witness points p_a, p_b (points fixed to a's and
-b's links). The head is not driven by the arm: only right_j0..6 columns.
-
-hpp-fcl 2.4.4's own conventions (checked in test_collision_avoidance_core) are not uniform
-enough to use its `normal` as is: it reports penetration as a negative distance for these
-primitives, but its normal is NaN for sphere–sphere, points b→a for separated
-cylinder–cylinder (GJK) and a→b otherwise, and for penetrating pairs with a sphere both
-witness points are the same point. So n is taken from the witness points when they differ
-(p_b − p_a = distance·n in every case hpp-fcl reports distinct points), else from
-hpp-fcl's normal, else from the shape centres (exact for spheres), and finally oriented so
-that n·(c_b − c_a) ≥ 0 — the minimum-distance direction of two centrally symmetric convex
-shapes (spheres, cylinders, boxes) always satisfies it.
+For a watched pair (a, b): `clearance` = signed distance + allowance (m, < 0: overlap beyond
+it), `normal` a unit vector from a towards b, `gradient` = ∂distance/∂(right_j0..6) =
+(J_b(p_b) − J_a(p_a))ᵀ n at the witness points. hpp-fcl's own normals are not uniform
+across shape pairs, so n comes from the witness points, else its normal, else the shape
+centres, oriented so that n·(c_b − c_a) ≥ 0. Design notes: docs/incoming/model.md.
 """
 import math
 import os

@@ -1,49 +1,20 @@
-"""Self-collision model of the robot, from the URDF's collision primitives.
+"""Self-collision model of the robot, from the URDF's collision primitives (spheres,
+cylinders, boxes), checked with hpp-fcl through Pinocchio's GeometryModel on the robot's
+shared Pinocchio model. No ROS here.
 
-The shapes are the links' <collision> primitives (spheres, cylinders, boxes), checked with
-hpp-fcl through pinocchio's GeometryModel. No ROS here.
+Every pair of shapes is a candidate except (recorded in `CollisionModel.excluded`, keyed by
+the pair of link names, with the reason): ``rigid`` (both move with the same joint: their
+answer never changes), ``unused`` (a shape on a link the model's user leaves out:
+MOTION_CONTROLLER_UNUSED for the motion controller, whose seed 000 says the boxes around the
+pedestal's base and the controller box are for external planners; none for the IK/FK
+services, which answer any client), ``adjacent`` (links joined by one joint), ``always``
+(touching at every one of `samples` seeded configurations: envelopes that overlap by
+construction, an SRDF's "Always") and ``default`` (touching at a pose the robot rests in,
+neutral or shipping: envelopes too coarse for that pair, an SRDF's "Default").
 
-Which pairs are checked
------------------------
-Every pair of collision shapes is a candidate, except (each exclusion is recorded in
-`CollisionModel.excluded`, keyed by the pair of link names, with its reason):
-
-* ``rigid``    both shapes move with the same joint (links joined by fixed joints, e.g.
-               right_l1 / right_l1_2, or everything fixed to base: pedestal, controller box,
-               feet, arm base). Their relative pose never changes, so neither does the
-               answer: checking them can only report the same thing at every configuration.
-* ``unused``   a shape on a link the model's user leaves out (`unused_links`: none for the
-               IK/FK services' CollisionModel; the boxes around the pedestal's base and the
-               controller box for the motion controller's, MOTION_CONTROLLER_UNUSED; those
-               and the pedestal column for model.avoidance).
-* ``adjacent`` the links are joined by one joint (parent/child in the URDF; links without
-               collision shapes in between are skipped, e.g. right_l5 → right_l6).
-* ``always``   the shapes touch at every one of `samples` configurations drawn uniformly
-               (seeded, so the set is deterministic) over the arm's and head's limits —
-               the primitives are envelopes that overlap by construction (what an SRDF's
-               disable list calls "Always").
-* ``default``  the shapes touch at one of the reference poses — the named poses the robot
-               rests in: `neutral` (head 0) and `shipping` (head −3.14). An overlap there
-               means the envelopes are too coarse for that pair (an SRDF's "Default").
-
-Seed 000 on the pedestal's collision boxes: "collision boxes are added around the base of the
-pedestal and around the controller box attached to the pedestal. These shapes can be used
-by external motion planners, but are not used by the Motion Controller or collision
-avoidance." So the motion controller's pre-motion check (motion_controller_model) leaves
-out the two boxes, `pedestal_feet` and `controller_box`; the pedestal column (a cylinder,
-part of the robot's own shapes) stays in. The IK and FK services answer for any client —
-external planners included — and keep every shape (IK_IN_COLLISION, inCollision).
-
-With the stock urdf/sawyer.urdf (17 shapes, 136 pairs) this leaves 110 checked pairs;
-`CollisionModel.excluded` (and `exclusion(a, b)`) gives the rest: 11 rigid; 8 adjacent
-(right_arm_base_link–right_l0, right_l0–head, right_l0–right_l1, right_l1–right_l2, …,
-right_l5–right_l6); 4 always (right_l0–right_l1_2, head–right_l1, head–right_l1_2,
-right_l1_2–right_l2); 3 default (head–right_l2 at neutral; head–right_l4 and head–right_l4_2
-at shipping: the head's sphere, r 0.18 m around the pan axis, is far larger than the display).
-
-ShapeModel does the shape loading and the rigid/unused/adjacent/always selection that this
-model and the collision-avoidance model (model.avoidance, on the inflated armnav shapes)
-share; each decides what to do with the pairs that touch at the reference poses.
+ShapeModel does the loading and the rigid/unused/adjacent/always selection that this model
+and the collision-avoidance model (model.avoidance) share; each decides what to do with the
+pairs that touch at the reference poses. Design notes: docs/incoming/model.md.
 """
 import numpy as np
 import pinocchio as pin

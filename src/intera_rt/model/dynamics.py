@@ -1,7 +1,7 @@
 """The arm's rigid-body dynamics and tip kinematics for the paths that run at the loop's
 rates: inverse dynamics and gravity of right_j0..6 (1 kHz), tip poses and Jacobians (the
-100 Hz endpoint states), with Pinocchio: a few µs per call where the KDL chains
-(RobotModel.arm, RobotModel.chain) spend their time converting arrays.
+100 Hz endpoint states), with Pinocchio, which takes and returns numpy arrays where the KDL
+chains (RobotModel.arm, RobotModel.chain) spend their time converting them.
 
 The model is the robot's `arm` Pinocchio model (model.pinocchio_model: the URDF's inertias
 with the head's left out, the KDL chain base → right_hand's dynamics; test_model_kinematics

@@ -240,7 +240,7 @@ class IKSolver:
             ep, er = self._errors(tk, q1, target)
             if ep > 10 * self.tol_p or er > 10 * self.tol_r:
                 # LMA stalled in a local minimum: the damped solver below, from the same
-                # seed, mostly stalls there too (measured); a fresh seed is cheaper.
+                # seed, mostly stalls there too; a fresh seed is cheaper.
                 return None
             start = np.clip(self._wrap_into_limits(q1, tk.lo, tk.hi), tk.lo, tk.hi)
         else:

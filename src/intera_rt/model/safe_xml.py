@@ -10,7 +10,7 @@ a node does not expect. `check_xml` refuses, with an UnsafeXMLError (a ValueErro
 what and why:
 
   * anything but text or bytes, and text that is not UTF-8;
-  * more than `max_bytes` (default 4 MB; the Sawyer's URDF is 17 kB);
+  * more than `max_bytes` (default 4 MB, far above any robot's URDF);
   * a DOCTYPE (DTD) or an entity declaration or reference: a URDF needs none, and they are
     what entity-expansion and external-entity attacks are made of;
   * elements nested deeper than `max_depth` (default 32; a URDF's are 4 deep) or more than
@@ -19,7 +19,7 @@ what and why:
     `root` (default robot).
 
 It parses with lxml with entity resolution, DTD loading and network access off; the parse
-is cheap next to building a model (~1 ms for the Sawyer's URDF). `safe_urdf(text, what)`
+is cheap next to building a model. `safe_urdf(text, what)`
 returns the text (str) once it passed: call it where a URDF enters, then parse as before.
 """
 from lxml import etree
