@@ -210,3 +210,14 @@ def test_pose_algebra():
     assert Pose.make((0, 0, 0), (0, 0, 0, 2)).quaternion == (0, 0, 0, 1)
     with pytest.raises(WorldError):
         Pose.make((0, 0, 0), (0, 0, 0, 0))
+
+
+def test_file_uri_relative_to_the_model_file(resolver):
+    """file://part.stl (Gazebo's habit for a mesh next to the model) is relative to the file."""
+    base = os.path.join(MODELS, 'mesh_part', 'meshes')
+    xml = ('<sdf version="1.6"><model name="m"><link name="l"><collision name="c"><geometry><mesh>'
+           '<uri>file://part.stl</uri></mesh></geometry></collision></link></model></sdf>')
+    (c,) = parse_sdf(xml, resolver, base_dir=base).link('l').collisions
+    assert c.geometry.path == os.path.join(base, 'part.stl')
+    with pytest.raises(WorldError, match="'file://part.stl' is a relative path"):
+        parse_sdf(xml, resolver)

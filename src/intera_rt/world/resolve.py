@@ -58,9 +58,9 @@ class Resolver:
             root = self.package(parts[0], what, uri)
             return self._first(uri, what, [os.path.join(root, *parts[1:])], 'package %r at %s'
                                % (parts[0], root))
-        if scheme == 'file' or (scheme == '' and rest.startswith('/')):
+        if rest.startswith('/') and scheme in ('file', ''):
             return self._first(uri, what, ['/' + '/'.join(parts)], 'the file system')
-        if scheme == '':
+        if scheme in ('file', ''):                 # file://duck.dae: next to the model's file
             if base_dir is None:
                 raise WorldError('%s: URI %r is a relative path, but the model was not read from '
                                  'a file: use model://, package:// or file://' % (what, uri))

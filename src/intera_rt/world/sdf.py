@@ -14,17 +14,14 @@ import os
 from intera_rt.model.safe_xml import UnsafeXMLError, check_xml
 from intera_rt.world.mesh import load_mesh
 from intera_rt.world.model import (
-    IDENTITY, MAX_SIZE, SDF_DEFAULT_INERTIAL, Box, Collision, Cylinder, Friction, Inertial, Joint,
+    IDENTITY, SDF_DEFAULT_INERTIAL, Box, Collision, Cylinder, Friction, Inertial, Joint,
     Link, Model, Plane, Pose, Sphere, Visual, World, WorldError, check_model, check_name, finite,
     positive)
 from intera_rt.world.resolve import Resolver
 
 VERSIONS = ((1, 4), (1, 7))          # Gazebo 11's libsdformat 9 reads up to SDF 1.7
 MAX_XML_BYTES = 4 << 20
-MAX_FILE_BYTES = 16 << 20            # a world file (with its included models: each checked alone)
 MAX_INCLUDES = 256
-_IGNORED_MODEL = ('plugin', 'self_collide', 'allow_auto_disable', 'enable_wind', 'frame',
-                  'gripper', 'static', 'pose', 'link', 'joint')
 
 # Gazebo's own models that worlds include by habit, for machines without Gazebo's model
 # database: the ground plane (static, a plane with ODE friction 100/50) and the sun (a light).
@@ -60,7 +57,7 @@ def _check_version(root, what):
         raise WorldError('%s: <sdf version=%r>: expected a version such as "1.6"' % (what, text)) from None
     if not VERSIONS[0] <= (major, minor) <= VERSIONS[1]:
         raise WorldError('%s: <sdf version=%r>: SDF %d.%d to %d.%d are read'
-                         % (what, text, VERSIONS[0] + VERSIONS[1]))
+                         % ((what, text) + VERSIONS[0] + VERSIONS[1]))
 
 
 def _child(el, tag):
@@ -288,7 +285,7 @@ def parse_sdf(text, resolver=None, name=None, base_dir=None, what='model_xml'):
 
 
 # --- worlds --------------------------------------------------------------------------------
-def read_file(path, what, max_bytes=MAX_FILE_BYTES):
+def read_file(path, what, max_bytes=MAX_XML_BYTES):
     try:
         with open(path, 'rb') as f:
             data = f.read(max_bytes + 1)
