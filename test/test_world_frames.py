@@ -10,7 +10,8 @@ import pytest
 from intera_rt.world import (
     ROBOT_MODEL, ROBOT_POSE, Pose, Resolver, Snapshot, WorldError, base_to_world, model_frames,
     parse_reference, parse_sdf, robot_frames, world_to_base)
-from intera_rt.world.frames import model_pose_of_body, twist_from_world, twist_to_world
+from intera_rt.world.frames import (
+    model_pose_of_body, obstacle_model, placed_collisions, spawn_pose, twist_from_world, twist_to_world)
 
 DATA = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'data', 'world')
 TABLE = os.path.join(DATA, 'world_test_pkg', 'models', 'table', 'model.sdf')
@@ -127,3 +128,35 @@ def test_body_pose_gives_the_model_pose():
     recovered = model_pose_of_body(body, body_in_world)
     assert recovered.position == pytest.approx(placed.position)
     assert recovered.quaternion == pytest.approx(placed.quaternion)
+
+
+def test_spawn_pose_composes_as_gazebo_ros():
+    own = Pose((0.0, 0.0, 0.1))                              # the model's own <pose>
+    initial = yaw(math.pi / 2, (1.0, 0.0, 0.0))              # SpawnModel.initial_pose
+    placed = spawn_pose(own, initial)
+    assert placed.position == pytest.approx((1.0, 0.0, 0.1))
+    # given relative to the robot's model frame: its base
+    placed = spawn_pose(own, Pose((0.5, 0.0, 0.0)), ROBOT_POSE)
+    assert placed.position == pytest.approx((0.5, 0.0, 1.03))
+
+
+def test_static_model_collisions_in_base_and_obstacles_as_models():
+    with open(TABLE) as f:
+        table = parse_sdf(f.read(), Resolver())
+    placed = placed_collisions(table, Pose((0.75, 0.0, 0.0)), ROBOT_POSE)
+    by_name = {c.name: c for c in placed}
+    assert sorted(by_name) == ['table::leg_%d::leg_%d_collision' % (i, i) for i in range(1, 5)] + [
+        'table::top::top_collision']
+    # the top surface, 0.75 m up in the world, is 0.18 m below the robot's base
+    top = by_name['table::top::top_collision']
+    assert top.pose.position[2] + top.geometry.size[2] / 2 == pytest.approx(0.75 - 0.93)
+    assert top.pose.position[0] == pytest.approx(0.75)
+    # an add_obstacle box in base becomes a static world model, and comes back where it was put
+    model = obstacle_model('wall', 'box', (0.1, 1.0, 0.5), Pose((0.6, 0.0, 0.2)))
+    assert model.static and model.pose.position == pytest.approx((0.6, 0.0, 1.13))
+    (c,) = placed_collisions(model, frame=ROBOT_POSE)
+    assert c.pose.position == pytest.approx((0.6, 0.0, 0.2)) and c.geometry.size == (0.1, 1.0, 0.5)
+    with pytest.raises(WorldError, match="shape: expected 'box' or 'sphere', got 'cone'"):
+        obstacle_model('x', 'cone', (1,), Pose())
+    with pytest.raises(WorldError, match=r'size: sizes must be > 0, got \(-1\)'):
+        obstacle_model('x', 'sphere', (-1,), Pose())

@@ -15,7 +15,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from intera_rt.robot import BASE_FRAME
-from intera_rt.world.model import WORLD_NAMES, Pose, WorldError
+from intera_rt.world.model import (
+    WORLD_NAMES, Box, Collision, Link, Model, Pose, Sphere, Visual, WorldError, check_model, positive)
 
 ROBOT_MODEL = 'sawyer'
 ROBOT_POSE = Pose((0.0, 0.0, 0.93))       # base in the world: sawyer_world.launch's -z 0.93
@@ -149,3 +150,35 @@ def model_pose_of_body(body, body_pose):
     """The model frame's pose in the world when the rigid body `body` (Model.bodies()) is
     at `body_pose` (its root link's pose in the world)."""
     return body_pose * body.pose.inverse()
+
+
+def spawn_pose(model_pose, initial_pose, frame=Pose()):
+    """Where SpawnModel puts a model: its own <pose> composed after `initial_pose`, which is
+    given in `frame` (the reference frame's Pose in the world), as gazebo_ros does."""
+    return frame * initial_pose * model_pose
+
+
+def placed_collisions(model, pose=None, frame=Pose()):
+    """Every collision of `model` at `pose` (default: its own) with its pose in `frame` (a
+    Pose in the world: Pose() for the world, ROBOT_POSE for the robot's base) and its name
+    scoped "model::link::collision" — the static obstacles a backend places."""
+    pose = model.pose if pose is None else pose
+    to_frame = frame.inverse() * pose
+    return tuple(Collision('%s::%s' % (scoped(model.name, link.name), c.name),
+                           to_frame * link.pose * c.pose, c.geometry, c.friction)
+                 for link in model.links for c in link.collisions)
+
+
+def obstacle_model(name, shape, size, pose_in_base, robot_pose=ROBOT_POSE):
+    """The static world model of a sim-control obstacle (/intera_rt/sim/add_obstacle: a box
+    of 3 edge lengths or a sphere of (radius,), placed in `base`), so that obstacles and
+    spawned models are one scene. WorldError naming a bad field."""
+    if shape == 'box':
+        geometry = Box(positive(size, 3, 'size'))
+    elif shape == 'sphere':
+        geometry = Sphere(positive(size, 1, 'size')[0])
+    else:
+        raise WorldError("shape: expected 'box' or 'sphere', got %r" % (shape,))
+    link = Link('link', Pose(), None, (Collision('collision', Pose(), geometry),),
+                (Visual('visual', Pose(), geometry),))
+    return check_model(Model(name, (link,), (), base_to_world(pose_in_base, robot_pose), True, 'sdf'))
