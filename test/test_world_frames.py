@@ -160,3 +160,22 @@ def test_static_model_collisions_in_base_and_obstacles_as_models():
         obstacle_model('x', 'cone', (1,), Pose())
     with pytest.raises(WorldError, match=r'size: sizes must be > 0, got \(-1\)'):
         obstacle_model('x', 'sphere', (-1,), Pose())
+
+
+def test_links_of_a_model_of_two_bodies_follow_their_bodies():
+    """Links not joined move on their own: link states come from each body's pose."""
+    xml = ('<sdf version="1.6"><model name="pair">'
+           '<link name="b"><pose>0 0.2 0 0 0 0</pose></link>'
+           '<link name="a"><pose>0 -0.2 0 0 0 0</pose></link>'
+           '<link name="a_tip"><pose>0.1 -0.2 0 0 0 0</pose></link>'
+           '<joint name="j" type="fixed"><parent>a</parent><child>a_tip</child></joint>'
+           '</model></sdf>')
+    pair = parse_sdf(xml, Resolver())
+    bodies = pair.bodies()
+    assert [b.name for b in bodies] == ['b', 'a']          # the canonical link's body first
+    assert dict(bodies[1].links)['a_tip'].position == pytest.approx((0.1, 0, 0))
+    models, links = model_frames(pair, body_poses={'b': Pose((1.0, 0.2, 0.5)),
+                                                   'a': yaw(math.pi / 2, (2.0, 0.0, 0.0))})
+    assert models['pair'].position == pytest.approx((1.0, 0.0, 0.5))
+    assert links['pair::b'].position == pytest.approx((1.0, 0.2, 0.5))
+    assert links['pair::a_tip'].position == pytest.approx((2.0, 0.1, 0.0))

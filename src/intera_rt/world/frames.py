@@ -138,12 +138,25 @@ def robot_frames(link_poses, robot_pose=ROBOT_POSE):
 
 
 # --- models' links ----------------------------------------------------------------------------
-def model_frames(model, pose=None):
-    """A world model as Snapshot entries at `pose` (default: its own): ({name: pose},
-    {'name::link': pose}) with every link rigidly where the model places it."""
-    pose = model.pose if pose is None else pose
-    return ({model.name: pose},
-            {scoped(model.name, link.name): pose * link.pose for link in model.links})
+def model_frames(model, pose=None, body_poses=None):
+    """A world model as Snapshot entries: ({name: pose}, {'name::link': pose}).
+
+    Args:
+        pose: the model frame's pose in the world (default: its own); its links are placed
+            rigidly from it.
+        body_poses: instead, where a backend has each of Model.bodies() (root link name →
+            Pose in the world): links from their bodies, the model frame from the first
+            (canonical) body."""
+    if body_poses is None:
+        pose = model.pose if pose is None else pose
+        return ({model.name: pose},
+                {scoped(model.name, link.name): pose * link.pose for link in model.links})
+    bodies = model.bodies()
+    links = {}
+    for body in bodies:
+        at = body_poses[body.name]
+        links.update((scoped(model.name, name), at * rel) for name, rel in body.links)
+    return {model.name: model_pose_of_body(bodies[0], body_poses[bodies[0].name])}, links
 
 
 def model_pose_of_body(body, body_pose):

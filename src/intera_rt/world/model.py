@@ -397,6 +397,10 @@ def rigid_bodies(model):
             parent_of[j.child] = j.parent
     by_name = {l.name: l for l in model.links}
     roots = [l.name for l in model.links if l.name not in parent_of]
+    top = model.links[0].name                  # the canonical link's body comes first
+    while top in parent_of:
+        top = parent_of[top]
+    roots.sort(key=lambda n: n != top)
     bodies = []
     for root in roots:
         root_pose = by_name[root].pose
