@@ -292,8 +292,7 @@ class Model:
         return self.static or any(j.parent == 'world' for j in self.joints)
 
     def collision_names(self):
-        """Gazebo's geom names: 'link::collision' is not used by gazebo_ros, which lists the
-        collision names as they are."""
+        """Every link's collision names, in order (GetModelProperties' geom_names)."""
         return tuple(c.name for l in self.links for c in l.collisions)
 
     def with_pose(self, pose, name=None):
