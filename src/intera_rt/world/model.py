@@ -7,10 +7,13 @@ is refused raises WorldError naming the element or field and the value.
 import math
 import re
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Optional, Tuple
 
 import numpy as np
-from scipy.spatial.transform import Rotation
+import PyKDL as kdl
+
+from intera_rt.model.joint_frames import pose_matrix
 
 MAX_SIZE = 1000.0            # m: any larger shape or offset is a unit mistake (a plane may be larger)
 MAX_NAME_LENGTH = 128
@@ -63,7 +66,8 @@ def _fmt(values):
 @dataclass(frozen=True)
 class Pose:
     """A rigid transform: `position` (m) and unit `quaternion` (x, y, z, w), of a child
-    frame in its parent. Pose(a) * Pose(b) composes (b expressed in a's frame)."""
+    frame in its parent. Pose(a) * Pose(b) composes (b expressed in a's frame). The
+    arithmetic is KDL's, as in the robot's model."""
     position: Tuple[float, float, float] = (0.0, 0.0, 0.0)
     quaternion: Tuple[float, float, float, float] = (0.0, 0.0, 0.0, 1.0)
 
@@ -75,12 +79,12 @@ class Pose:
         if any(abs(v) > MAX_SIZE for v in p):
             raise WorldError('%s.position: coordinates must be within %g m, got %s'
                              % (what, MAX_SIZE, _fmt(p)))
-        q = np.array(finite(quaternion, 4, what + '.orientation'))
-        norm = math.sqrt(float(q @ q))
+        q = finite(quaternion, 4, what + '.orientation')
+        norm = math.sqrt(sum(v * v for v in q))
         if norm < 1e-9:
             raise WorldError('%s.orientation: the quaternion (x, y, z, w) = %s is zero'
                              % (what, _fmt(q)))
-        return cls(p, tuple(float(v) for v in q / norm))
+        return cls(p, tuple(v / norm for v in q))
 
     @classmethod
     def from_xyz_rpy(cls, values, what='pose'):
@@ -88,40 +92,42 @@ class Pose:
         v = finite(values, 6, what)
         if any(abs(c) > MAX_SIZE for c in v[:3]):
             raise WorldError('%s: coordinates must be within %g m, got %s' % (what, MAX_SIZE, _fmt(v)))
-        return cls(v[:3], tuple(float(c) for c in Rotation.from_euler('xyz', v[3:]).as_quat()))
+        return cls(v[:3], kdl.Rotation.RPY(*v[3:]).GetQuaternion())
 
     @classmethod
     def from_matrix(cls, m):
         m = np.asarray(m, dtype=float)
         return cls(tuple(float(v) for v in m[:3, 3]),
-                   tuple(float(v) for v in Rotation.from_matrix(m[:3, :3]).as_quat()))
+                   kdl.Rotation(*(float(v) for v in m[:3, :3].reshape(-1))).GetQuaternion())
+
+    @classmethod
+    def _of(cls, frame):
+        p = frame.p
+        return cls((p[0], p[1], p[2]), frame.M.GetQuaternion())
+
+    @cached_property
+    def frame(self):
+        """The kdl.Frame (computed once: a Pose is immutable)."""
+        return kdl.Frame(kdl.Rotation.Quaternion(*self.quaternion), kdl.Vector(*self.position))
 
     @property
     def rotation(self):
         """3×3 rotation matrix."""
-        return Rotation.from_quat(self.quaternion).as_matrix()
+        return self.matrix()[:3, :3]
 
     def matrix(self):
         """4×4 homogeneous transform."""
-        m = np.eye(4)
-        m[:3, :3] = self.rotation
-        m[:3, 3] = self.position
-        return m
+        return pose_matrix(self.position, self.quaternion)
 
     def __mul__(self, other):
-        r = Rotation.from_quat(self.quaternion)
-        p = np.asarray(self.position) + r.apply(other.position)
-        q = (r * Rotation.from_quat(other.quaternion)).as_quat()
-        return Pose(tuple(float(v) for v in p), tuple(float(v) for v in q))
+        return Pose._of(self.frame * other.frame)
 
     def inverse(self):
-        r = Rotation.from_quat(self.quaternion).inv()
-        return Pose(tuple(float(v) for v in -r.apply(self.position)),
-                    tuple(float(v) for v in r.as_quat()))
+        return Pose._of(self.frame.Inverse())
 
     def apply(self, points):
         """Points (…, 3) in the child frame → in the parent frame."""
-        return Rotation.from_quat(self.quaternion).apply(points) + np.asarray(self.position)
+        return np.asarray(points, dtype=float) @ self.rotation.T + np.asarray(self.position)
 
 
 IDENTITY = Pose()
