@@ -28,6 +28,12 @@ _cache = OrderedDict()
 _cache_lock = threading.Lock()          # the world service loads from several threads
 
 
+def mesh(uri, scale, what, resolver, base_dir=None):
+    """The Mesh a URI names, resolved and loaded (shared by SDF and URDF)."""
+    path = resolver.resolve(uri, what, base_dir)
+    return load_mesh(path, uri, scale, what)
+
+
 def load_mesh(path, uri, scale=(1.0, 1.0, 1.0), what='mesh'):
     """The Mesh in file `path` (which `uri` named), scaled by `scale` (checked by the
     caller); WorldError naming `what` and the URI when it is not a usable mesh."""

@@ -15,6 +15,7 @@ import PyKDL as kdl
 
 from intera_rt.model.joint_frames import pose_matrix
 
+MAX_XML_BYTES = 4 << 20      # a model or world file; a detailed one is tens of kB
 MAX_SIZE = 1000.0            # m: any larger shape or offset is a unit mistake (a plane may be larger)
 MAX_NAME_LENGTH = 128
 _NAME = re.compile(r'^[A-Za-z0-9_.\-]+$')

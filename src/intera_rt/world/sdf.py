@@ -12,15 +12,15 @@ Every text passes intera_rt.model.safe_xml first.
 import os
 
 from intera_rt.model.safe_xml import UnsafeXMLError, check_xml
-from intera_rt.world.mesh import load_mesh
+from intera_rt.world.mesh import mesh
 from intera_rt.world.model import (
-    IDENTITY, SDF_DEFAULT_INERTIAL, Box, Collision, Cylinder, Friction, Inertial, Joint,
+    IDENTITY, MAX_XML_BYTES, SDF_DEFAULT_INERTIAL, Box, Collision, Cylinder, Friction, Inertial, Joint,
     Link, Model, Plane, Pose, Sphere, Visual, World, WorldError, check_model, check_name, finite,
     positive)
 from intera_rt.world.resolve import Resolver
+from intera_rt.world.urdf import parse_urdf
 
 VERSIONS = ((1, 4), (1, 7))          # Gazebo 11's libsdformat 9 reads up to SDF 1.7
-MAX_XML_BYTES = 4 << 20
 MAX_INCLUDES = 256
 
 # Gazebo's own models that worlds include by habit, for machines without Gazebo's model
@@ -154,12 +154,6 @@ def geometry(el, what, resolver, base_dir):
         return mesh(uri.text.strip(), scale, _where(uri, w + ' <uri>'), resolver, base_dir)
     raise WorldError('%s: <%s> is not a shape this world simulates (box, cylinder, sphere, plane, '
                      'mesh)' % (where, shape.tag))
-
-
-def mesh(uri, scale, what, resolver, base_dir=None):
-    """The Mesh a URI names, resolved and loaded (shared by SDF and URDF)."""
-    path = resolver.resolve(uri, what, base_dir)
-    return load_mesh(path, uri, scale, what)
 
 
 def _required_size(shape, tag, what):
@@ -297,7 +291,6 @@ def read_file(path, what, max_bytes=MAX_XML_BYTES):
 
 
 def _include(el, resolver, base_dir, what):
-    from intera_rt.world.urdf import parse_urdf
     uri_el = _child(el, 'uri')
     if uri_el is None or not (uri_el.text or '').strip():
         raise WorldError('%s: <uri> is missing' % _where(el, what + ' <include>'))

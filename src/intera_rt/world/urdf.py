@@ -7,10 +7,10 @@ its line and the value; the text passes intera_rt.model.safe_xml first.
 """
 from intera_rt.model.safe_xml import UnsafeXMLError, check_xml
 from intera_rt.world.model import (
-    IDENTITY, Box, Collision, Cylinder, Friction, Inertial, Joint, Link, Model, Pose, Sphere,
+    IDENTITY, MAX_XML_BYTES, Box, Collision, Cylinder, Friction, Inertial, Joint, Link, Model, Pose, Sphere,
     Visual, WorldError, check_model, check_name, finite, lump_fixed_joints, positive)
+from intera_rt.world.mesh import mesh
 from intera_rt.world.resolve import Resolver
-from intera_rt.world.sdf import MAX_XML_BYTES, mesh
 
 
 def _where(el, what):
