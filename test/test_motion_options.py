@@ -1,0 +1,188 @@
+"""The motion controller's options and feedback through ROS, judged by the arm:
+max_time_rate and min_time_rate bound the pace seen in /robot/joint_states, tight
+joint_tolerances slow a motion to min_time_rate, end_time sets when the arm arrives, the
+feedback's current_waypoint / current_trajectory name the waypoint the arm is moving to and
+the goal's label; Cartesian goals pass a corner at its corner_distance and keep to
+max_linear_speed and max_rotational_speed (read from endpoint_state).
+
+Every JOINT goal moves right_j0 alone from neutral (0 rad) to 1.5 rad at speed ratio 0.8: the
+time-optimal plan cruises at 0.8 × 1.74 rad/s, the joint's planned peak.
+
+The robot runs on sim time at 1x: durations are robot time."""
+import numpy as np
+import pytest
+
+from test_joint_modes import NEUTRAL, Series, arm_velocities, now, stamp
+from test_motion_controller import angles, goal, ros, send, teleport, waypoint  # noqa: F401
+
+SAWYER_ARGS = ['--sim-time', '--speed', '1']
+
+RATIO = 0.8
+PLANNED_PEAK = RATIO * 1.74        # rad/s: right_j0's velocity limit × the speed ratio
+FAR = np.array(NEUTRAL)
+FAR[0] = 1.5
+
+
+@pytest.fixture
+def joints(ros):
+    from sensor_msgs.msg import JointState
+    series = Series('/robot/joint_states', JointState)
+    series.last()
+    teleport(ros)
+    yield series
+    series.unregister()
+
+
+def run(ros, joints, g):
+    """Send g; (result, the right_j0 speeds in joint_states while it ran)."""
+    t0 = now()
+    _, result = send(ros, g)
+    speeds = np.array([arm_velocities(m)[0] for m in joints.between(t0, now())])
+    return result, speeds
+
+
+def far_goal(ros, **tracking):
+    g = goal([waypoint(angles(ros), ratio=RATIO), waypoint(FAR, ratio=RATIO)])
+    t = g.trajectory.trajectory_options.tracking_options
+    for key, value in tracking.items():
+        setattr(t, key, value)
+    return g
+
+
+def test_max_time_rate_bounds_the_pace_seen_in_joint_states(ros, joints):
+    """max_time_rate 0.5: the plan is run at half pace: right_j0 never moves faster than
+    half its planned peak (±10 %), and cruises at it; the motion takes about twice as long."""
+    result, speeds = run(ros, joints, far_goal(ros, use_max_time_rate=True, max_time_rate=0.5))
+    assert result.result is True, result.errorId
+    assert speeds.max() <= 0.5 * PLANNED_PEAK * 1.10, 'peak %.3f rad/s' % speeds.max()
+    assert speeds.max() >= 0.5 * PLANNED_PEAK * 0.90, 'peak %.3f rad/s' % speeds.max()
+    a = result.trajectory_analysis
+    assert a.measured_duration >= 1.8 * a.planned_duration, (a.measured_duration, a.planned_duration)
+    assert abs(angles(ros)[0] - FAR[0]) < 0.01
+
+
+def test_tight_joint_tolerances_slow_the_motion_to_min_time_rate(ros, joints):
+    """joint_tolerances 0.0001 rad (less than the arm's tracking error in motion) with
+    min_time_rate 0.3: the rate is lowered to its minimum, so once lowered right_j0 cruises
+    at 0.3 × its planned peak (±10 %), never slower; the goal still succeeds."""
+    g = far_goal(ros, use_min_time_rate=True, min_time_rate=0.3)
+    for w in g.trajectory.waypoints:
+        w.options.joint_tolerances = [1e-4] * 7
+    t0 = now()
+    result, _ = run(ros, joints, g)
+    assert result.result is True, result.errorId
+    # the rate slews at most 1/s: from 1.0 to 0.3 within 0.7 s of the start
+    cruise = [arm_velocities(m)[0] for m in joints.between(t0 + 1.0, t0 + 3.0)]
+    assert cruise and max(cruise) <= 0.3 * PLANNED_PEAK * 1.10, 'cruised at %.3f rad/s' % max(cruise)
+    assert np.median(cruise) >= 0.3 * PLANNED_PEAK * 0.90, 'cruised at %.3f rad/s' % np.median(cruise)
+
+
+def test_feedback_names_the_trajectory_and_the_waypoint_in_progress(ros, joints):
+    """A goal labelled 'three_points' through right_j0 = 0.75 to 1.5: the feedback names the
+    label, and current_waypoint is 1 while right_j0 is short of 0.75 and 2 once past it."""
+    import rospy
+    mid = np.array(NEUTRAL)
+    mid[0] = 0.75
+    g = goal([waypoint(angles(ros), ratio=0.3), waypoint(mid, ratio=0.3), waypoint(FAR, ratio=0.3)],
+             label='three_points')
+    seen = []
+
+    def feedback(fb):
+        js = joints.last()
+        seen.append((js.position[js.name.index('right_j0')], fb.status.current_waypoint,
+                     fb.status.current_trajectory, fb.status.motion_status))
+    ros['client'].send_goal(g, feedback_cb=feedback)
+    assert ros['client'].wait_for_result(rospy.Duration(60.0)), 'no result'
+    assert ros['client'].get_result().result is True, ros['client'].get_result().errorId
+    running = [s for s in seen if s[3] == 'running']
+    assert running, 'no running feedback: %s' % seen[:5]
+    assert all(s[2] == 'three_points' for s in running), {s[2] for s in running}
+    before = [s[1] for s in running if 0.05 < s[0] < 0.70]
+    after = [s[1] for s in running if 0.80 < s[0] < 1.45]
+    assert before and set(before) == {1}, 'before the middle waypoint: %s' % sorted(set(before))
+    assert after and set(after) == {2}, 'past the middle waypoint: %s' % sorted(set(after))
+
+
+def test_end_time_stretches_the_motion_to_end_then(ros, joints):
+    """trajectory_options.end_time 5 s ahead (the fastest trajectory takes under 2 s): the
+    plan is run slower so that right_j0 stops moving (slower than 0.02 rad/s) at its
+    target at end_time (±0.2 s), not before."""
+    import rospy
+    g = far_goal(ros)
+    end = now() + 5.0
+    g.trajectory.trajectory_options.end_time = rospy.Time.from_sec(end)
+    result, _ = run(ros, joints, g)
+    assert result.result is True, result.errorId
+    moving = [stamp(m) for m in joints.between(end - 3.0, now()) if abs(arm_velocities(m)[0]) > 0.02]
+    assert moving, 'right_j0 did not move'
+    assert moving[-1] == pytest.approx(end, abs=0.2), 'the motion ended %.2f s from end_time' % (moving[-1] - end)
+    assert abs(angles(ros)[0] - FAR[0]) < 0.01
+
+
+@pytest.fixture
+def hand(ros, joints):
+    from intera_core_msgs.msg import EndpointState
+    series = Series('/robot/limb/right/endpoint_state', EndpointState)
+    series.last()
+    yield series
+    series.unregister()
+
+
+def hand_pose(msg):
+    p, o = msg.pose.position, msg.pose.orientation
+    return np.array([p.x, p.y, p.z]), np.array([o.x, o.y, o.z, o.w])
+
+
+def quat_multiply(a, b):
+    ax, ay, az, aw = a
+    bx, by, bz, bw = b
+    return np.array([aw * bx + ax * bw + ay * bz - az * by, aw * by - ax * bz + ay * bw + az * bx,
+                     aw * bz + ax * by - ay * bx + az * bw, aw * bw - ax * bx - ay * by - az * bz])
+
+
+def test_a_corner_is_passed_at_its_corner_distance_at_the_linear_speed_limit(ros, joints, hand):
+    """A CARTESIAN goal 10 cm along −y then 10 cm up, corner_distance 4 cm at the corner and
+    max_linear_speed 0.1 m/s: the hand's speed never passes 0.1 m/s (±10 %) and reaches it;
+    it does not stop at the corner but passes it on the 90° arc tangent 4 cm either side,
+    (√2 − 1) × 4 cm = 16.6 mm from it (±2 mm: the 1 mm path tolerance and the arm's
+    tracking). With corner_distance 0 the hand stops at the corner (within 2 mm)."""
+    p0, o0 = hand_pose(hand.last())
+    corner, end = p0 + [0.0, -0.1, 0.0], p0 + [0.0, -0.1, 0.1]
+    q = angles(ros)
+
+    def cartesian(d):
+        return goal([waypoint(q, pose=(corner, o0), max_linear_speed=0.1, corner_distance=d),
+                     waypoint(q, pose=(end, o0), max_linear_speed=0.1)], 'CARTESIAN')
+    t0 = now()
+    _, result = send(ros, cartesian(0.04))
+    assert result.result is True, result.errorId
+    msgs = hand.between(t0, now())
+    gaps = [np.linalg.norm(hand_pose(m)[0] - corner) for m in msgs]
+    speeds = [np.linalg.norm([m.twist.linear.x, m.twist.linear.y, m.twist.linear.z]) for m in msgs]
+    closest = int(np.argmin(gaps))
+    assert gaps[closest] == pytest.approx((2 ** 0.5 - 1) * 0.04, abs=0.002), gaps[closest]
+    assert speeds[closest] > 0.05, 'the hand slowed to %.3f m/s at the corner' % speeds[closest]
+    assert 0.09 <= max(speeds) <= 0.1 * 1.10, 'peak %.3f m/s' % max(speeds)
+    teleport(ros)
+    t0 = now()
+    _, result = send(ros, cartesian(0.0))
+    assert result.result is True, result.errorId
+    gaps = [np.linalg.norm(hand_pose(m)[0] - corner) for m in hand.between(t0, now())]
+    assert min(gaps) < 0.002, 'without a corner distance the hand passed %.4f m from it' % min(gaps)
+
+
+def test_a_rotation_keeps_to_the_rotational_speed_limit(ros, joints, hand):
+    """A CARTESIAN goal turning the hand 0.6 rad about base z in place, max_rotational_speed
+    0.3 rad/s: its angular speed in endpoint_state never passes 0.3 rad/s (±10 %), reaches
+    it, and the hand ends turned."""
+    p0, o0 = hand_pose(hand.last())
+    target = quat_multiply([0.0, 0.0, np.sin(0.3), np.cos(0.3)], o0)
+    t0 = now()
+    _, result = send(ros, goal([waypoint(angles(ros), pose=(p0, target), max_rotational_speed=0.3)],
+                               'CARTESIAN'))
+    assert result.result is True, result.errorId
+    rates = [np.linalg.norm([m.twist.angular.x, m.twist.angular.y, m.twist.angular.z])
+             for m in hand.between(t0, now())]
+    assert 0.27 <= max(rates) <= 0.3 * 1.10, 'peak %.3f rad/s' % max(rates)
+    p, o = hand_pose(hand.last())
+    assert 2.0 * np.arccos(min(1.0, abs(float(np.dot(o, target))))) < 0.01 and np.linalg.norm(p - p0) < 0.002
