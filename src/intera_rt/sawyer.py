@@ -15,7 +15,9 @@ Validates the options, then runs
               backend_options:={...} stage_options:={...} pose:=... disabled:=... unhomed:=... gripper:=...
               jtas:=... rviz:=... [rviz_config:=...]
 
-in the foreground.  roslaunch starts a ROS master at ROS_MASTER_URI when
+in the foreground.  Options can also come from SAWYER_* environment variables (a
+container's way to take them; see ``env_args``); options on the command line win.
+roslaunch starts a ROS master at ROS_MASTER_URI when
 none answers there (so a private robot on another port is just
 ``ROS_MASTER_URI=http://127.0.0.1:11999 scripts/sawyer``).  SIGINT and
 SIGTERM are forwarded to roslaunch, which stops every node it started (and
@@ -169,10 +171,52 @@ def _join_pose_values(argv):
     return out
 
 
+# SAWYER_* environment variable -> the option it stands for (flags take true/false).
+ENV_FLAGS = {'SAWYER_SIM_TIME': '--sim-time', 'SAWYER_GRIPPER': '--gripper'}
+ENV_VALUES = {'SAWYER_SPEED': '--speed', 'SAWYER_BACKEND': '--backend',
+              'SAWYER_POSE': '--pose'}
+ENV_MASTER_PORT = 'SAWYER_MASTER_PORT'     # the master's port (ROS_MASTER_URI's host kept)
+ENV_BACKEND_OPTIONS = 'SAWYER_BACKEND_OPTIONS'   # KEY=VALUE ..., e.g. the world: table=true
+
+
+def env_args(environ, parser):
+    """Options from SAWYER_* variables, to go before the command line's (which win).
+    A value that is not understood is an error naming the variable."""
+    out = []
+    for name, option in ENV_FLAGS.items():
+        value = environ.get(name, '').strip().lower()
+        if value in ('1', 'true', 'yes', 'on'):
+            out.append(option)
+        elif value not in ('', '0', 'false', 'no', 'off'):
+            parser.error('%s=%r: expected true or false' % (name, environ[name]))
+    for name, option in ENV_VALUES.items():
+        if environ.get(name, '').strip():
+            out += [option, environ[name].strip()]
+    for item in environ.get(ENV_BACKEND_OPTIONS, '').split():
+        out += ['--backend-option', item]
+    return out
+
+
+def master_uri_from(environ):
+    """ROS_MASTER_URI (default http://127.0.0.1:11311), its port replaced by
+    SAWYER_MASTER_PORT when that is set; ValueError naming a bad port."""
+    uri = environ.get('ROS_MASTER_URI') or DEFAULT_MASTER_URI
+    port = environ.get(ENV_MASTER_PORT, '').strip()
+    if not port:
+        return uri
+    if not port.isdigit() or not 1 <= int(port) <= 65535:
+        raise ValueError('%s=%r: expected a TCP port 1..65535' % (ENV_MASTER_PORT, port))
+    return 'http://%s:%d' % (urlparse(uri).hostname or '127.0.0.1', int(port))
+
+
 def parse_args(argv=None):
     parser = build_parser()
     argv = sys.argv[1:] if argv is None else list(argv)
-    args = parser.parse_args(_join_pose_values(argv))
+    try:
+        master_uri_from(os.environ)
+    except ValueError as exc:
+        parser.error(str(exc))
+    args = parser.parse_args(_join_pose_values(env_args(os.environ, parser) + argv))
     if args.speed is not None and not args.sim_time:
         parser.error('--speed is only meaningful with --sim-time')
     if args.speed is None:
@@ -295,7 +339,7 @@ def _set_parent_death_signal(sig):
 
 def main(argv=None):
     args = parse_args(argv)
-    master_uri = os.environ.get('ROS_MASTER_URI') or DEFAULT_MASTER_URI
+    master_uri = master_uri_from(os.environ)
     os.environ['ROS_MASTER_URI'] = master_uri
     if master_answers(master_uri):
         how = 'a master answers there: using it'
