@@ -251,10 +251,10 @@ class Fleet:
         return [m for m in members if m.status == 'ready']
 
     def run(self, argv, timeout=None, extra_env=None, members=None):
-        """Run argv against every ready robot at once; wait for all (each up to
-        `timeout` s). Returns the Members it ran on."""
+        """Run argv against every booted robot that is still up, all at once; wait for
+        all (each up to `timeout` s). Returns the Members it ran on."""
         members = [m for m in (self.members if members is None else members)
-                   if m.status == 'ready']
+                   if m.boot_s is not None and m.robot.alive()]
         for m in members:
             m.run_cmd(argv, len(self.members), extra_env)
         deadline = None if timeout is None else time.monotonic() + timeout
