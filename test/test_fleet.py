@@ -145,3 +145,25 @@ def test_bad_arguments_name_the_value(args, message):
                           text=True, timeout=60)
     assert proc.returncode == 2
     assert message in proc.stdout
+
+
+def test_bench_fleet_quick_counts_its_robots(tmp_path):
+    """scripts/bench --quick --only fleet: every figure of the section is there, and each
+    robot booted is counted (a failure is a figure, never dropped)."""
+    proc = subprocess.run([str(REPO / 'scripts' / 'bench'), '--quick', '--only', 'fleet',
+                           '--out', str(tmp_path)], stdout=subprocess.PIPE,
+                          stderr=subprocess.STDOUT, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stdout[-3000:]
+    result = json.loads((tmp_path / 'bench.json').read_text())['fleet']
+    lockstep = {r['robots']: r for r in result['lockstep']}
+    assert sorted(lockstep) == [1, 2]
+    for n, r in lockstep.items():
+        assert r['booted'] + r['boots_failed'] == n
+        assert len(r['per_robot_speedup']) + r['probes_failed'] == r['booted']
+        assert r['total_sim_s_per_wall_s'] > 0.1 * r['booted']     # each robot's clock ran
+    steps = result['realtime']['steps']
+    assert steps and steps[0]['robots'] == 1 and steps[0]['rate_hz'][0] > 10
+    assert 0 <= result['realtime']['robots_per_machine'] <= 2
+    assert result['memory']['one_robot']['rss_mb'] > 50
+    assert result['failures']['robot_boots'] == 3 + len(steps)
+    assert not processes_under(tmp_path / 'fleet_logs')
