@@ -5,7 +5,7 @@ Slow (the image is built from Debian packages and PyPI: minutes), so it runs onl
     INTERA_RT_SLOW=1 scripts/test test/test_image.py
 
 (INTERA_RT_IMAGE_REUSE=1 tests the image the last scripts/image built instead of building it;
-root, mmdebstrap, podman and runc needed: apt-get install mmdebstrap podman runc). podman is
+root, mmdebstrap, podman and runc needed: apt-get install mmdebstrap podman runc catatonit). podman is
 configured by deploy/containers.conf (cgroupfs, runc, no default ulimits). Every container runs
 with the host's network, each robot's master on a free port (SAWYER_MASTER_PORT), and is talked
 to from outside the container, as a user's SDK script would: rostopic, an FK/IK client, the
@@ -90,8 +90,8 @@ def robot_state_answers(master_uri):
 
 @pytest.fixture(scope='module')
 def image():
-    for tool in ('mmdebstrap', 'podman', 'runc'):
-        assert shutil.which(tool), '%s missing: apt-get install mmdebstrap podman runc' % tool
+    for tool in ('mmdebstrap', 'podman', 'runc', 'catatonit'):
+        assert shutil.which(tool), '%s missing: apt-get install mmdebstrap podman runc catatonit' % tool
     if os.environ.get('INTERA_RT_IMAGE_REUSE', '') not in ('', '0'):
         return json.loads((REPO / 'build' / 'image' / 'image.json').read_text())
     proc = subprocess.run([str(REPO / 'scripts' / 'image')], stdout=subprocess.PIPE,
@@ -104,10 +104,11 @@ def image():
 
 def test_image_runs_as_a_user_with_a_health_check(image):
     assert image['size_bytes'] > 100e6
-    config = json.loads(podman('image', 'inspect', TAG).stdout)[0]['Config']
+    inspect = json.loads(podman('image', 'inspect', TAG).stdout)[0]
+    config = inspect['Config']
     assert config['User'] == 'sawyer'
     assert config['Entrypoint'] == ['/opt/intera_rt/scripts/sawyer']
-    assert config['Healthcheck']['Test'] == ['CMD', '/opt/intera_rt/deploy/healthcheck']
+    assert inspect['Healthcheck']['Test'] == ['CMD', '/opt/intera_rt/deploy/healthcheck']
 
 
 def test_container_robot_answers_state_and_ik_from_outside(image):
@@ -131,11 +132,13 @@ def test_container_robot_answers_state_and_ik_from_outside(image):
 
 
 def _with_port(doc, port):
-    """The manifest with every SAWYER_MASTER_PORT set to `port` and ROS_IP (the pod IP in a
-    cluster) to loopback: here each pod has the host's network."""
+    """The manifest for the host's network, which each pod has here: every
+    SAWYER_MASTER_PORT set to `port`, ROS_IP (the pod IP in a cluster) to loopback, and no
+    container ports (podman maps them only on a pod network)."""
     doc = copy.deepcopy(doc)
     spec = doc['spec']['template']['spec']
     for c in spec.get('containers', []) + spec.get('initContainers', []):
+        c.pop('ports', None)
         env = [e for e in c.get('env', []) if e['name'] not in ('SAWYER_MASTER_PORT', 'ROS_IP')]
         c['env'] = env + [{'name': 'SAWYER_MASTER_PORT', 'value': str(port)},
                           {'name': 'ROS_IP', 'value': '127.0.0.1'}]
