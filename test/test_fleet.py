@@ -139,6 +139,8 @@ def test_ctrl_c_stops_everything(tmp_path):
     (['2'], 'no CMD'),
     (['2', '--speed', 'fast', '--', 'true'], "invalid speed 'fast'"),
     (['2', '--timeout', '-1', '--', 'true'], '--timeout -1.0: expected a number of seconds'),
+    (['2', '--image', 'localhost/no_such_image:1', '--', 'true'],
+     'image localhost/no_such_image:1'),       # not found, or podman missing
 ])
 def test_bad_arguments_name_the_value(args, message):
     proc = subprocess.run([FLEET] + args, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,

@@ -202,3 +202,18 @@ def test_kube_play_indexed_job_runs_each_episode_against_its_own_robot(image, tm
         assert code == 0, output
         assert 'robot %d on http://127.0.0.1:%d: right_j0' % (index, ports[index]) in output, \
             output
+
+
+def test_fleet_of_container_robots_runs_the_client_on_each(image, tmp_path):
+    logs = tmp_path / 'fleet'
+    proc = subprocess.run([str(REPO / 'scripts' / 'fleet'), '2', '--image', TAG, '--logs',
+                           str(logs), '--', 'python', str(REPO / 'test' / 'fleet_client.py')],
+                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                          timeout=600, env=PODMAN_ENV)
+    assert proc.returncode == 0, proc.stdout
+    robots = json.loads((logs / 'fleet.json').read_text())['robots']
+    for r in robots:
+        assert r['status'] == 'ok'
+        assert 'robot %d on %s: right_j0' % (r['index'], r['master_uri']) in \
+            Path(r['cmd_log']).read_text()
+    assert 'intera_rt_fleet_' not in podman('ps', '-a', '--format', '{{.Names}}').stdout

@@ -2,7 +2,8 @@
 
 Every robot is a `scripts/sawyer --sim-time` on a ROS master of its own (a free port, or
 `--base-port P` + index), started and stopped by intera_rt.robot_process (the launcher the
-tests and benches use). Once a robot publishes /robot/state, CMD runs against it with
+tests and benches use), or with `--image NAME` the same in a container of that image
+(scripts/image; podman, the host's network). Once a robot publishes /robot/state, CMD runs against it with
 ROS_MASTER_URI, FLEET_INDEX (0..N-1), FLEET_SIZE and FLEET_LOG_DIR set. Each robot's outcome
 (ok, CMD's exit code, boot failure, port in use, time-out) is reported on its own with its
 logs; one robot's failure does not touch the others. Everything started is stopped at the
@@ -40,6 +41,59 @@ def port_in_use(port):
     return False
 
 
+class ContainerRobot(RobotProcess):
+    """A RobotProcess whose scripts/sawyer runs in a container of `image` (`podman run` with
+    the host's network; the image's entrypoint is scripts/sawyer, its master port set by
+    SAWYER_MASTER_PORT). The container's processes are not descendants of `podman run`, so
+    stop() asks podman to stop the container first."""
+
+    def __init__(self, image, args, log_path, ros_log_dir):
+        super().__init__(args, log_path, ros_log_dir)
+        self.image = image
+        self.name = None
+
+    def start(self):
+        self.name = 'intera_rt_fleet_%d_%d' % (os.getpid(), self.port)
+        self.log_path.parent.mkdir(parents=True, exist_ok=True)
+        cmd = ['podman', 'run', '--rm', '--network', 'host', '--name', self.name,
+               '-e', 'SAWYER_MASTER_PORT=%d' % self.port, self.image] + self.args
+        with open(self.log_path, 'wb') as log:
+            log.write(('$ %s\n' % ' '.join(cmd)).encode())
+            log.flush()
+            self.proc = subprocess.Popen(cmd, env=podman_environ(), stdin=subprocess.DEVNULL,
+                                         stdout=log, stderr=subprocess.STDOUT,
+                                         start_new_session=True, preexec_fn=_die_with_parent)
+        return self
+
+    def stop(self, timeout=15.0):
+        if self.name is not None:
+            subprocess.run(['podman', 'stop', '--ignore', '-t', '%d' % timeout, self.name],
+                           env=podman_environ(), stdout=subprocess.DEVNULL,
+                           stderr=subprocess.DEVNULL, timeout=timeout + 60)
+        return super().stop(timeout)
+
+
+def podman_environ():
+    """podman's environment: deploy/containers.conf unless CONTAINERS_CONF says otherwise."""
+    from intera_rt.robot_process import REPO
+    env = dict(os.environ)
+    env.setdefault('CONTAINERS_CONF', str(REPO / 'deploy' / 'containers.conf'))
+    return env
+
+
+def check_image(image):
+    """None when podman has `image`; else why not (a sentence for the user)."""
+    try:
+        proc = subprocess.run(['podman', 'image', 'exists', image], env=podman_environ(),
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=60)
+    except FileNotFoundError:
+        return 'cannot run image %s: podman not found (apt-get install podman runc ' \
+               'catatonit)' % image
+    if proc.returncode != 0:
+        return 'image %s not found in podman\'s store: build it with scripts/image' % image
+    return None
+
+
 class Member:
     """One robot of the fleet and the CMD run against it.
 
@@ -47,11 +101,15 @@ class Member:
     'boot failed', 'port in use', 'timed out', 'interrupted'.
     """
 
-    def __init__(self, index, sawyer_args, log_dir, port=None):
+    def __init__(self, index, sawyer_args, log_dir, port=None, image=None):
         self.index = index
         self.log_dir = Path(log_dir) / ('robot_%d' % index)
-        self.robot = RobotProcess(sawyer_args, self.log_dir / 'sawyer.log',
-                                  self.log_dir / 'ros_log')
+        if image is None:
+            self.robot = RobotProcess(sawyer_args, self.log_dir / 'sawyer.log',
+                                      self.log_dir / 'ros_log')
+        else:
+            self.robot = ContainerRobot(image, sawyer_args, self.log_dir / 'sawyer.log',
+                                        self.log_dir / 'ros_log')
         if port is not None:
             self.robot.port = port
             self.robot.master_uri = 'http://127.0.0.1:%d' % port
@@ -211,14 +269,16 @@ class Fleet:
     sawyer_args  arguments of every scripts/sawyer (--sim-time is added when missing)
     log_dir      robot_<i>/{sawyer.log,ros_log/,cmd.log} go there
     base_port    robot i's master on base_port + i; None: free ports
+    image        run each robot in a container of this image (None: scripts/sawyer here)
     """
 
-    def __init__(self, sawyer_args, log_dir, base_port=None):
+    def __init__(self, sawyer_args, log_dir, base_port=None, image=None):
         self.sawyer_args = list(sawyer_args)
         if '--sim-time' not in self.sawyer_args:
             self.sawyer_args.insert(0, '--sim-time')
         self.log_dir = Path(log_dir)
         self.base_port = base_port
+        self.image = image
         self.members = []
 
     def add(self, count=1):
@@ -231,7 +291,7 @@ class Fleet:
             while port is None or (self.base_port is None and port in taken):
                 port = free_port()
             taken.add(port)
-            member = Member(index, self.sawyer_args, self.log_dir, port)
+            member = Member(index, self.sawyer_args, self.log_dir, port, self.image)
             self.members.append(member)
             new.append(member)
             member.start()
@@ -306,6 +366,9 @@ def parse_args(argv):
                         % BOOT_TIMEOUT)
     p.add_argument('--timeout', type=float, default=None, metavar='S',
                    help='seconds CMD may run on each robot before it is stopped (default: none)')
+    p.add_argument('--image', default=None, metavar='NAME',
+                   help='run each robot in a container of this image (scripts/image builds '
+                        'localhost/intera_rt:latest) instead of scripts/sawyer here')
     p.add_argument('--logs', default=None, metavar='DIR',
                    help='where robot_<i>/ logs and fleet.json go (default: fleet_out/<time>)')
     args = p.parse_args(own)
@@ -325,6 +388,10 @@ def parse_args(argv):
         parse_speed(args.speed)
     except argparse.ArgumentTypeError as exc:
         p.error('--speed: %s' % exc)
+    if args.image is not None:
+        problem = check_image(args.image)
+        if problem:
+            p.error('--image: %s' % problem)
     args.cmd = cmd
     return args
 
@@ -339,13 +406,14 @@ def main(argv=None):
     log_dir = log_dir.resolve()
     log_dir.mkdir(parents=True, exist_ok=True)
     sawyer_args = ['--sim-time', '--speed', args.speed] + args.sawyer_arg
-    fleet = Fleet(sawyer_args, log_dir, args.base_port)
+    fleet = Fleet(sawyer_args, log_dir, args.base_port, args.image)
     for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
         signal.signal(sig, _interrupt)
     interrupted = None
     t0 = time.monotonic()
-    print('[fleet] %d robot(s): scripts/sawyer %s; logs in %s'
-          % (args.n, ' '.join(sawyer_args), log_dir), flush=True)
+    print('[fleet] %d robot(s): scripts/sawyer %s%s; logs in %s'
+          % (args.n, ' '.join(sawyer_args), ' in %s' % args.image if args.image else '',
+             log_dir), flush=True)
     try:
         fleet.add(args.n)
         ready = fleet.wait_booted(args.boot_timeout)
