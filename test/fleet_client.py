@@ -23,7 +23,8 @@ def main():
     if not state.enabled:
         enable = rospy.Publisher('/robot/set_super_enable', Bool, queue_size=10)
         deadline = time.monotonic() + TIMEOUT
-        while not rospy.wait_for_message('/robot/state', RobotAssemblyState, timeout=TIMEOUT).enabled:
+        while not rospy.wait_for_message('/robot/state', RobotAssemblyState,
+                                         timeout=TIMEOUT).enabled:
             if time.monotonic() > deadline:
                 print('robot %d: not enabled after %.0f s' % (index, TIMEOUT))
                 return 1

@@ -3,8 +3,8 @@
 Every robot is a `scripts/sawyer --sim-time` on a ROS master of its own (a free port, or
 `--base-port P` + index), started and stopped by intera_rt.robot_process (the launcher the
 tests and benches use), or with `--image NAME` the same in a container of that image
-(scripts/image; podman, the host's network). Once a robot publishes /robot/state, CMD runs against it with
-ROS_MASTER_URI, FLEET_INDEX (0..N-1), FLEET_SIZE and FLEET_LOG_DIR set. Each robot's outcome
+(scripts/image; podman, the host's network). Once a robot publishes /robot/state, CMD runs
+against it with ROS_MASTER_URI, FLEET_INDEX (0..N-1), FLEET_SIZE and FLEET_LOG_DIR set. Each robot's outcome
 (ok, CMD's exit code, boot failure, port in use, time-out) is reported on its own with its
 logs; one robot's failure does not touch the others. Everything started is stopped at the
 end, also on Ctrl-C or SIGTERM: each robot and each CMD runs in a process group of its own,
@@ -97,8 +97,8 @@ def check_image(image):
 class Member:
     """One robot of the fleet and the CMD run against it.
 
-    status: 'pending', 'booting', 'running', then one of 'ok', 'cmd failed',
-    'boot failed', 'port in use', 'timed out', 'interrupted'.
+    status: 'pending', 'booting', 'ready' (publishing /robot/state), 'running' (CMD), then
+    one of 'ok', 'cmd failed', 'boot failed', 'port in use', 'timed out', 'interrupted'.
     """
 
     def __init__(self, index, sawyer_args, log_dir, port=None, image=None):
@@ -167,8 +167,7 @@ class Member:
         env = self.robot.environ()
         env.update({'FLEET_INDEX': str(self.index), 'FLEET_SIZE': str(size),
                     'FLEET_LOG_DIR': str(self.log_dir)})
-        env.pop('ROS_LOG_DIR', None)
-        env['ROS_LOG_DIR'] = str(self.log_dir / 'cmd_ros_log')
+        env['ROS_LOG_DIR'] = str(self.log_dir / 'cmd_ros_log')     # not the robot's
         env.update(extra_env or {})
         return env
 
