@@ -8,6 +8,8 @@ realtime  --sim-time --speed 1: robots added one at a time until /robot/joint_st
 memory    RSS and PSS (shared pages split among their users) of one robot's processes,
           alone and averaged over the largest fleet of the realtime run
 failures  robots that did not boot and probes that failed, counted per run
+image     the last scripts/image build's time and size (build/image/image.json), when there
+          is one: building it takes minutes, so the bench reads it rather than building
 
 The measurements run as scripts/fleet's CMD (`python -m intera_rt.bench.fleet --probe
 ...`, a rospy process per robot, since one process can talk to one master): the figures
@@ -156,6 +158,16 @@ def measure_realtime(log_dir, max_robots, seconds):
             'bounded': fits == max_robots, 'steps': steps}, memory
 
 
+def last_image_build():
+    """scripts/image's record of its last build ({tag, size_bytes, build_s, rootfs_s}), or
+    None when it has not run in this checkout."""
+    from intera_rt.robot_process import REPO
+    try:
+        return json.loads((REPO / 'build' / 'image' / 'image.json').read_text())
+    except (OSError, ValueError):
+        return None
+
+
 def run(out_dir=None, quick=False):
     log_dir = os.path.join(out_dir, 'fleet_logs') if out_dir else tempfile.mkdtemp(
         prefix='bench_fleet_')
@@ -182,7 +194,11 @@ def run(out_dir=None, quick=False):
     summary.append('failures: %d boots failed, %d probes failed (of %d robot boots)'
                    % (failures['boots_failed'], failures['probes_failed'],
                       failures['robot_boots']))
-    return {'lockstep': lockstep, 'realtime': realtime, 'memory': memory,
+    image = last_image_build()
+    if image:
+        summary.append('image %s: %.0f MB, built in %d s (scripts/image)'
+                       % (image['tag'], image['size_bytes'] / 1e6, image['build_s']))
+    return {'lockstep': lockstep, 'realtime': realtime, 'memory': memory, 'image': image,
             'failures': failures, 'logs': log_dir, 'summary': summary}
 
 
