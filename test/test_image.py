@@ -1,7 +1,7 @@
 """The container image (scripts/image) and the Kubernetes manifests (deploy/), with podman.
 
-Slow (the image is built from Debian packages and PyPI: ~13 minutes on a busy machine, the
-whole file ~20), so it runs only when asked:
+Slow (the image is built from Debian packages and PyPI: ~10 minutes on a busy machine, the
+whole file ~13), so it runs only when asked:
 
     INTERA_RT_SLOW=1 scripts/test test/test_image.py
 
