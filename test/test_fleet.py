@@ -81,8 +81,8 @@ def test_failing_cmd_on_one_index_is_reported_and_the_other_succeeds(tmp_path):
 
 
 def _two_free_ports():
-    from intera_rt.robot_process import free_port
-    from intera_rt.fleet import port_in_use
+    from intera_rt.tooling.robot_process import free_port
+    from intera_rt.tooling.fleet import port_in_use
     for _ in range(50):
         port = free_port()
         if not port_in_use(port + 1):

@@ -32,7 +32,7 @@ if os.environ.get('INTERA_RT_SLOW', '') in ('', '0'):
 
 import signal                                   # noqa: E402
 
-from intera_rt.robot_process import free_port   # noqa: E402
+from intera_rt.tooling.robot_process import free_port   # noqa: E402
 from rosharness import wait_for                 # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]

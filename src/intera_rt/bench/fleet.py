@@ -97,13 +97,13 @@ def _probe(fleet, kind, seconds, members):
 
 # --- measurements --------------------------------------------------------------------------
 def _memory(member):
-    from intera_rt.bench.soak import memory_snapshot
+    from intera_rt.bench.soak_memory import memory_snapshot
     snap = memory_snapshot(member.robot.proc.pid)
     return {'rss_mb': snap['total_rss_mb'], 'pss_mb': snap['total_pss_mb']}
 
 
 def measure_lockstep(log_dir, counts, seconds):
-    from intera_rt.fleet import Fleet
+    from intera_rt.tooling.fleet import Fleet
     runs = []
     for n in counts:
         with Fleet(['--sim-time', '--speed', 'max'], os.path.join(log_dir, 'lockstep_%d' % n)) \
@@ -124,7 +124,7 @@ def measure_lockstep(log_dir, counts, seconds):
 def measure_realtime(log_dir, max_robots, seconds):
     """Add robots one at a time at --speed 1 until a robot's state rate drops below
     RATE_FRACTION of 1/STATE_PERIOD (or a robot does not boot)."""
-    from intera_rt.fleet import Fleet
+    from intera_rt.tooling.fleet import Fleet
     nominal = 1.0 / STATE_PERIOD
     steps, memory = [], {}
     fits = 0
@@ -161,7 +161,7 @@ def measure_realtime(log_dir, max_robots, seconds):
 def last_image_build():
     """scripts/image's record of its last build ({tag, size_bytes, build_s, rootfs_s}), or
     None when it has not run in this checkout."""
-    from intera_rt.robot_process import REPO
+    from intera_rt.tooling.robot_process import REPO
     try:
         return json.loads((REPO / 'build' / 'image' / 'image.json').read_text())
     except (OSError, ValueError):

@@ -1,7 +1,7 @@
 """`scripts/fleet N -- CMD ...`: N emulated Sawyers on this machine, CMD run against each.
 
 Every robot is a `scripts/sawyer --sim-time` on a ROS master of its own (a free port, or
-`--base-port P` + index), started and stopped by intera_rt.robot_process (the launcher the
+`--base-port P` + index), started and stopped by tooling.robot_process (the launcher the
 tests and benches use), or with `--image NAME` the same in a container of that image
 (scripts/image; podman, the host's network). Once a robot publishes /robot/state, CMD runs
 against it with ROS_MASTER_URI, FLEET_INDEX (0..N-1), FLEET_SIZE and FLEET_LOG_DIR set. Each robot's outcome
@@ -24,7 +24,8 @@ import threading
 import time
 from pathlib import Path
 
-from intera_rt.robot_process import RobotProcess, descendants, free_port, proc_start_time
+from intera_rt.tooling.robot_process import (REPO, RobotProcess, _die_with_parent, descendants,
+                                              free_port, proc_start_time)
 
 BOOT_TIMEOUT = 120.0       # s: N robots boot at once on few cores
 CMD_STOP_TIMEOUT = 5.0     # s: SIGTERM to a CMD's group until SIGKILL
@@ -75,7 +76,6 @@ class ContainerRobot(RobotProcess):
 
 def podman_environ():
     """podman's environment: deploy/containers.conf unless CONTAINERS_CONF says otherwise."""
-    from intera_rt.robot_process import REPO
     env = dict(os.environ)
     env.setdefault('CONTAINERS_CONF', str(REPO / 'deploy' / 'containers.conf'))
     return env
@@ -252,14 +252,6 @@ class Member:
 
 def _round(value):
     return None if value is None else round(value, 2)
-
-
-def _die_with_parent():
-    try:
-        import ctypes
-        ctypes.CDLL(None).prctl(1, int(signal.SIGTERM), 0, 0, 0)  # PR_SET_PDEATHSIG
-    except Exception:  # noqa: BLE001 - best effort
-        pass
 
 
 class Fleet:
