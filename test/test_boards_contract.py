@@ -19,7 +19,8 @@ from intera_rt.boards import (BACKENDS, BackendOption, BoardsError, BoardsReadin
                               Unsupported, check_backend, make_boards, register_backend)
 from intera_rt.boards.embedded import EmbeddedBoards
 from intera_rt.control import commands as cmds
-from intera_rt.realtime.core import RealtimeCore, state_field
+from intera_rt.realtime.core import RealtimeCore
+from intera_rt.realtime.state import StateView
 from intera_rt.robot import ARM_JOINTS, NEUTRAL
 
 DT = 0.001
@@ -293,9 +294,12 @@ def test_the_core_boots_where_hardware_is_and_follows_its_clock():
     assert np.abs(q - START).max() < 2e-3                          # held where it booted
     assert core.now == pytest.approx(0.3, abs=1e-8)                # the boards' clock
     assert core.boards.cycles == 300
-    for command, words in ((cmds.SimJointPositions((), tuple(NEUTRAL)), 'cannot be reset to a pose'),
-                           (cmds.SimWrench('right_hand', (0.0,) * 6, 1.0), 'cannot apply external wrenches'),
-                           (cmds.SimAddObstacle('box', 'box', (1, 0, 0), (0, 0, 0, 1), (.1, .1, .1)),
+    for command, words in ((cmds.SimJointPositions(names=(), positions=tuple(NEUTRAL)),
+                            'cannot be reset to a pose'),
+                           (cmds.SimWrench(link='right_hand', wrench=(0.0,) * 6, duration=1.0),
+                            'cannot apply external wrenches'),
+                           (cmds.SimAddObstacle(name='box', shape='box', position=(1, 0, 0),
+                                                quaternion=(0, 0, 0, 1), size=(.1, .1, .1)),
                             'cannot place obstacles')):
         ok, why = core.apply(command)
         assert not ok and 'the hardware backend ' + words in why
@@ -317,32 +321,33 @@ def test_a_board_fault_puts_the_robot_in_error_until_reset(backend):
         boards.inject_fault(fault)
     tick(core, 2)
     v = core.state_vector()
-    assert state_field(v, 'error') == 1.0 and state_field(v, 'enabled') == 0.0
+    assert StateView(v).error == 1.0 and StateView(v).enabled == 0.0
     assert boards.read().brakes                                       # stopped, brakes on
     logs = core.take_logs()
     assert ('error', 'boards-fault', 'joint boards fault: %s; the robot is in error '
             '(set_super_reset clears it once the boards do)' % fault) in logs, logs
     q = boards.read().position.copy()
-    core.apply(cmds.JointCommand(1, tuple(ARM_JOINTS), position=tuple(np.array(NEUTRAL) + 0.2)))
+    core.apply(cmds.JointCommand(mode=1, names=tuple(ARM_JOINTS),
+                                 position=tuple(np.array(NEUTRAL) + 0.2)))
     tick(core, 100)
     np.testing.assert_allclose(boards.read().position, q, atol=1e-12)  # no motion in error
     if boards.owns_clock:                       # the condition persists: reset refused
         core.apply(cmds.Reset())
         tick(core)
-        assert state_field(core.state_vector(), 'error') == 1.0
+        assert StateView(core.state_vector()).error == 1.0
         assert any('reset refused: the joint boards still report a fault (%s)' % fault in text
                    for _, _, text in core.take_logs())
         boards.condition = ''
     core.apply(cmds.Reset())
-    core.apply(cmds.SetEnable(True))
+    core.apply(cmds.SetEnable(on=True))
     tick(core, 20)
     v = core.state_vector()
-    assert state_field(v, 'error') == 0.0 and state_field(v, 'enabled') == 1.0
+    assert StateView(v).error == 0.0 and StateView(v).enabled == 1.0
     assert not boards.read().brakes and boards.fault == ''
     target = np.array(q[:7])
     target[5] += 0.1
     for _ in range(100):                       # moves again
-        core.apply(cmds.JointCommand(1, tuple(ARM_JOINTS), position=tuple(target)))
+        core.apply(cmds.JointCommand(mode=1, names=tuple(ARM_JOINTS), position=tuple(target)))
         tick(core, 10)
     assert boards.read().position[5] - q[5] > 0.05
     core.close()

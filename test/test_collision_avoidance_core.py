@@ -65,8 +65,10 @@ def avoid(stage):
 
 
 def arm_state(model, q, qd=None, q_head=0.0, now=0.0, suppressions=None):
-    return ArmState(now, PERIOD, np.array(q, float), np.zeros(7) if qd is None else np.array(qd, float),
-                    np.zeros(7), float(q_head), 0.0, model.arm_dynamics, suppressions or Suppressions())
+    return ArmState(now=now, period=PERIOD, q=np.array(q, float),
+                    qd=np.zeros(7) if qd is None else np.array(qd, float), effort=np.zeros(7),
+                    q_head=float(q_head), qd_head=0.0, dynamics=model.arm_dynamics,
+                    suppressions=suppressions or Suppressions())
 
 
 def run_arm(model, stage, start, target, q_head=0.0, seconds=1.5, ramp=0.5, torque_mode=False,
@@ -90,7 +92,8 @@ def run_arm(model, stage, start, target, q_head=0.0, seconds=1.5, ramp=0.5, torq
             sup.suppress('collision_avoidance', now)
         r = boards.read()
         q, qd = r.position[:7], r.velocity[:7]
-        state = ArmState(now, PERIOD, q, qd, r.effort[:7], r.position[7], r.velocity[7], dyn, sup)
+        state = ArmState(now=now, period=PERIOD, q=q, qd=qd, effort=r.effort[:7], q_head=r.position[7],
+                         qd_head=r.velocity[7], dynamics=dyn, suppressions=sup)
         if torque_mode:
             tau = state.gravity().copy()
         else:

@@ -82,17 +82,17 @@ class Arm:
 
     def command(self, mode, **arrays):
         """A JointCommand of all seven joints (the core refuses it while a halt holds the arm)."""
-        self.core.apply(cmds.JointCommand(mode, tuple(ARM_JOINTS),
+        self.core.apply(cmds.JointCommand(mode=mode, names=tuple(ARM_JOINTS),
                                           **{k: tuple(v) for k, v in arrays.items()}))
 
     def set_speed_ratio(self, ratio):
-        self.core.apply(cmds.SetSpeedRatio(ratio))
+        self.core.apply(cmds.SetSpeedRatio(ratio=ratio))
 
     def set_timeout(self, seconds):
-        self.core.apply(cmds.SetTimeout(seconds))
+        self.core.apply(cmds.SetTimeout(seconds=seconds))
 
     def suppress(self, what):
-        self.core.apply(cmds.Suppress(what))
+        self.core.apply(cmds.Suppress(what=what))
 
     def step(self):
         self.core.tick()
@@ -402,7 +402,7 @@ def test_guided_arm_is_no_collision_until_it_settles(model, settle):
     letting go as the core hands back to hold is no impact — it would be without the
     settle time (settle 1 ms) —; after the settle time a hit is."""
     arm = Arm(model, options={} if settle is None else {'settle': settle})
-    arm.core.apply(cmds.CuffInput('cuff', True))
+    arm.core.apply(cmds.CuffInput(source='cuff', pressed=True))
     grip = [16.0, 8.0, 0.0, 0.0, 0.0, 0.0]
     q0 = arm.q.copy()
     arm.run(0.3, lambda a: a.boards.apply_wrench('right_hand', grip, 0.01), 0.01)
@@ -412,7 +412,7 @@ def test_guided_arm_is_no_collision_until_it_settles(model, settle):
     assert np.abs(arm.monitor.r - true).max() < 0.1 * np.abs(true).max()    # felt
     assert not arm.halts
     # Let go of the cuff and of the arm at once: hold where it is.
-    arm.core.apply(cmds.CuffInput('cuff', False))
+    arm.core.apply(cmds.CuffInput(source='cuff', pressed=False))
     arm.run(0.4)
     assert arm.controller == 'hold'
     if settle is not None:

@@ -11,7 +11,8 @@ from intera_rt.control import commands as cmds
 from intera_rt.control.arm import Arm
 from intera_rt.control.trajectory import extrapolate
 from intera_rt.model import RobotModel
-from intera_rt.realtime.core import CONTROLLER_NAMES, RealtimeCore, state_field
+from intera_rt.realtime.core import CONTROLLER_NAMES, RealtimeCore
+from intera_rt.realtime.state import StateView
 from intera_rt.robot import ARM_JOINTS, NEUTRAL
 
 NEUTRAL = np.array(NEUTRAL)
@@ -37,18 +38,20 @@ class Sim:
 
     @property
     def q(self):
-        return state_field(self.core.state_vector(), 'q')[:7]
+        return StateView(self.core.state_vector()).q[:7]
 
-    def field(self, name):
-        return state_field(self.core.state_vector(), name)
+    @property
+    def state(self):
+        """The core's state now (realtime.state.StateView)."""
+        return StateView(self.core.state_vector())
 
     @property
     def controller(self):
-        return CONTROLLER_NAMES[int(self.field('controller'))]
+        return CONTROLLER_NAMES[int(self.state.controller)]
 
     def command(self, mode, names, stamp=None, **arrays):
         arrays = {k: tuple(v) for k, v in arrays.items()}
-        self.core.apply(cmds.JointCommand(mode, tuple(names), stamp=stamp, **arrays))
+        self.core.apply(cmds.JointCommand(mode=mode, names=tuple(names), stamp=stamp, **arrays))
         return self.core.take_logs()
 
     def run(self, seconds, each_tick=None):
@@ -139,24 +142,24 @@ def test_timeout_exits_every_mode_to_hold_and_the_arm_comes_to_rest(model):
         sim.run(0.11)
         assert sim.controller == 'hold', name
         # From its state at the timeout, the reference brakes at the acceleration limits.
-        p, v = sim.field('cmd_p'), sim.field('cmd_v')
+        p, v = sim.state.cmd_p, sim.state.cmd_v
         stop = arm.stop_point(p, v)
         sim.run(1.5)
-        assert np.abs(sim.field('cmd_v')).max() == 0.0, name
+        assert np.abs(sim.state.cmd_v).max() == 0.0, name
         assert np.abs(sim.q - stop).max() < 0.02, name
-        assert sim.field('timeouts') == 1.0
+        assert sim.state.timeouts == 1.0
 
 
 @pytest.mark.parametrize('cmd,fragment', [
-    (cmds.JointCommand(7, tuple(JOINTS), position=tuple(NEUTRAL)), 'unknown mode'),
-    (cmds.JointCommand(1, ('right_j9',), position=(0.0,)), 'unknown joint'),
-    (cmds.JointCommand(1, ('right_j0', 'right_j0'), position=(0.0, 0.0)), 'named twice'),
-    (cmds.JointCommand(1, tuple(JOINTS), position=(0.0,) * 3), 'position has 3 values'),
-    (cmds.JointCommand(2, ('right_j0',), velocity=(math.nan,)), 'nan'),
-    (cmds.JointCommand(1, ('right_j0',), position=(math.inf,)), 'inf'),
-    (cmds.JointCommand(1, ('right_j0',), position=(3.2,)), 'outside its limits'),
-    (cmds.JointCommand(4, ('right_j0',), position=(0.0,), velocity=(math.nan,)), 'nan'),
-    (cmds.JointCommand(1, (), position=()), 'names is empty'),
+    (cmds.JointCommand(mode=7, names=tuple(JOINTS), position=tuple(NEUTRAL)), 'unknown mode'),
+    (cmds.JointCommand(mode=1, names=('right_j9',), position=(0.0,)), 'unknown joint'),
+    (cmds.JointCommand(mode=1, names=('right_j0', 'right_j0'), position=(0.0, 0.0)), 'named twice'),
+    (cmds.JointCommand(mode=1, names=tuple(JOINTS), position=(0.0,) * 3), 'position has 3 values'),
+    (cmds.JointCommand(mode=2, names=('right_j0',), velocity=(math.nan,)), 'nan'),
+    (cmds.JointCommand(mode=1, names=('right_j0',), position=(math.inf,)), 'inf'),
+    (cmds.JointCommand(mode=1, names=('right_j0',), position=(3.2,)), 'outside its limits'),
+    (cmds.JointCommand(mode=4, names=('right_j0',), position=(0.0,), velocity=(math.nan,)), 'nan'),
+    (cmds.JointCommand(mode=1, names=(), position=()), 'names is empty'),
 ])
 def test_bad_commands_are_rejected_with_reason_and_no_motion(model, cmd, fragment):
     sim = Sim(model)
@@ -191,7 +194,7 @@ def test_torque_beyond_effort_limit_saturates_and_reports(model):
     (level, key, text), = sim.command(3, ['right_j6'], effort=[50.0])
     assert key == 'cmd-saturated' and 'right_j6' in text and 'saturated' in text
     sim.run(0.001)
-    assert abs(sim.field('cmd_effort')[6]) == pytest.approx(9.0)
+    assert abs(sim.state.cmd_effort[6]) == pytest.approx(9.0)
 
 
 def test_trajectory_velocities_and_accelerations_are_bounded(model):
@@ -200,7 +203,7 @@ def test_trajectory_velocities_and_accelerations_are_bounded(model):
     logs = sim.command(4, ['right_j0'], position=[0.0], velocity=[5.0], acceleration=[50.0])
     assert [k for _, k, _ in logs] == ['cmd-saturated'] * 2        # velocity and acceleration
     sim.run(0.15)
-    v = sim.field('cmd_v')
+    v = sim.state.cmd_v
     assert abs(v[0]) <= arm.vel_limit[0] + 1e-9
 
 
@@ -216,13 +219,13 @@ def test_gravity_suppression_makes_the_arm_sag(model):
 
     def keep(s):
         s.command(3, JOINTS, effort=[0.0] * 7)
-        s.core.apply(cmds.Suppress('gravity'))
+        s.core.apply(cmds.Suppress(what='gravity'))
     sim.run(0.5, keep)
     assert abs(sim.q[1] - NEUTRAL[1]) > 0.05              # shoulder falls without gravity torques
-    assert sim.field('gravity_compensation.suppressed') == 1.0
-    assert sim.field('suppress.gravity') == 1.0
+    assert sim.state.gravity_compensation.suppressed == 1.0
+    assert sim.state.suppress.gravity == 1.0
     sim.run(0.25)
-    assert sim.field('suppress.gravity') == 0.0           # expires 0.2 s after the last message
+    assert sim.state.suppress.gravity == 0.0           # expires 0.2 s after the last message
 
 
 def test_speed_ratio_is_clipped(model):
@@ -261,7 +264,7 @@ def test_joints_left_out_of_a_trajectory_command_stop(model):
     sim.command(4, ['right_j0'], position=[NEUTRAL[0]])
     sim.run(0.15, lambda s: s.command(4, ['right_j0'], position=[NEUTRAL[0]]))
     # right_j1's reference stopped at once; the arm settles within a few mrad of it
-    assert sim.field('cmd_v')[1] == 0.0
+    assert sim.state.cmd_v[1] == 0.0
     assert abs(sim.q[1] - q1) < 0.01
 
 
@@ -270,7 +273,7 @@ def test_joints_left_out_of_a_velocity_command_stop(model):
     sim.command(2, JOINTS, velocity=[0.1] * 7)
     sim.run(0.1)
     sim.run(0.2, lambda s: s.command(2, ['right_j0'], velocity=[0.1]))
-    v = sim.field('cmd_v')
+    v = sim.state.cmd_v
     assert v[1:].tolist() == [0.0] * 6
     assert v[0] == pytest.approx(0.1)
 
@@ -282,10 +285,10 @@ def test_trajectory_stamp_sets_the_sample_time(model):
     v = np.full(7, 0.1)
     sim.command(4, JOINTS, position=NEUTRAL, velocity=v, acceleration=[0.0] * 7, stamp=sim.t + 0.05)
     sim.run(0.001)
-    assert sim.field('cmd_p') == pytest.approx(NEUTRAL - 0.005)
+    assert sim.state.cmd_p == pytest.approx(NEUTRAL - 0.005)
     sim.command(4, JOINTS, position=NEUTRAL, velocity=v, acceleration=[0.0] * 7, stamp=sim.t + 5.0)
     sim.run(0.001)
-    assert sim.field('cmd_p') == pytest.approx(NEUTRAL)
+    assert sim.state.cmd_p == pytest.approx(NEUTRAL)
 
 
 def test_trajectory_extrapolated_into_a_limit_stops_there(model):
@@ -294,8 +297,8 @@ def test_trajectory_extrapolated_into_a_limit_stops_there(model):
     sim = Sim(model, q)
     sim.command(4, ['right_j0'], position=[3.0], velocity=[0.5])
     sim.run(0.15)
-    assert sim.field('cmd_p')[0] == pytest.approx(model.limit_arrays(['right_j0'])['upper'][0])
-    assert sim.field('cmd_v')[0] == 0.0
+    assert sim.state.cmd_p[0] == pytest.approx(model.limit_arrays(['right_j0'])['upper'][0])
+    assert sim.state.cmd_v[0] == 0.0
 
 
 def test_an_unknown_command_type_is_refused(model):
@@ -311,12 +314,12 @@ def test_controllers_hand_over_without_a_jump(model):
     arm = Arm(model)
     steps = [(1, {'position': NEUTRAL + 0.4}), (2, {'velocity': [0.3] * 7}),
              (4, {'position': NEUTRAL + 0.05}), (1, {'position': NEUTRAL})]
-    prev = sim.field('cmd_p')
+    prev = sim.state.cmd_p
     for mode, arrays in steps:
         for _ in range(150):
             sim.command(mode, JOINTS, **arrays)
             sim.run(0.001)
-            p = sim.field('cmd_p')
+            p = sim.state.cmd_p
             if mode != 4:              # a trajectory sample is where the client puts it
                 assert np.all(np.abs(p - prev) <= arm.vel_limit * DT * 1.01)
             prev = p
@@ -324,7 +327,7 @@ def test_controllers_hand_over_without_a_jump(model):
 
 # --- zero-G --------------------------------------------------------------------------------
 def _grasp(sim, on=True):
-    sim.core.apply(cmds.CuffInput('cuff', on))
+    sim.core.apply(cmds.CuffInput(source='cuff', pressed=on))
 
 
 def test_zero_g_lets_a_wrench_move_the_arm_and_holds_where_it_is_let_go(model):
@@ -333,7 +336,8 @@ def test_zero_g_lets_a_wrench_move_the_arm_and_holds_where_it_is_let_go(model):
     _grasp(sim)
     sim.run(0.01)
     assert sim.controller == 'zero_g'
-    assert sim.core.apply(cmds.SimWrench('right_hand', (0.0, 15.0, 0.0, 0.0, 0.0, 0.0), 0.5))[0]
+    assert sim.core.apply(cmds.SimWrench(link='right_hand', wrench=(0.0, 15.0, 0.0, 0.0, 0.0, 0.0),
+                                         duration=0.5))[0]
     sim.run(0.5)
     moved = sim.q - NEUTRAL
     assert np.abs(moved).max() > 0.05                 # a push of 15 N moves the free arm
@@ -348,7 +352,8 @@ def test_zero_g_lets_a_wrench_move_the_arm_and_holds_where_it_is_let_go(model):
 
 def test_the_same_push_barely_moves_the_arm_without_zero_g(model):
     sim = Sim(model)
-    sim.core.apply(cmds.SimWrench('right_hand', (0.0, 15.0, 0.0, 0.0, 0.0, 0.0), 0.5))
+    sim.core.apply(cmds.SimWrench(link='right_hand', wrench=(0.0, 15.0, 0.0, 0.0, 0.0, 0.0),
+                                  duration=0.5))
     sim.run(0.5)
     assert np.abs(sim.q - NEUTRAL).max() < 0.02
 
@@ -360,10 +365,10 @@ def test_zero_g_refuses_joint_commands_and_suppression_blocks_it(model):
     logs = sim.command(1, ['right_j0'], position=[0.5])
     assert ('warn', 'cmd-ignored', 'joint_command ignored: zero-G is active (cuff held)') in logs
     # suppress_cuff_interaction at ≥ 5 Hz: the grasp does nothing, and the arm holds
-    sim.run(0.5, lambda s: s.core.apply(cmds.Suppress('cuff_interaction'))
+    sim.run(0.5, lambda s: s.core.apply(cmds.Suppress(what='cuff_interaction'))
             if round(s.t / DT) % 100 == 0 else None)
     assert sim.controller == 'hold'
-    assert sim.field('cuff') == 1.0 and sim.field('suppress.cuff_interaction') == 1.0
+    assert sim.state.cuff == 1.0 and sim.state.suppress.cuff_interaction == 1.0
     # 0.2 s after the last suppress message, the held cuff takes effect again
     sim.run(0.25)
     assert sim.controller == 'zero_g'
@@ -371,10 +376,10 @@ def test_zero_g_refuses_joint_commands_and_suppression_blocks_it(model):
 
 def test_the_navigator_circle_button_asks_for_zero_g_too(model):
     sim = Sim(model)
-    sim.core.apply(cmds.CuffInput('navigator', True))
+    sim.core.apply(cmds.CuffInput(source='navigator', pressed=True))
     sim.run(0.002)
     assert sim.controller == 'zero_g'
-    sim.core.apply(cmds.CuffInput('navigator', False))
+    sim.core.apply(cmds.CuffInput(source='navigator', pressed=False))
     sim.run(0.002)
     assert sim.controller == 'hold'
 
@@ -385,19 +390,19 @@ def _fold_into_the_shoulder(model, scaling):
     right_j3's speed when the avoidance shapes first overlap, and the deepest overlap."""
     core = RealtimeCore(model, q_arm=list(NEUTRAL),
                         options={'collision_avoidance': {'velocity_scaling': scaling}})
-    core.apply(cmds.SetSpeedRatio(1.0))
+    core.apply(cmds.SetSpeedRatio(ratio=1.0))
     target = NEUTRAL.copy()
     target[3] = 2.9                       # the elbow folded: the hand into the shoulder
     entering, deepest = None, 0.0
     for i in range(2500):
         if i % 10 == 0:
-            core.apply(cmds.JointCommand(1, tuple(JOINTS), tuple(target)))
+            core.apply(cmds.JointCommand(mode=1, names=tuple(JOINTS), position=tuple(target)))
         core.tick()
         v = core.state_vector()
-        depth = state_field(v, 'collision_avoidance.depth')
+        depth = StateView(v).collision_avoidance.depth
         deepest = max(deepest, depth)
         if entering is None and depth > 0.0:
-            entering = abs(state_field(v, 'qd')[3])
+            entering = abs(StateView(v).qd[3])
     return core, entering, deepest
 
 
@@ -417,9 +422,9 @@ def test_velocity_scaling_slows_only_motion_that_closes_a_distance(model):
     speeds = []
     for i in range(800):
         if i % 10 == 0:
-            on.apply(cmds.JointCommand(1, tuple(JOINTS), tuple(NEUTRAL)))
+            on.apply(cmds.JointCommand(mode=1, names=tuple(JOINTS), position=tuple(NEUTRAL)))
         on.tick()
-        speeds.append(abs(state_field(on.state_vector(), 'cmd_v')[3]))
+        speeds.append(abs(StateView(on.state_vector()).cmd_v[3]))
     assert max(speeds) > 0.99 * vmax
 
 
@@ -434,9 +439,9 @@ def test_a_huge_torque_command_is_braked_at_the_speed_limit(model):
     peak = 0.0
     for _ in range(400):
         sim.run(0.001)
-        peak = max(peak, abs(sim.field('qd')[0]))
+        peak = max(peak, abs(sim.state.qd[0]))
     assert peak < 1.8 * vmax, 'right_j0 reached %.2f rad/s (limit %.2f)' % (peak, vmax)
     assert abs(sim.q[0] - NEUTRAL[0]) < 0.5
-    assert sim.controller == 'hold' and sim.field('collision') == 0.0
-    assert abs(sim.field('qd')[0]) < 0.05
+    assert sim.controller == 'hold' and sim.state.collision == 0.0
+    assert abs(sim.state.qd[0]) < 0.05
     assert any(k == 'halt:joint_speed' and 'right_j0 moving at' in t for _, k, t in sim.core.take_logs())

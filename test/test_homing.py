@@ -10,7 +10,8 @@ import pytest
 from intera_rt.control import commands as cmds
 from intera_rt.control.homing import AUTO, HOMED, HOMING, HOMING_TIME, MANUAL, NOT_HOMED
 from intera_rt.model import RobotModel
-from intera_rt.realtime.core import RealtimeCore, state_field
+from intera_rt.realtime.core import RealtimeCore
+from intera_rt.realtime.state import StateView
 from intera_rt.robot import ARM_JOINTS, NEUTRAL
 
 pytestmark = pytest.mark.sawyer_args(['--unhomed', '--sim-time', '--speed', '2'])
@@ -29,57 +30,57 @@ def ticks(core, seconds):
 
 
 def homing_states(core):
-    return [int(s) for s in state_field(core.state_vector(), 'homing')]
+    return [int(s) for s in StateView(core.state_vector()).homing]
 
 
 # --- the core -------------------------------------------------------------------------------
 def test_unhomed_core_refuses_motion_until_homed_then_moves(model):
     core = RealtimeCore(model, q_arm=NEUTRAL, homed=False)
-    assert state_field(core.state_vector(), 'homed') == 0.0
+    assert StateView(core.state_vector()).homed == 0.0
     assert homing_states(core) == [NOT_HOMED] * 7
-    core.apply(cmds.JointCommand(1, ('right_j0',), (TARGET,)))
+    core.apply(cmds.JointCommand(mode=1, names=('right_j0',), position=(TARGET,)))
     ticks(core, 0.5)
-    assert abs(state_field(core.state_vector(), 'q')[0]) < 1e-3        # did not move
+    assert abs(StateView(core.state_vector()).q[0]) < 1e-3        # did not move
     (level, _, text), = core.take_logs()
     assert level == 'warn' and 'not homed' in text and 'right_j0 NOT_HOMED' in text
 
-    core.apply(cmds.HomingCommand(ARM_JOINTS, (AUTO,) * 7))
+    core.apply(cmds.HomingCommand(names=ARM_JOINTS, commands=(AUTO,) * 7))
     ticks(core, 0.5 * HOMING_TIME)
     assert homing_states(core) == [HOMING] * 7
-    core.apply(cmds.HomingCommand(ARM_JOINTS, (AUTO,) * 7))          # the client's 1 Hz resend
+    core.apply(cmds.HomingCommand(names=ARM_JOINTS, commands=(AUTO,) * 7))          # the client's 1 Hz resend
     ticks(core, 0.5 * HOMING_TIME + 0.01)
     v = core.state_vector()
-    assert homing_states(core) == [HOMED] * 7 and state_field(v, 'homed') == 1.0
-    assert np.abs(state_field(v, 'q')[:7] - NEUTRAL).max() < 1e-3     # homing held the arm still
+    assert homing_states(core) == [HOMED] * 7 and StateView(v).homed == 1.0
+    assert np.abs(StateView(v).q[:7] - NEUTRAL).max() < 1e-3     # homing held the arm still
     assert any('homing done' in text for _, _, text in core.take_logs())
 
     for _ in range(300):          # POSITION_MODE is streamed (its command timeout is 0.2 s)
-        core.apply(cmds.JointCommand(1, ('right_j0',), (TARGET,)))
+        core.apply(cmds.JointCommand(mode=1, names=('right_j0',), position=(TARGET,)))
         ticks(core, 0.01)
-    assert abs(state_field(core.state_vector(), 'q')[0] - TARGET) < 0.01
+    assert abs(StateView(core.state_vector()).q[0] - TARGET) < 0.01
 
 
 def test_homing_joint_by_joint_needs_enabled_and_a_disable_interrupts_it(model):
     core = RealtimeCore(model, q_arm=NEUTRAL, homed=False, enabled=False)
-    core.apply(cmds.HomingCommand(('right_j0',), (AUTO,)))
+    core.apply(cmds.HomingCommand(names=('right_j0',), commands=(AUTO,)))
     ticks(core, 2 * HOMING_TIME)
     assert homing_states(core) == [NOT_HOMED] * 7
     assert 'set_homing_mode ignored: the robot is disabled' in core.take_logs()[0][2]
 
-    core.apply(cmds.SetEnable(True))
-    core.apply(cmds.HomingCommand(('right_j0', 'right_j1'), (MANUAL, 0)))   # NONE: left alone
+    core.apply(cmds.SetEnable(on=True))
+    core.apply(cmds.HomingCommand(names=('right_j0', 'right_j1'), commands=(MANUAL, 0)))   # NONE: left alone
     ticks(core, 0.3)
     assert homing_states(core)[:2] == [HOMING, NOT_HOMED]
-    core.apply(cmds.SetEnable(False))
+    core.apply(cmds.SetEnable(on=False))
     ticks(core, 2 * HOMING_TIME)
     assert homing_states(core)[0] == NOT_HOMED
     assert any('homing of right_j0 interrupted' in text for _, _, text in core.take_logs())
 
-    core.apply(cmds.SetEnable(True))
-    core.apply(cmds.HomingCommand(('right_j0',), (AUTO,)))
+    core.apply(cmds.SetEnable(on=True))
+    core.apply(cmds.HomingCommand(names=('right_j0',), commands=(AUTO,)))
     ticks(core, HOMING_TIME + 0.01)
     assert homing_states(core) == [HOMED] + [NOT_HOMED] * 6
-    assert state_field(core.state_vector(), 'homed') == 0.0
+    assert StateView(core.state_vector()).homed == 0.0
 
 
 @pytest.mark.parametrize('names,commands,fragment', [
@@ -89,7 +90,7 @@ def test_homing_joint_by_joint_needs_enabled_and_a_disable_interrupts_it(model):
 ])
 def test_bad_homing_commands_are_refused_saying_why(model, names, commands, fragment):
     core = RealtimeCore(model, q_arm=NEUTRAL, homed=False)
-    core.apply(cmds.HomingCommand(names, commands))
+    core.apply(cmds.HomingCommand(names=names, commands=commands))
     ticks(core, 2 * HOMING_TIME)
     assert homing_states(core) == [NOT_HOMED] * 7
     (level, _, text), = core.take_logs()
@@ -98,9 +99,9 @@ def test_bad_homing_commands_are_refused_saying_why(model, names, commands, frag
 
 def test_a_homed_arm_stays_homed(model):
     core = RealtimeCore(model, q_arm=NEUTRAL)
-    core.apply(cmds.HomingCommand(ARM_JOINTS, (AUTO,) * 7))
+    core.apply(cmds.HomingCommand(names=ARM_JOINTS, commands=(AUTO,) * 7))
     ticks(core, 0.1)
-    assert homing_states(core) == [HOMED] * 7 and state_field(core.state_vector(), 'homed') == 1.0
+    assert homing_states(core) == [HOMED] * 7 and StateView(core.state_vector()).homed == 1.0
 
 
 # --- through ROS, as the SDK's home_joints.py does it ----------------------------------------

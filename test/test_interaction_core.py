@@ -12,7 +12,8 @@ import pytest
 from intera_rt.control import commands as cmds
 from intera_rt.control.interaction import K_CAP, MOTION_BOUND, ROTATION_WALL
 from intera_rt.model import RobotModel
-from intera_rt.realtime.core import CONTROLLER_NAMES, RealtimeCore, state_field
+from intera_rt.realtime.core import CONTROLLER_NAMES, RealtimeCore
+from intera_rt.realtime.state import StateView
 from intera_rt.robot import ARM_JOINTS, NEUTRAL
 
 NEUTRAL = np.array(NEUTRAL)
@@ -29,8 +30,10 @@ def model():
 
 def interaction(mode=(IMPEDANCE,) * 6, K=(1300.0,) * 3 + (30.0,) * 3, max_impedance=(False,) * 6,
                 force=(0.0,) * 6, K_nullspace=SDK_K_NULLSPACE, active=True, **kw):
-    return cmds.InteractionCommand(active, tuple(mode), tuple(K), tuple(max_impedance), (),
-                                   tuple(K_nullspace), tuple(force), **kw)
+    return cmds.InteractionCommand(interaction_control_active=active, interaction_control_mode=tuple(mode),
+                                   K_impedance=tuple(K), max_impedance=tuple(max_impedance),
+                                   D_impedance=(), K_nullspace=tuple(K_nullspace),
+                                   force_command=tuple(force), **kw)
 
 
 class Sim:
@@ -51,12 +54,14 @@ class Sim:
     def q(self):
         return self.core.boards.read().position[:7].copy()
 
-    def field(self, name):
-        return state_field(self.core.state_vector(), name)
+    @property
+    def state(self):
+        """The core's state now (realtime.state.StateView)."""
+        return StateView(self.core.state_vector())
 
     @property
     def controller(self):
-        return CONTROLLER_NAMES[int(self.field('controller'))]
+        return CONTROLLER_NAMES[int(self.state.controller)]
 
     def pose(self, q=None):
         R, p, _ = self.dyn.frame_kinematics(self._hand, self.q if q is None else q, self._data)
@@ -77,16 +82,16 @@ class Sim:
     def run(self, seconds, each=None):
         """Tick for `seconds`, calling each(t) first; tracks the largest change of the
         commanded torque between two ticks and the ticks a collision was reported."""
-        prev = self.field('cmd_effort')
+        prev = self.state.cmd_effort
         for _ in range(int(round(seconds / DT))):
             if each is not None:
                 each(self.core.now)
             self.core.tick()
             v = self.core.state_vector()
-            tau = state_field(v, 'cmd_effort')
+            tau = StateView(v).cmd_effort
             self.max_dtau = max(self.max_dtau, float(np.abs(tau - prev).max()))
             prev = tau
-            self.collisions += int(state_field(v, 'collision'))
+            self.collisions += int(StateView(v).collision)
 
     def push(self, wrench, ramp=0.3):
         """each(t) for run(): the wrench on right_hand (about its origin, in base), ramped up
@@ -95,7 +100,8 @@ class Sim:
         w = np.array(wrench, float)
 
         def each(t):
-            self.core.apply(cmds.SimWrench('right_hand', tuple(w * min(1.0, (t - t0) / ramp)), 0.0005))
+            self.core.apply(cmds.SimWrench(link='right_hand', wrench=tuple(w * min(1.0, (t - t0) / ramp)),
+                                           duration=0.0005))
         return each
 
     def contact_force(self):
@@ -105,8 +111,9 @@ class Sim:
         """A table under the hand, its top `gap` below right_hand's origin (the hand's shape
         reaches 35 mm below it: the default leaves 15 mm of clearance)."""
         _, p = self.pose()
-        ok, msg = self.apply(cmds.SimAddObstacle('table', 'box', (p[0], p[1], p[2] - gap - 0.1),
-                                                 (0, 0, 0, 1), (0.4, 0.4, 0.2)))
+        ok, msg = self.apply(cmds.SimAddObstacle(name='table', shape='box',
+                                                 position=(p[0], p[1], p[2] - gap - 0.1),
+                                                 quaternion=(0, 0, 0, 1), size=(0.4, 0.4, 0.2)))
         assert ok, msg
 
 
@@ -129,7 +136,8 @@ def quintic_stream(sim, q0, q1, T, every=5):
         p = q0 + (q1 - q0) * (10 * s**3 - 15 * s**4 + 6 * s**5)
         v = (q1 - q0) * (30 * s**2 - 60 * s**3 + 30 * s**4) / T
         a = (q1 - q0) * (60 * s - 180 * s**2 + 120 * s**3) / T**2
-        sim.apply(cmds.JointCommand(4, JOINTS, tuple(p), tuple(v), tuple(a)))
+        sim.apply(cmds.JointCommand(mode=4, names=JOINTS, position=tuple(p), velocity=tuple(v),
+                                    acceleration=tuple(a)))
     return each
 
 
@@ -152,7 +160,7 @@ def test_a_steady_push_displaces_the_endpoint_by_F_over_K_and_it_returns(model, 
     assert moved[axis] == pytest.approx(expected, rel=0.10), moved
     same_kind = [i for i in (range(3) if axis < 3 else range(3, 6)) if i != axis]
     assert np.abs(moved[same_kind]).max() < 0.1 * expected, moved
-    torques = sim.field('interaction')
+    torques = sim.state.interaction_torque
     assert np.abs(torques).max() > 0.2, 'no interaction torque reported while pushed'
     sim.run(2.0)
     dp, dr = sim.displacement(start)
@@ -181,7 +189,7 @@ def test_a_sudden_blow_and_a_push_on_the_forearm_are_still_detected(model):
 
     def forearm(t, t0=sim.core.now):
         f = min(80.0, 100.0 * (t - t0))
-        sim.apply(cmds.SimWrench('right_l3', (0.0, f, 0.0, 0, 0, 0), 0.0005))
+        sim.apply(cmds.SimWrench(link='right_l3', wrench=(0.0, f, 0.0, 0, 0, 0), duration=0.0005))
     sim.run(1.0, forearm)
     assert sim.collisions and sim.controller == 'hold'
     assert any(line.startswith(('squish', 'hand over-wrench', 'impact')) for _, _, line in sim.logs())
@@ -368,7 +376,8 @@ def test_a_single_command_keeps_interaction_control_and_inactive_holds_where_the
     sim.run(0.5, push)                           # the hold takes the push...
     t0 = sim.core.now
     sim.run(1.0, lambda t: sim.apply(cmds.SimWrench(
-        'right_hand', (0, 10.0 * max(0.0, 1.0 - (t - t0) / 0.3), 0, 0, 0, 0), 0.0005)))
+        link='right_hand', wrench=(0, 10.0 * max(0.0, 1.0 - (t - t0) / 0.3), 0, 0, 0, 0),
+        duration=0.0005)))
     assert np.abs(sim.displacement(start)[0] - pushed).max() < 3e-3    # ...and stays there
     assert sim.collisions == 0
 
@@ -394,7 +403,7 @@ def test_trajectory_samples_move_the_reference_and_other_modes_take_over(model):
     assert sim.controller == 'interaction'
     assert worst[0] < 0.005, worst[0]
     assert np.linalg.norm(sim.pose()[1] - sim.pose(q1)[1]) < 1e-3
-    sim.apply(cmds.JointCommand(1, JOINTS, tuple(q1)))
+    sim.apply(cmds.JointCommand(mode=1, names=JOINTS, position=tuple(q1)))
     assert sim.controller == 'position'
     assert sim.collisions == 0
 
@@ -402,11 +411,11 @@ def test_trajectory_samples_move_the_reference_and_other_modes_take_over(model):
 def test_the_cuff_hands_over_to_zero_g_and_back(model):
     sim = Sim(model)
     sim.apply(interaction())
-    sim.apply(cmds.CuffInput('cuff', True))
+    sim.apply(cmds.CuffInput(source='cuff', pressed=True))
     sim.run(0.05)
     assert sim.controller == 'zero_g'
     sim.apply(interaction())                      # a republishing client: ignored meanwhile
-    sim.apply(cmds.CuffInput('cuff', False))
+    sim.apply(cmds.CuffInput(source='cuff', pressed=False))
     sim.run(0.05)
     assert sim.controller == 'interaction'
 
@@ -414,9 +423,11 @@ def test_the_cuff_hands_over_to_zero_g_and_back(model):
 # --- parameters: caps, defaults, reports, rejections ------------------------------------------
 def test_caps_and_defaults_are_applied_reported_and_logged(model):
     sim = Sim(model)
-    sim.apply(cmds.InteractionCommand(True, (1,) * 6, (5000.0, 100.0, 0.0, 50.0, 3.0, 0.0),
-                                      (False, False, False, False, False, True), (),
-                                      (20.0,) * 7, (0.0, 0.0, 80.0, 0.0, 0.0, -9.0)))
+    sim.apply(cmds.InteractionCommand(interaction_control_active=True, interaction_control_mode=(1,) * 6,
+                                      K_impedance=(5000.0, 100.0, 0.0, 50.0, 3.0, 0.0),
+                                      max_impedance=(False, False, False, False, False, True),
+                                      D_impedance=(), K_nullspace=(20.0,) * 7,
+                                      force_command=(0.0, 0.0, 80.0, 0.0, 0.0, -9.0)))
     logs = sim.logs()
     line = next(text for _, key, text in logs if key == 'interaction-params')
     for fragment in ('K_impedance[0] = 5000 capped at 1300 N/m', 'K_impedance[3] = 50 capped at 30',
@@ -425,16 +436,18 @@ def test_caps_and_defaults_are_applied_reported_and_logged(model):
         assert fragment in line, line
     assert any(key == 'interaction-applied' for _, key, _ in logs)
     sim.run(0.3)
-    K, D = sim.field('interaction.K_impedance'), sim.field('interaction.D_impedance')
+    K, D = sim.state.interaction.K_impedance, sim.state.interaction.D_impedance
     assert list(K[:5]) == [K_CAP[0], 100.0, 0.0, K_CAP[3], 3.0]
     assert 30.0 <= K[5] <= 300.0                         # max_impedance at this pose
     assert D[1] == pytest.approx(8.0 * math.sqrt(100.0)) and D[2] == 0.0
-    assert list(sim.field('interaction.force_command')) == [0.0, 0.0, 50.0, 0.0, 0.0, -5.0]
-    assert list(sim.field('interaction.K_nullspace')) == [10.0] * 7
+    assert list(sim.state.interaction.force_command) == [0.0, 0.0, 50.0, 0.0, 0.0, -5.0]
+    assert list(sim.state.interaction.K_nullspace) == [10.0] * 7
     # The same command again (a client republishing): nothing new to log.
-    sim.apply(cmds.InteractionCommand(True, (1,) * 6, (5000.0, 100.0, 0.0, 50.0, 3.0, 0.0),
-                                      (False, False, False, False, False, True), (),
-                                      (20.0,) * 7, (0.0, 0.0, 80.0, 0.0, 0.0, -9.0)))
+    sim.apply(cmds.InteractionCommand(interaction_control_active=True, interaction_control_mode=(1,) * 6,
+                                      K_impedance=(5000.0, 100.0, 0.0, 50.0, 3.0, 0.0),
+                                      max_impedance=(False, False, False, False, False, True),
+                                      D_impedance=(), K_nullspace=(20.0,) * 7,
+                                      force_command=(0.0, 0.0, 80.0, 0.0, 0.0, -9.0)))
     assert sim.logs() == []
 
 
@@ -479,7 +492,7 @@ def test_bad_parameters_are_rejected_with_the_field_and_no_change(model):
         sim.run(0.02, push)
         assert sim.controller == 'interaction'
         assert np.abs(sim.displacement(start)[0] - held).max() < 1e-3, change
-        assert list(sim.field('interaction.K_impedance')) == [500.0] * 3 + [10.0] * 3
+        assert list(sim.state.interaction.K_impedance) == [500.0] * 3 + [10.0] * 3
 
 
 def test_a_bad_first_command_leaves_the_arm_in_position_hold(model):
@@ -491,7 +504,7 @@ def test_a_bad_first_command_leaves_the_arm_in_position_hold(model):
 
 def test_commands_are_refused_while_disabled(model):
     sim = Sim(model)
-    sim.apply(cmds.SetEnable(False))
+    sim.apply(cmds.SetEnable(on=False))
     sim.run(0.01)
     sim.apply(cmds.InteractionCommand(**GOOD))
     assert sim.controller == 'hold'

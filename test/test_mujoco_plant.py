@@ -127,11 +127,11 @@ def test_a_joint_motion_into_a_box_is_detected():
     rho, phi = math.hypot(hand[0], hand[1]), math.atan2(hand[1], hand[0]) + 0.25
     centre = (rho * math.cos(phi) - 0.05 * math.sin(phi), rho * math.sin(phi) + 0.05 * math.cos(phi),
               hand[2] - 0.05)
-    ok, why = core.apply(cmds.SimAddObstacle('wall', 'box', centre,
-                                             (0.0, 0.0, math.sin(phi / 2), math.cos(phi / 2)),
-                                             (0.2, 0.1, 0.16)))
+    ok, why = core.apply(cmds.SimAddObstacle(name='wall', shape='box', position=centre,
+                                             quaternion=(0.0, 0.0, math.sin(phi / 2), math.cos(phi / 2)),
+                                             size=(0.2, 0.1, 0.16)))
     assert ok, why
-    core.apply(cmds.SetSpeedRatio(0.5))
+    core.apply(cmds.SetSpeedRatio(ratio=0.5))
     for _ in range(400):
         core.tick()
     target = np.array(NEUTRAL)
@@ -139,7 +139,7 @@ def test_a_joint_motion_into_a_box_is_detected():
     contact = halt = None
     for i in range(3000):
         if i % 10 == 0 and halt is None:
-            core.apply(cmds.JointCommand(1, tuple(ARM_JOINTS), position=tuple(target)))
+            core.apply(cmds.JointCommand(mode=1, names=tuple(ARM_JOINTS), position=tuple(target)))
         core.tick()
         if contact is None and core.boards.contacts():
             contact = core.now

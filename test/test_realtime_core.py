@@ -5,8 +5,9 @@ import pytest
 
 from intera_rt.control import commands as cmds
 from intera_rt.model import RobotModel
-from intera_rt.realtime import process
-from intera_rt.realtime.core import RealtimeCore, state_field
+from intera_rt.realtime import pipe, process
+from intera_rt.realtime.core import RealtimeCore
+from intera_rt.realtime.state import StateView
 from intera_rt.robot import NEUTRAL
 
 
@@ -20,47 +21,47 @@ def test_boots_holding_its_pose(model):
     for _ in range(2000):
         core.tick()
     v = core.state_vector()
-    assert state_field(v, 't') == pytest.approx(2.0)
-    assert np.abs(state_field(v, 'q')[:7] - np.array(NEUTRAL)).max() < 1e-3
-    assert state_field(v, 'enabled') == 1.0 and state_field(v, 'controlled') == 1.0
+    assert StateView(v).t == pytest.approx(2.0)
+    assert np.abs(StateView(v).q[:7] - np.array(NEUTRAL)).max() < 1e-3
+    assert StateView(v).enabled == 1.0 and StateView(v).controlled == 1.0
 
 
 def test_commands_while_disabled_are_ignored_and_said_why(model):
     core = RealtimeCore(model, q_arm=NEUTRAL, enabled=False)
-    core.apply(cmds.JointCommand(1, ('right_j0',), (0.5,)))
+    core.apply(cmds.JointCommand(mode=1, names=('right_j0',), position=(0.5,)))
     for _ in range(300):
         core.tick()
-    assert abs(state_field(core.state_vector(), 'q')[0]) < 1e-6
+    assert abs(StateView(core.state_vector()).q[0]) < 1e-6
     logs = core.take_logs()
     assert logs and logs[0][0] == 'warn' and 'the robot is disabled' in logs[0][2]
-    assert state_field(core.state_vector(), 'controlled') == 0.0      # brakes: nothing commanded
+    assert StateView(core.state_vector()).controlled == 0.0      # brakes: nothing commanded
 
 
 def test_bad_command_is_logged_by_kind_and_has_no_effect(model):
     core = RealtimeCore(model, q_arm=NEUTRAL)
-    core.apply(cmds.JointCommand(1, ('right_j0', 'right_j9'), (0.3, 0.0)))
+    core.apply(cmds.JointCommand(mode=1, names=('right_j0', 'right_j9'), position=(0.3, 0.0)))
     for _ in range(300):
         core.tick()
     (level, key, text), = core.take_logs()
     assert (level, key) == ('error', 'cmd-rejected:names') and "'right_j9'" in text
-    assert abs(state_field(core.state_vector(), 'q')[0]) < 1e-3
+    assert abs(StateView(core.state_vector()).q[0]) < 1e-3
 
 
 def test_sim_positions_checks_names_and_limits(model):
     core = RealtimeCore(model, q_arm=NEUTRAL)
-    assert core.apply(cmds.SimJointPositions(('right_j9',), (0.0,)))[0] is False
-    ok, why = core.apply(cmds.SimJointPositions(('right_j0',), (9.0,)))
+    assert core.apply(cmds.SimJointPositions(names=('right_j9',), positions=(0.0,)))[0] is False
+    ok, why = core.apply(cmds.SimJointPositions(names=('right_j0',), positions=(9.0,)))
     assert not ok and 'outside its limits' in why
-    assert core.apply(cmds.SimJointPositions((), (0.1,) * 7))[0] is True
-    assert state_field(core.state_vector(), 'q')[:7] == pytest.approx([0.1] * 7)
+    assert core.apply(cmds.SimJointPositions(names=(), positions=(0.1,) * 7))[0] is True
+    assert StateView(core.state_vector()).q[:7] == pytest.approx([0.1] * 7)
 
 
 def test_estop_stops_and_reset_is_refused_while_pressed(model):
     core = RealtimeCore(model, q_arm=NEUTRAL)
-    core.apply(cmds.SimEstop(True))
+    core.apply(cmds.SimEstop(pressed=True))
     core.tick()
     v = core.state_vector()
-    assert state_field(v, 'stopped') == 1.0 and state_field(v, 'estop_button') == 1.0
+    assert StateView(v).stopped == 1.0 and StateView(v).estop_button == 1.0
     core.apply(cmds.Reset())
     assert 'E-stop button is pressed' in core.take_logs()[0][2]
 
@@ -71,15 +72,16 @@ def test_the_process_answers_over_its_pipe_and_ends_with_it(model):
     try:
         assert conn.poll(60.0), 'the core did not boot'
         ready = conn.recv()
-        assert ready[0] == 'ready' and ready[3] is True
-        conn.send(('cmd', 7, cmds.SimJointPositions(('right_j9',), (0.0,))))
+        assert isinstance(ready, pipe.Ready) and ready.simulated is True
+        conn.send(pipe.Apply(command=cmds.SimJointPositions(names=('right_j9',), positions=(0.0,)),
+                             reply_id=7))
         reply = None
         while reply is None:
             assert conn.poll(10.0), 'no reply'
             msg = conn.recv()
-            if msg[0] == 'reply':
+            if isinstance(msg, pipe.Reply):
                 reply = msg
-        assert reply[1] == 7 and reply[2][0] is False and 'right_j9' in reply[2][1]
+        assert reply.reply_id == 7 and reply.result[0] is False and 'right_j9' in reply.result[1]
     finally:
         conn.close()
     proc.join(10.0)
@@ -99,14 +101,14 @@ def test_lockstep_waits_for_the_published_state_and_wakes_on_the_shared_page():
         out = []
         while conn.poll(until):
             msg = conn.recv()
-            if msg[0] == 'state':
-                out.append(int(state_field(msg[1], 'tick')))
+            if isinstance(msg, pipe.StateFrame):
+                out.append(int(StateView(msg.state).tick))
         return out
     try:
         assert conn.poll(60.0), 'the core did not boot'
         ready = conn.recv()
-        assert ready[0] == 'ready', ready
-        boot = int(state_field(ready[1], 'tick'))
+        assert isinstance(ready, pipe.Ready), ready
+        boot = int(StateView(ready.state).tick)
         first = ticks_sent(0.5)
         # it stopped RUN_AHEAD ticks past its boot state, the last of them sent
         assert first and first[-1] == boot + process.RUN_AHEAD, first
@@ -120,7 +122,7 @@ def test_lockstep_waits_for_the_published_state_and_wakes_on_the_shared_page():
         assert time.monotonic() - t0 < 10.0
         # the pipe's wake-up still works (what the adapter sends when the page says so)
         proc.lockstep.published(second[-1])
-        conn.send(('published', second[-1]))
+        conn.send(pipe.Published(tick=second[-1]))
         third = ticks_sent(0.5)
         assert third and third[-1] == second[-1] + process.RUN_AHEAD, third
     finally:

@@ -18,7 +18,8 @@ from intera_rt.boards.remote import (MAX_MISSED, newer, pack_command, pack_state
                                      unpack_state)
 from intera_rt.control import commands as cmds
 from intera_rt.model import RobotModel
-from intera_rt.realtime.core import RealtimeCore, state_field
+from intera_rt.realtime.core import RealtimeCore
+from intera_rt.realtime.state import StateView
 from intera_rt.robot import ARM_JOINTS, NEUTRAL
 
 MODEL = RobotModel.from_file()
@@ -126,28 +127,28 @@ def test_packet_loss_stops_the_robot_with_an_error_and_reset_recovers():
     bench = Bench(core=True)
     core, b = bench.core, bench.boards
     bench.cycle(50)
-    assert not b.read().brakes and state_field(core.state_vector(), 'enabled') == 1.0
+    assert not b.read().brakes and StateView(core.state_vector()).enabled == 1.0
     core.take_logs()
     bench.cycle(MAX_MISSED + 5, drop=True)
     v = core.state_vector()
-    assert state_field(v, 'error') == 1.0 and b.read().brakes
+    assert StateView(v).error == 1.0 and b.read().brakes
     (line,) = [text for level, key, text in core.take_logs() if key == 'boards-fault']
     assert line.startswith('joint boards fault: no state from the joint boards for 20 ms')
     core.apply(cmds.Reset())                                # still nothing: refused
     bench.cycle(1, drop=True)
-    assert state_field(core.state_vector(), 'error') == 1.0
+    assert StateView(core.state_vector()).error == 1.0
     assert any('reset refused' in text and 'still no state from the joint boards' in text
                for _, _, text in core.take_logs())
     bench.cycle(5)                                          # the boards are back
     core.apply(cmds.Reset())
-    core.apply(cmds.SetEnable(True))
+    core.apply(cmds.SetEnable(on=True))
     bench.cycle(30)
-    assert state_field(core.state_vector(), 'error') == 0.0 and not b.read().brakes
+    assert StateView(core.state_vector()).error == 0.0 and not b.read().brakes
     q0 = b.read().position.copy()
     target = np.array(q0[:7])
     target[5] += 0.1
     for _ in range(60):
-        core.apply(cmds.JointCommand(1, tuple(ARM_JOINTS), position=tuple(target)))
+        core.apply(cmds.JointCommand(mode=1, names=tuple(ARM_JOINTS), position=tuple(target)))
         bench.cycle(10)
     assert b.read().position[5] - q0[5] > 0.05
     bench.close()
@@ -159,13 +160,13 @@ def test_a_board_fault_reaches_the_robot_and_is_cleared_by_reset():
     bench.cycle(20)
     bench.server.plant.inject_fault('right_j4 board: over-temperature')
     bench.cycle(2)
-    assert state_field(core.state_vector(), 'error') == 1.0
+    assert StateView(core.state_vector()).error == 1.0
     assert any(text.startswith('joint boards fault: right_j4 board: over-temperature')
                for _, _, text in core.take_logs())
     core.apply(cmds.Reset())                                # clears the boards' fault too
-    core.apply(cmds.SetEnable(True))
+    core.apply(cmds.SetEnable(on=True))
     bench.cycle(20)
-    assert state_field(core.state_vector(), 'error') == 0.0 and not bench.server.plant.fault
+    assert StateView(core.state_vector()).error == 0.0 and not bench.server.plant.fault
     bench.close()
 
 
@@ -180,11 +181,11 @@ def test_the_robot_on_a_board_process_of_its_own():
     target[5] += 0.2
     for i in range(1500):
         if i % 10 == 0:
-            core.apply(cmds.JointCommand(1, tuple(ARM_JOINTS), position=tuple(target)))
+            core.apply(cmds.JointCommand(mode=1, names=tuple(ARM_JOINTS), position=tuple(target)))
         b.wait_cycle(0.01)
         core.tick()
     assert b.read().position[5] - NEUTRAL[5] == pytest.approx(0.2, abs=0.01)
-    assert state_field(core.state_vector(), 'error') == 0.0
+    assert StateView(core.state_vector()).error == 0.0
     server = b._server
     core.close()
     assert server.poll() is not None                        # the board process is gone

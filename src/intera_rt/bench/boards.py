@@ -33,13 +33,13 @@ def _moves(core, i):
     if i % 10 == 0:
         phase = (i // 2000) % 2
         target = np.array(NEUTRAL) + (0.3 if phase else -0.3)
-        core.apply(cmds.JointCommand(1, tuple(ARM_JOINTS), position=tuple(target)))
+        core.apply(cmds.JointCommand(mode=1, names=tuple(ARM_JOINTS), position=tuple(target)))
 
 
 def core_tick(model, backend, ticks):
     from intera_rt.realtime.core import RealtimeCore
     core = RealtimeCore(model, backend, q_arm=list(NEUTRAL))
-    core.apply(cmds.SetSpeedRatio(0.3))
+    core.apply(cmds.SetSpeedRatio(ratio=0.3))
     for _ in range(500):
         core.tick()
     out = {}

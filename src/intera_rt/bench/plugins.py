@@ -59,7 +59,8 @@ class PluginBench:
         return self.core.boards.read().velocity[:7]
 
     def command(self, mode, **arrays):
-        self.core.apply(cmds.JointCommand(mode, JOINTS, **{k: tuple(v) for k, v in arrays.items()}))
+        arrays = {k: tuple(v) for k, v in arrays.items()}
+        self.core.apply(cmds.JointCommand(mode=mode, names=JOINTS, **arrays))
 
     def tick(self):
         halted = self.core.now < self.core._halt_until
@@ -118,26 +119,29 @@ def _scenario(model, name, ticks):
         target[3] = 2.66                          # the elbow folds the hand into the shoulder
         each = lambda b: b.command(1, position=target)                     # noqa: E731
     elif name == 'contact':
-        core.apply(cmds.SimAddObstacle('table', 'box', (table_z[0], table_z[1], table_z[2] - 0.15),
-                                       (0, 0, 0, 1), (0.4, 0.4, 0.2)))
-        core.apply(cmds.SetSpeedRatio(0.02))
+        core.apply(cmds.SimAddObstacle(name='table', shape='box',
+                                       position=(table_z[0], table_z[1], table_z[2] - 0.15),
+                                       quaternion=(0, 0, 0, 1), size=(0.4, 0.4, 0.2)))
+        core.apply(cmds.SetSpeedRatio(ratio=0.02))
         target = NEUTRAL.copy()
         target[1] += 0.05                         # pressing on it, slowly
         each = lambda b: b.command(1, position=target)                     # noqa: E731
     elif name == 'move':
-        core.apply(cmds.SetSpeedRatio(1.0))
+        core.apply(cmds.SetSpeedRatio(ratio=1.0))
         targets = [np.array([1.0, -0.6, 1.2, 1.5, 1.0, -1.0, 2.0]), NEUTRAL]
         each = lambda b: b.command(1, position=targets[int(b.now / 1.5) % 2])  # noqa: E731
     elif name == 'zero_g':
-        core.apply(cmds.CuffInput('cuff', True))
+        core.apply(cmds.CuffInput(source='cuff', pressed=True))
 
         def each(b):
-            b.core.apply(cmds.SimWrench('right_hand', (0.0, 4.0 * math.sin(2 * b.now), 0.0, 0, 0, 0), 0.01))
+            b.core.apply(cmds.SimWrench(link='right_hand', wrench=(0.0, 4.0 * math.sin(2 * b.now), 0.0, 0, 0, 0),
+                                        duration=0.01))
     elif name == 'interaction':
         core.apply(_interaction_command())
 
         def each(b):
-            b.core.apply(cmds.SimWrench('right_hand', (10.0 * math.sin(2 * b.now), 0.0, 0.0, 0, 0, 0), 0.01))
+            b.core.apply(cmds.SimWrench(link='right_hand', wrench=(10.0 * math.sin(2 * b.now), 0.0, 0.0, 0, 0, 0),
+                                        duration=0.01))
     else:
         each = None
     bench.run(0.5, each)                          # settle into the situation
@@ -163,8 +167,10 @@ def costs(model, ticks):
 def _interaction_command(mode=(1,) * 6, force=(0.0,) * 6):
     """set_interaction_options.py -k 500 500 500 10 10 10 -m 0 0 0 0 0 0 (its nullspace
     stiffness), with these modes and force command."""
-    return cmds.InteractionCommand(True, tuple(mode), (500.0,) * 3 + (10.0,) * 3, (False,) * 6, (),
-                                   (5.0, 10.0, 5.0, 10.0, 5.0, 10.0, 5.0), tuple(force))
+    return cmds.InteractionCommand(interaction_control_active=True, interaction_control_mode=tuple(mode),
+                                   K_impedance=(500.0,) * 3 + (10.0,) * 3, max_impedance=(False,) * 6,
+                                   D_impedance=(), K_nullspace=(5.0, 10.0, 5.0, 10.0, 5.0, 10.0, 5.0),
+                                   force_command=tuple(force))
 
 
 # --- detection latency ------------------------------------------------------------------------
@@ -193,10 +199,11 @@ def latency(model, quick):
         bench = PluginBench(model)
         core = bench.core
         name, shape, centre, quat, size = obstacle
-        ok, why = core.apply(cmds.SimAddObstacle(name, shape, centre, quat, size))
+        ok, why = core.apply(cmds.SimAddObstacle(name=name, shape=shape, position=centre,
+                                                 quaternion=quat, size=size))
         if not ok:
             raise RuntimeError('%s: %s' % (label, why))
-        core.apply(cmds.SetSpeedRatio(ratio))
+        core.apply(cmds.SetSpeedRatio(ratio=ratio))
         bench.run(0.4)                                    # detection armed after boot
         target = NEUTRAL.copy()
         target[joint] = angle
@@ -264,7 +271,7 @@ def normal_use(model, quick, seed=1):
 
     # Fast position moves at speed ratio 1 between random collision-free poses.
     bench = PluginBench(model)
-    bench.core.apply(cmds.SetSpeedRatio(1.0))
+    bench.core.apply(cmds.SetSpeedRatio(ratio=1.0))
     targets = _random_targets(model, 3 if quick else 12, seed) + [NEUTRAL]
     for target in targets:
         bench.run(3.0, lambda b: b.command(1, position=target))
@@ -272,10 +279,10 @@ def normal_use(model, quick, seed=1):
     # The SDK's joint_torque_springs (its default stiffness, damping 0.1) after a push away.
     bench = PluginBench(model)
     k, d = np.array([10.0, 15.0, 5.0, 5.0, 3.0, 2.0, 1.5]), 0.1
-    bench.core.apply(cmds.SetSpeedRatio(1.0))
+    bench.core.apply(cmds.SetSpeedRatio(ratio=1.0))
     away = NEUTRAL + np.array([0.4, -0.3, 0.4, -0.4, 0.5, -0.5, 0.8])
     bench.run(2.0, lambda b: b.command(1, position=away))
-    bench.core.apply(cmds.SetTimeout(0.02))
+    bench.core.apply(cmds.SetTimeout(seconds=0.02))
     springs = 3.0 if quick else 8.0
     bench.run(springs, lambda b: b.command(3, effort=-k * (b.q - NEUTRAL) - d * b.qd), 0.001)
     record('torque_springs', bench, 2.0 + springs)
@@ -305,19 +312,21 @@ def normal_use(model, quick, seed=1):
     record('trajectory_quintics', bench, seconds)
     # Gravity compensation suppressed for 0.3 s in torque mode, then held again.
     bench = PluginBench(model)
-    bench.core.apply(cmds.SetTimeout(0.05))
-    bench.run(0.3, lambda b: (b.core.apply(cmds.Suppress('gravity')), b.command(3, effort=np.zeros(7))))
+    bench.core.apply(cmds.SetTimeout(seconds=0.05))
+    bench.run(0.3, lambda b: (b.core.apply(cmds.Suppress(what='gravity')),
+                              b.command(3, effort=np.zeros(7))))
     hold = bench.q.copy()
     bench.run(1.5, lambda b: b.command(1, position=hold))
     record('gravity_suppressed', bench, 1.8)
     # Zero-G: a person pushes the arm around by the hand, then lets go.
     bench = PluginBench(model)
-    bench.core.apply(cmds.CuffInput('cuff', True))
+    bench.core.apply(cmds.CuffInput(source='cuff', pressed=True))
     guide = 3.0 if quick else 8.0
     bench.run(guide, lambda b: b.core.apply(cmds.SimWrench(
-        'right_hand', (10.0 * math.sin(1.3 * b.now), 10.0 * math.cos(0.9 * b.now), 3.0 * math.sin(2.1 * b.now),
-                       0.0, 0.0, 0.0), 0.01)))
-    bench.core.apply(cmds.CuffInput('cuff', False))
+        link='right_hand', duration=0.01,
+        wrench=(10.0 * math.sin(1.3 * b.now), 10.0 * math.cos(0.9 * b.now), 3.0 * math.sin(2.1 * b.now),
+                0.0, 0.0, 0.0))))
+    bench.core.apply(cmds.CuffInput(source='cuff', pressed=False))
     bench.run(1.0)
     record('zero_g_guiding', bench, guide + 1.0)
     # Interaction control: a person pushes the hand around against the impedance, lets go.
@@ -326,15 +335,17 @@ def normal_use(model, quick, seed=1):
     bench.core.apply(_interaction_command())
     guide = 3.0 if quick else 8.0
     bench.run(guide, lambda b: b.core.apply(cmds.SimWrench(
-        'right_hand', (15.0 * math.sin(1.3 * b.now), 15.0 * math.cos(0.9 * b.now) - 15.0,
-                       8.0 * math.sin(2.1 * b.now), 0.0, 0.0, 0.0), 0.01)))
+        link='right_hand', duration=0.01,
+        wrench=(15.0 * math.sin(1.3 * b.now), 15.0 * math.cos(0.9 * b.now) - 15.0,
+                8.0 * math.sin(2.1 * b.now), 0.0, 0.0, 0.0))))
     bench.run(1.5)
     record('interaction_pushed', bench, guide + 1.9)
     # Force mode: 10 N down onto a table 15 mm below the hand, pressing.
     bench = PluginBench(model)
     hand = model.arm_dynamics.tip('right_hand', NEUTRAL)[0]
-    bench.core.apply(cmds.SimAddObstacle('table', 'box', (hand[0], hand[1], hand[2] - 0.15),
-                                         (0, 0, 0, 1), (0.4, 0.4, 0.2)))
+    bench.core.apply(cmds.SimAddObstacle(name='table', shape='box',
+                                         position=(hand[0], hand[1], hand[2] - 0.15),
+                                         quaternion=(0, 0, 0, 1), size=(0.4, 0.4, 0.2)))
     bench.run(0.4)
     bench.core.apply(_interaction_command((1, 1, 2, 1, 1, 1), (0.0, 0.0, -10.0, 0.0, 0.0, 0.0)))
     press = 2.0 if quick else 5.0

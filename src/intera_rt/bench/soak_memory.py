@@ -82,7 +82,7 @@ def node_pids():
 
 def _core_segment(lock, seconds, log_path):
     """The realtime core alone under the wall clock for `seconds`: its tick log and RSS."""
-    from intera_rt.realtime import process as rt_process
+    from intera_rt.realtime import pipe, process as rt_process
     proc, conn = rt_process.start(dict(
         urdf=None, backend='embedded', q_arm=list(NEUTRAL), q_head=0.0, options={}, enabled=True,
         sim_time=False, speed=1.0, priority=50, tick_log=log_path, lock_memory=lock))
@@ -90,19 +90,19 @@ def _core_segment(lock, seconds, log_path):
         if not conn.poll(120.0):
             raise RuntimeError('the realtime core did not start')
         ready = conn.recv()
-        if ready[0] != 'ready':
-            raise RuntimeError('the realtime core failed: %s' % (ready[1],))
+        if not isinstance(ready, pipe.Ready):
+            raise RuntimeError('the realtime core failed: %s' % (getattr(ready, 'reason', ready),))
         end = time.monotonic() + seconds
         while time.monotonic() < end:
             if conn.poll(0.1):
                 conn.recv()
         mem = memory_of(proc.pid)
-        conn.send(('quit',))
+        conn.send(pipe.Quit())
     finally:
         proc.join(10.0)
         if proc.is_alive():
             proc.terminate()
-    return ready[2], mem
+    return ready.priority, mem
 
 
 def mlock_ab(out_dir, pairs, seconds):

@@ -67,7 +67,7 @@ class ArmState:
     __slots__ = ('now', 'period', 'q', 'qd', 'effort', 'q_head', 'qd_head', 'dynamics',
                  'suppressions', 'speed_scale', '_gravity')
 
-    def __init__(self, now, period, q, qd, effort, q_head, qd_head, dynamics, suppressions):
+    def __init__(self, *, now, period, q, qd, effort, q_head, qd_head, dynamics, suppressions):
         self.now = now                  # s of loop time (sim time under lockstep)
         self.period = period            # s until the next tick
         self.q, self.qd, self.effort = q, qd, effort

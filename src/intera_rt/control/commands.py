@@ -1,12 +1,13 @@
-"""Typed commands to the realtime core: what the ROS adapter sends it (over the pipe, pickled)
-and what it applies between two ticks through an explicit table (realtime.core). Plain data,
-validated by whoever applies them."""
+"""Typed commands to the realtime core: what the ROS adapter sends it (over the pipe, in a
+realtime.pipe.Apply) and what it applies between two ticks through an explicit table
+(realtime.core). Plain data, validated by whoever applies them; built with keywords only
+(InteractionCommand has 14 fields: a positional call could swap two unnoticed)."""
 from dataclasses import dataclass, field
 from typing import Optional, Tuple
 
 
 # --- the robot's interface ----------------------------------------------------------------
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class JointCommand:
     """/robot/limb/right/joint_command. `stamp`: the loop time the TRAJECTORY_MODE sample
     refers to (from header.stamp; None = now)."""
@@ -19,7 +20,7 @@ class JointCommand:
     stamp: Optional[float] = None
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class InteractionCommand:
     """/robot/limb/right/interaction_control_command (intera_core_msgs/
     InteractionControlCommand), field for field but the header; interaction_frame as its
@@ -41,41 +42,41 @@ class InteractionCommand:
     rotations_for_constrained_zeroG: bool = False
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class SetEnable:
     """/robot/set_super_enable."""
     on: bool
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Stop:
     """/robot/set_super_stop."""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Reset:
     """/robot/set_super_reset."""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class SetTimeout:
     """/robot/limb/right/joint_command_timeout (s)."""
     seconds: float
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class SetSpeedRatio:
     """/robot/limb/right/set_speed_ratio."""
     ratio: float
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Suppress:
     """One message on a suppress_* topic; `what` is a value of robot.SUPPRESS_TOPICS."""
     what: str
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class HeadCommand:
     """/robot/head/command_head_pan; pan_mode None = no change."""
     target: float
@@ -83,7 +84,7 @@ class HeadCommand:
     pan_mode: Optional[int] = None
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class HomingCommand:
     """/robot/set_homing_mode: per joint NONE (0), MANUAL (1) or AUTO (2)
     (control.homing)."""
@@ -91,7 +92,7 @@ class HomingCommand:
     commands: Tuple[int, ...]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class CuffInput:
     """What the cuff's sensors report: grasped (its groove held), or the navigator's circle
     button held — either asks for zero-G. `source` names which input, so both may be held
@@ -101,17 +102,17 @@ class CuffInput:
 
 
 # --- sim control: each answers (success, message) --------------------------------------------
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class SimEstop:
     pressed: bool
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class SimError:
     on: bool
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class SimWrench:
     """Push `wrench` (force N; torque N·m; in base, about the link origin) on `link` for
     `duration` s."""
@@ -120,14 +121,14 @@ class SimWrench:
     duration: float
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class SimJointPositions:
     """Teleport joints (empty names = right_j0..6); velocities zeroed, wrenches cleared."""
     names: Tuple[str, ...]
     positions: Tuple[float, ...]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class SimAddObstacle:
     """A fixed obstacle in base: shape 'box' (size = 3 full edge lengths, m) or 'sphere'
     (size = [radius]); quaternion x, y, z, w."""
@@ -138,6 +139,6 @@ class SimAddObstacle:
     size: Tuple[float, ...] = field(default_factory=tuple)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class SimRemoveObstacle:
     name: str

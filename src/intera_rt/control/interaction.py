@@ -96,7 +96,7 @@ class InteractionController(Controller):
         self._M_diag = np.ones(7)
         self._k_max = K_MAX_RANGE[0].copy()
         self._refresh_at = -math.inf
-        self.params = parse(InteractionCommand(True))[0]
+        self.params = parse(InteractionCommand(interaction_control_active=True))[0]
         self._derive()
         self._clear_reference(np.zeros(7))
 

@@ -8,23 +8,29 @@ from intera_rt.control.base import CommandRejected
 from intera_rt.numeric import clip
 
 MODE_NAMES = 'POSITION_MODE=1, VELOCITY_MODE=2, TORQUE_MODE=3, TRAJECTORY_MODE=4'
+IGNORED, OPTIONAL, REQUIRED = 0, 1, 2       # how a mode reads one of a command's arrays
 
 
 class ParsedCommand:
-    """A valid command: joint indices (into right_j0..6) and the arrays, one value per
-    named joint, in the command's order."""
+    """A valid command: joint indices (into right_j0..6), names, and the arrays the mode
+    reads (float arrays, one value per named joint in the command's order; None for an
+    array it ignores or an optional one left empty). `stamp` as JointCommand's."""
 
-    __slots__ = ('idx', 'names', 'arrays', 'stamp')
+    __slots__ = ('idx', 'names', 'position', 'velocity', 'acceleration', 'effort', 'stamp')
 
-    def __init__(self, idx, names, arrays, stamp):
-        self.idx, self.names, self.arrays, self.stamp = idx, names, arrays, stamp
+    def __init__(self, *, idx, names, position=None, velocity=None, acceleration=None,
+                 effort=None, stamp=None):
+        self.idx, self.names, self.stamp = idx, names, stamp
+        self.position, self.velocity = position, velocity
+        self.acceleration, self.effort = acceleration, effort
 
 
-def parse(arm, cmd, required, optional=()):
-    """Check `cmd` (control.commands.JointCommand) for the fields a mode reads: `required`
-    must hold exactly one value per name, `optional` may also be empty. Arrays the mode does
-    not read may hold anything (the SDK reuses one message across modes). Raises
-    CommandRejected."""
+def parse(arm, cmd, *, position=IGNORED, velocity=IGNORED, acceleration=IGNORED,
+          effort=IGNORED):
+    """Check `cmd` (control.commands.JointCommand) for the arrays its mode reads, each
+    IGNORED, OPTIONAL (may also be empty) or REQUIRED (exactly one value per name). Arrays
+    the mode ignores may hold anything (the SDK reuses one message across modes); they are
+    checked in field order. Returns a ParsedCommand; raises CommandRejected."""
     names = list(cmd.names)
     if not names:
         raise CommandRejected('names is empty', 'names')
@@ -36,32 +42,37 @@ def parse(arm, cmd, required, optional=()):
         if j in idx:
             raise CommandRejected('joint %r named twice' % (name,), 'names')
         idx.append(j)
-    arrays = {}
-    for fld in required + optional:
-        values = getattr(cmd, fld)
-        if fld in optional and len(values) == 0:
-            continue
-        if len(values) != len(names):
-            # More values than names is as ambiguous as fewer: which joint were they for?
-            raise CommandRejected('%s has %d values for %d names' % (fld, len(values), len(names)),
-                                  'length')
-        arr = np.array(values, dtype=float)
-        bad = ~np.isfinite(arr)
-        if np.count_nonzero(bad):
-            j = int(np.argmax(bad))
-            raise CommandRejected('%s[%d] for %s is %r' % (fld, j, names[j], arr[j]), 'not-finite')
-        arrays[fld] = arr
     idx = np.array(idx)
-    if 'position' in arrays:
-        pos = arrays['position']
+    pos = _array('position', cmd.position, names, position)
+    vel = _array('velocity', cmd.velocity, names, velocity)
+    acc = _array('acceleration', cmd.acceleration, names, acceleration)
+    eff = _array('effort', cmd.effort, names, effort)
+    if pos is not None:
         lo, hi = arm.lower[idx], arm.upper[idx]
         out = (pos < lo - LIMIT_SLACK) | (pos > hi + LIMIT_SLACK)
         if np.count_nonzero(out):
             j = int(np.argmax(out))
             raise CommandRejected('position %s for %s is outside its limits [%.4f, %.4f]'
                                   % (_angle(pos[j]), names[j], lo[j], hi[j]), 'position-limit')
-        arrays['position'] = clip(pos, lo, hi)
-    return ParsedCommand(idx, names, arrays, cmd.stamp)
+        pos = clip(pos, lo, hi)
+    return ParsedCommand(idx=idx, names=names, position=pos, velocity=vel, acceleration=acc,
+                         effort=eff, stamp=cmd.stamp)
+
+
+def _array(label, values, names, how):
+    """One array of the command as floats; None when ignored, or optional and empty."""
+    if how == IGNORED or (how == OPTIONAL and len(values) == 0):
+        return None
+    if len(values) != len(names):
+        # More values than names is as ambiguous as fewer: which joint were they for?
+        raise CommandRejected('%s has %d values for %d names' % (label, len(values), len(names)),
+                              'length')
+    arr = np.array(values, dtype=float)
+    bad = ~np.isfinite(arr)
+    if np.count_nonzero(bad):
+        j = int(np.argmax(bad))
+        raise CommandRejected('%s[%d] for %s is %r' % (label, j, names[j], arr[j]), 'not-finite')
+    return arr
 
 
 def _angle(value):

@@ -24,7 +24,7 @@ class PositionController(HoldController):
         return None if self._settled else self.target - self.p
 
     def validate(self, cmd, state):
-        parsed = joint_command.parse(self.arm, cmd, ('position',))
+        parsed = joint_command.parse(self.arm, cmd, position=joint_command.REQUIRED)
         arm = self.arm
         if arm.speed_ratio == 0.0 and self._told_ratio_zero != arm.speed_ratio_serial:
             # Accepted (the targets are kept), but say once per setting that nothing moves.
@@ -35,6 +35,6 @@ class PositionController(HoldController):
 
     def command(self, parsed, state):
         target = self.target.copy()               # an Output may hold the old one
-        target[parsed.idx] = parsed.arrays['position']
+        target[parsed.idx] = parsed.position
         self.target = target
         self._settled = False

@@ -22,19 +22,19 @@ class TorqueController(Controller):
         self.effort = np.zeros(7)
 
     def validate(self, cmd, state):
-        parsed = joint_command.parse(self.arm, cmd, ('effort',))
-        eff, names = parsed.arrays['effort'], parsed.names
+        parsed = joint_command.parse(self.arm, cmd, effort=joint_command.REQUIRED)
+        eff, names = parsed.effort, parsed.names
         emax = self.arm.effort_limit[parsed.idx]
         warnings = []
         if np.count_nonzero(np.abs(eff) > emax):
             j = int(np.argmax(np.abs(eff) - emax))
             warnings.append('effort %.2f for %s saturated at %.2f' % (eff[j], names[j], emax[j]))
-            parsed.arrays['effort'] = clip(eff, -emax, emax)
+            parsed.effort = clip(eff, -emax, emax)
         return parsed, warnings
 
     def command(self, parsed, state):
         effort = np.zeros(7)                      # new: an Output may hold the old one
-        effort[parsed.idx] = parsed.arrays['effort']
+        effort[parsed.idx] = parsed.effort
         self.effort = effort
 
     def update(self, state):

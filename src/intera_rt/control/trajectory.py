@@ -40,12 +40,25 @@ def sample_reference(parsed, base, now, arm):
     idx = parsed.idx
     p = base.copy()
     v, a = np.zeros(7), np.zeros(7)
-    p[idx] = parsed.arrays['position']
-    if 'velocity' in parsed.arrays:
-        v[idx] = parsed.arrays['velocity']
-    if 'acceleration' in parsed.arrays:
-        a[idx] = parsed.arrays['acceleration']
+    p[idx] = parsed.position
+    if parsed.velocity is not None:
+        v[idx] = parsed.velocity
+    if parsed.acceleration is not None:
+        a[idx] = parsed.acceleration
     return arm.stop_at_limits(*extrapolate(p, v, a, now - parsed.stamp, arm.vel_limit))
+
+
+def _saturated(label, values, limit, parsed, warnings):
+    """`values` (None: not sent) within ±limit of the parsed joints; a warning when
+    clipped."""
+    if values is None:
+        return None
+    lim = limit[parsed.idx]
+    if np.count_nonzero(np.abs(values) > lim):
+        j = int(np.argmax(np.abs(values) - lim))
+        warnings.append('%s %.3f for %s saturated at %.3f' % (label, values[j], parsed.names[j], lim[j]))
+        return clip(values, -lim, lim)
+    return values
 
 
 class TrajectoryController(Controller):
@@ -65,17 +78,13 @@ class TrajectoryController(Controller):
 
     def validate(self, cmd, state):
         arm = self.arm
-        parsed = joint_command.parse(arm, cmd, ('position',), ('velocity', 'acceleration'))
-        idx, names, warnings = parsed.idx, parsed.names, []
-        for fld, limit in (('velocity', arm.vel_limit), ('acceleration', arm.acc_limit)):
-            values = parsed.arrays.get(fld)
-            if values is None:
-                continue
-            lim = limit[idx]
-            if np.count_nonzero(np.abs(values) > lim):
-                j = int(np.argmax(np.abs(values) - lim))
-                warnings.append('%s %.3f for %s saturated at %.3f' % (fld, values[j], names[j], lim[j]))
-                parsed.arrays[fld] = clip(values, -lim, lim)
+        parsed = joint_command.parse(arm, cmd, position=joint_command.REQUIRED,
+                                     velocity=joint_command.OPTIONAL,
+                                     acceleration=joint_command.OPTIONAL)
+        warnings = []
+        parsed.velocity = _saturated('velocity', parsed.velocity, arm.vel_limit, parsed, warnings)
+        parsed.acceleration = _saturated('acceleration', parsed.acceleration, arm.acc_limit,
+                                         parsed, warnings)
         stamp = parsed.stamp
         parsed.stamp = stamp if stamp and abs(stamp - state.now) <= STAMP_WINDOW else state.now
         return parsed, warnings

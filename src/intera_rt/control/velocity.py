@@ -32,8 +32,8 @@ class VelocityController(Controller):
 
     def validate(self, cmd, state):
         arm = self.arm
-        parsed = joint_command.parse(arm, cmd, ('velocity',))
-        idx, names, vel = parsed.idx, parsed.names, parsed.arrays['velocity']
+        parsed = joint_command.parse(arm, cmd, velocity=joint_command.REQUIRED)
+        idx, names, vel = parsed.idx, parsed.names, parsed.velocity
         warnings = []
         vmax = arm.vel_limit[idx]
         if np.count_nonzero(np.abs(vel) > vmax):
@@ -50,12 +50,12 @@ class VelocityController(Controller):
                                   '[%.4f, %.4f]); command rejected, arm holds'
                                   % (vel[j], names[j], q[j], arm.lower[idx][j], arm.upper[idx][j]),
                                   'velocity-limit')
-        parsed.arrays['velocity'] = vel
+        parsed.velocity = vel
         return parsed, warnings
 
     def command(self, parsed, state):
         cmd = np.zeros(7)
-        cmd[parsed.idx] = parsed.arrays['velocity']
+        cmd[parsed.idx] = parsed.velocity
         self.cmd = cmd
 
     def update(self, state):

@@ -1,22 +1,18 @@
 """The realtime core: joint boards, robot state machine and the controller pipeline, ticked
 1 ms at a time. A pure object: no ROS, no clock reads; typed commands (control.commands) are
 applied between ticks through an explicit table (`apply`), outputs are a state vector
-(`state_vector()`) and log entries (`take_logs()`).
+(`state_vector()`, laid out and read by realtime.state) and log entries (`take_logs()`).
 
 One tick:  boards read → monitors → the active controller → additive torques → boards write
 (control.base describes the stages; control.registry lists them). The core picks the active
 controller — the one a joint command's mode names, hold after a timeout or a collision,
 zero-G while the cuff is grasped — by mode or role (control.base.ROLES), never by name.
 
-It runs in a process of its own (intera_rt.realtime.process) so that nothing else holds
-the interpreter while a tick is due; the ROS adapter (intera_rt.ros.realtime_loop) talks
-to it through a pipe.
-
-The boards (intera_rt.boards: embedded, MuJoCo, ...) are driven through their interface
-only: lifecycle at boot and close(), read(time, period) / write(torque, time, period) each
-tick, advance(period) when the core owns the clock (lockstep simulation) or their time
-followed when they own it; a fault they report puts the robot in error (reset asks them to
-clear it); sim-only abilities are used where `capabilities` lists them, refused otherwise.
+The boards (intera_rt.boards) are driven through their interface only: lifecycle at boot
+and close(), read / write each tick, advance(period) when the core owns the clock
+(lockstep) or their time followed when they own it; a fault they report puts the robot in
+error (reset asks them to clear it); sim-only abilities are used where `capabilities` lists
+them (realtime.inputs). It runs in a process of its own (realtime.process).
 """
 import math
 
@@ -32,38 +28,14 @@ from intera_rt.control.joint_command import MODE_NAMES
 from intera_rt.control.registry import ADDITIVES, CONTROLLERS, MONITORS
 from intera_rt.control.state_machine import RobotStateMachine
 from intera_rt.numeric import clip
+from intera_rt.realtime.inputs import CommandInputs
+from intera_rt.realtime.state import CONTROLLER_NAMES, N_BOARD, StateView
 from intera_rt.robot import ARM_JOINTS, BOARD_JOINTS, LOOP_PERIOD, SUPPRESS_TOPICS
 
 PERIOD = LOOP_PERIOD                  # s, one tick
-CONTROLLER_NAMES = tuple(c.name for c in CONTROLLERS)
-
-# Layout of the state vector sent to the ROS adapter (float64): the core's fields, then each
-# stage's own as '<stage>.<field>'.
-N_BOARD = len(BOARD_JOINTS)           # joints in boards order: right_j0..6, head_pan
-_FIELDS = [('t', 1), ('tick', 1), ('q', N_BOARD), ('qd', N_BOARD), ('effort', N_BOARD),
-           ('cmd_p', 7), ('cmd_v', 7), ('cmd_a', 7), ('cmd_effort', 7), ('interaction', 7),
-           ('controlled', 1), ('enabled', 1), ('stopped', 1), ('error', 1),
-           ('homed', 1), ('estop_button', 1), ('estop_source', 1), ('low_voltage', 1),
-           ('homing', 7), ('head_turning', 1), ('pan_mode', 1), ('controller', 1), ('cuff', 1),
-           ('collision', 1), ('halt_left', 1), ('timeouts', 1), ('contacts', 1), ('contact_at', 1)]
-_FIELDS += [('suppress.' + what, 1) for what in SUPPRESS_TOPICS.values()]
-for _stage in MONITORS + ADDITIVES + CONTROLLERS:
-    _FIELDS += [('%s.%s' % (_stage.name, f), n) for f, n in _stage.state_fields]
-STATE_SLICES = {}
-_k = 0
-for _name, _n in _FIELDS:
-    STATE_SLICES[_name] = slice(_k, _k + _n)
-    _k += _n
-STATE_SIZE = _k
 
 
-def state_field(vector, name):
-    """One field of a state vector: an array, or a float for one-element fields."""
-    s = STATE_SLICES[name]
-    return vector[s] if s.stop - s.start > 1 else float(vector[s.start])
-
-
-class RealtimeCore:
+class RealtimeCore(CommandInputs):
     def __init__(self, model, backend='embedded', q_arm=None, q_head=0.0, enabled=True,
                  options=None, backend_options=None, homed=True):
         """options: stage name → {key: value} (realtime_loop's ROS parameters);
@@ -141,18 +113,21 @@ class RealtimeCore:
         else:
             # Hardware boots where the arm is.
             self._restart(self._arm_state(reading))
-            self._log('info', 'boot', 'booting where the arm is (%s cannot be teleported): %s'
-                      % (self.boards.describe(), np.round(reading.position, 3).tolist()))
+            self.log('info', 'boot', 'booting where the arm is (%s cannot be teleported): %s'
+                     % (self.boards.describe(), np.round(reading.position, 3).tolist()))
 
     def close(self):
         """Brakes on and the boards shut down (their lifecycle's end)."""
         self.boards.shutdown()
 
     # --- logging: (level, throttle key, text); the adapter throttles and logs ------------
-    def _log(self, level, key, text):
+    def log(self, level, key, text):
+        """Queue a log line: level 'info', 'warn' or 'error'; the adapter logs at most one
+        line per `key` every few seconds."""
         self._logs.append((level, key, text))
 
     def take_logs(self):
+        """The lines logged since the last call, oldest first."""
         logs, self._logs = self._logs, []
         return logs
 
@@ -164,33 +139,6 @@ class RealtimeCore:
         if handler is None:
             raise TypeError('the realtime core takes no %s' % type(command).__name__)
         return handler(command)
-
-    def _set_enable(self, c):
-        why = self.state.set_enable(c.on)
-        if why:
-            self._log('warn', 'enable', 'set_super_enable: ' + why)
-
-    def _stop(self, _c):
-        self.state.stop()
-
-    def _reset(self, _c):
-        st = self.state
-        if not (st.stopped or st.error):
-            # Nothing to clear; the arm keeps doing what it does (the SDK's reset() refuses
-            # before publishing, and keeps publishing a few after a reset took effect: info).
-            self._log('info', 'reset', 'set_super_reset ignored: the robot is neither stopped '
-                      'nor in error, nothing to reset')
-            return
-        if self.boards.fault:
-            why = self.boards.clear_fault()
-            if why:
-                self._log('warn', 'reset', 'set_super_reset: reset refused: the joint boards '
-                          'still report a fault (%s): %s' % (self.boards.fault, why))
-                return
-        self._board_fault = ''
-        why = self.state.reset()
-        if why:
-            self._log('warn', 'reset', 'set_super_reset: ' + why)
 
     def _why_not_commandable(self):
         why = self.state.why_not_moving() or self.homing.why_not_homed()
@@ -207,7 +155,7 @@ class RealtimeCore:
     def _joint_command(self, c):
         why = self._why_not_commandable()
         if why:
-            self._log('warn', 'cmd-ignored', 'joint_command ignored: %s' % why)
+            self.log('warn', 'cmd-ignored', 'joint_command ignored: %s' % why)
             return
         try:
             controller = self._by_mode.get(c.mode)
@@ -218,7 +166,7 @@ class RealtimeCore:
         except CommandRejected as exc:
             # One throttled line per kind of problem: a stream of differing bad values
             # must not flood the log.
-            self._log('error', 'cmd-rejected:' + exc.kind, 'joint_command rejected: %s' % exc)
+            self.log('error', 'cmd-rejected:' + exc.kind, 'joint_command rejected: %s' % exc)
             return
         if c.mode in self.active.reference_modes:
             # The active controller follows this stream as its reference (a motion under
@@ -230,7 +178,7 @@ class RealtimeCore:
             controller.command(parsed, state)
         self._last_command = self.now
         for w in warnings:
-            self._log('warn', 'cmd-saturated', 'joint_command: %s' % w)
+            self.log('warn', 'cmd-saturated', 'joint_command: %s' % w)
 
     def _interaction_command(self, c):
         """interaction_control_command: active → the interaction controller with these
@@ -240,20 +188,20 @@ class RealtimeCore:
         if not c.interaction_control_active:
             if self.active is controller:
                 self._switch(self.hold, self._arm_state(), None)
-                self._log('info', 'interaction-off', 'interaction control ended: position hold')
+                self.log('info', 'interaction-off', 'interaction control ended: position hold')
             elif self._resume is controller:
                 self._resume = self.hold            # zero-G will hand back to position hold
             return
         why = self._why_not_commandable()
         if why:
-            self._log('warn', 'interaction-ignored', 'interaction_control_command ignored: %s' % why)
+            self.log('warn', 'interaction-ignored', 'interaction_control_command ignored: %s' % why)
             return
         state = self._arm_state()
         try:
             parsed, notes = controller.validate(c, state)
         except CommandRejected as exc:
-            self._log('error', 'interaction-rejected:' + exc.kind,
-                      'interaction_control_command rejected: %s' % exc)
+            self.log('error', 'interaction-rejected:' + exc.kind,
+                     'interaction_control_command rejected: %s' % exc)
             return
         fresh = parsed is not controller.params
         switching = controller is not self.active
@@ -261,137 +209,17 @@ class RealtimeCore:
             self._switch(controller, state, self._out)
         controller.command(parsed, state)
         if notes:
-            self._log('warn', 'interaction-params', 'interaction_control_command: %s' % '; '.join(notes))
+            self.log('warn', 'interaction-params', 'interaction_control_command: %s' % '; '.join(notes))
         if fresh or switching:
-            self._log('info', 'interaction-applied', controller.describe())
-
-    def _set_timeout(self, c):
-        try:
-            value = self.arm.set_timeout(c.seconds)
-        except CommandRejected as exc:
-            self._log('error', 'timeout', str(exc))
-            return
-        if value != c.seconds:
-            self._log('warn', 'timeout-clamped', 'joint_command_timeout %r clamped to %.1f s'
-                      % (c.seconds, value))
-
-    def _set_speed_ratio(self, c):
-        try:
-            value = self.arm.set_speed_ratio(c.ratio)
-        except CommandRejected as exc:
-            self._log('error', 'speed', str(exc))
-            return
-        if value != c.ratio:
-            self._log('warn', 'speed-clipped', 'set_speed_ratio %r clipped to %.1f (the ratio is a '
-                      'fraction of the velocity limits, in [0, 1])' % (c.ratio, value))
-        if value == 0.0:
-            self._log('warn', 'speed-zero', 'set_speed_ratio is 0: POSITION_MODE moves will not '
-                      'progress until a ratio > 0 is set')
-
-    def _suppress(self, c):
-        if c.what not in SUPPRESS_TOPICS.values():
-            self._log('error', 'suppress', 'nothing called %r can be suppressed' % (c.what,))
-            return
-        self.suppressions.suppress(c.what, self.now)
-
-    def _head_command(self, c):
-        why = self.state.why_not_moving()
-        if why:
-            self._log('warn', 'head-ignored', 'command_head_pan ignored: %s' % why)
-            return
-        try:
-            warnings = self.head.command(c.target, c.speed_ratio, c.pan_mode)
-        except CommandRejected as exc:
-            self._log('error', 'head', 'command_head_pan rejected: %s' % exc)
-            return
-        for w in warnings:
-            self._log('warn', 'head-clipped', 'command_head_pan: %s' % w)
-
-    def _homing_command(self, c):
-        why = self.state.why_not_moving()
-        if why:
-            self._log('warn', 'homing-ignored', 'set_homing_mode ignored: %s' % why)
-            return
-        try:
-            started = self.homing.command(c.names, c.commands, self.now)
-        except CommandRejected as exc:
-            self._log('error', 'homing-rejected:' + exc.kind, 'set_homing_mode rejected: %s' % exc)
-            return
-        if started:
-            self._log('info', 'homing', 'homing %s' % ', '.join(started))
-
-    def _cuff_input(self, c):
-        if c.source not in ('cuff', 'navigator'):
-            self._log('error', 'cuff', 'unknown zero-G input %r' % (c.source,))
-            return
-        self._cuff[c.source] = bool(c.pressed)
-        self._cuff_held = any(self._cuff.values())
-
-    # --- sim control: each returns (success, message) --------------------------------------
-    def _sim_estop(self, c):
-        if c.pressed:
-            self.state.press_estop()
-            return True, 'E-stop button pressed'
-        self.state.release_estop()
-        return True, 'E-stop button released (the robot stays stopped until reset)'
-
-    def _sim_error(self, c):
-        self.state.set_error(c.on)
-        return True, 'error %s' % ('set' if c.on else 'cleared')
-
-    def _sim_wrench(self, c):
-        values, duration = c.wrench, c.duration
-        if len(values) != 6 or not all(math.isfinite(v) for v in values) \
-                or not (math.isfinite(duration) and duration > 0):
-            return False, ('wrench must be 6 finite values and duration finite and > 0 (got %r, '
-                           'duration %r)' % (list(values), duration))
-        if 'wrench' not in self._capabilities:
-            return False, '%s cannot apply external wrenches' % self.boards.describe()
-        if not self.model.has_frame(c.link):
-            return False, 'no link named %r in the robot model' % c.link
-        self.boards.apply_wrench(c.link, values, duration)
-        return True, 'applying %s on %s for %.3f s' % (list(values), c.link, duration)
-
-    def _sim_positions(self, c):
-        if 'teleport' not in self._capabilities:
-            return False, '%s cannot be reset to a pose' % self.boards.describe()
-        names = list(c.names) or list(ARM_JOINTS)
-        if len(names) != len(c.positions):
-            return False, '%d names but %d positions' % (len(names), len(c.positions))
-        for name, value in zip(names, c.positions):
-            if name not in self.model.limits or name not in self.boards.joint_names:
-                return False, 'unknown joint %r' % name
-            lim = self.model.limits[name]
-            if not (math.isfinite(value) and lim.lower <= value <= lim.upper):
-                return False, '%s = %r is outside its limits [%.4f, %.4f]' % (name, value, lim.lower, lim.upper)
-        q = self.boards.read().position.copy()
-        for name, value in zip(names, c.positions):
-            q[self.boards.joint_names.index(name)] = value
-        self._reset_pose(q)
-        return True, 'joints set'
-
-    def _sim_add_obstacle(self, c):
-        try:
-            self.boards.add_obstacle(c.name, c.shape, c.position, c.quaternion, c.size)
-        except (ValueError, NotImplementedError) as exc:
-            return False, str(exc)
-        self._obstacles = len(self.boards.obstacles())
-        return True, 'obstacle %r: %s of size %s at %s' % (c.name, c.shape, list(c.size), list(c.position))
-
-    def _sim_remove_obstacle(self, c):
-        try:
-            self.boards.remove_obstacle(c.name)
-        except (KeyError, NotImplementedError) as exc:
-            return False, exc.args[0] if exc.args else str(exc)
-        self._obstacles = len(self.boards.obstacles())
-        return True, 'obstacle %r removed' % (c.name,)
+            self.log('info', 'interaction-applied', controller.describe())
 
     # --- the pipeline's bookkeeping --------------------------------------------------------
     def _arm_state(self, reading=None):
         r = self.boards.read(self.now, PERIOD) if reading is None else reading
         q, qd, eff = r.position, r.velocity, r.effort
-        return ArmState(self.now, PERIOD, q[:7], qd[:7], eff[:7], q[7], qd[7], self.dynamics,
-                        self.suppressions)
+        return ArmState(now=self.now, period=PERIOD, q=q[:7], qd=qd[:7], effort=eff[:7],
+                        q_head=q[7], qd_head=qd[7], dynamics=self.dynamics,
+                        suppressions=self.suppressions)
 
     def _switch(self, controller, state, previous):
         """Make `controller` the active one, continuing from `previous` (an Output; None: at
@@ -426,14 +254,14 @@ class RealtimeCore:
         if wanted and self.active is not zero_g:
             self._resume = self.active
             self._switch(zero_g, state, None)
-            self._log('info', 'zero-g', 'zero-G: %s held, the arm moves freely'
-                      % ' and '.join(sorted(k for k, v in self._cuff.items() if v)))
+            self.log('info', 'zero-g', 'zero-G: %s held, the arm moves freely'
+                     % ' and '.join(sorted(k for k, v in self._cuff.items() if v)))
         elif not wanted and self.active is zero_g:
             resume, self._resume = self._resume or self.hold, None
             self._switch(resume, state, None)
             self._last_command = self.now        # its command timeout starts over
-            self._log('info', 'zero-g', 'zero-G ended: back to %s, holding where the arm was let go'
-                      % resume.name)
+            self.log('info', 'zero-g', 'zero-G ended: back to %s, holding where the arm was let go'
+                     % resume.name)
 
     def _on_halt(self, halt, state):
         """A monitor stops the arm: hold it at rest where it is, refusing motion commands for
@@ -443,7 +271,7 @@ class RealtimeCore:
         if fresh:
             self._halt_kind = halt.kind
             self._halt_collision = halt.collision
-            self._log('warn', 'halt:' + halt.kind, halt.message)
+            self.log('warn', 'halt:' + halt.kind, halt.message)
         if fresh or halt.compliant or self.active is not self.hold:
             self._switch(self.hold, state, None)
 
@@ -453,8 +281,8 @@ class RealtimeCore:
         if fault != self._board_fault or not self.state.error:
             self._board_fault = fault
             self.state.set_error(True)
-            self._log('error', 'boards-fault', 'joint boards fault: %s; the robot is in error '
-                      '(set_super_reset clears it once the boards do)' % fault)
+            self.log('error', 'boards-fault', 'joint boards fault: %s; the robot is in error '
+                     '(set_super_reset clears it once the boards do)' % fault)
 
     def tick(self):
         boards = self.boards
@@ -502,12 +330,12 @@ class RealtimeCore:
             self._out = self._interaction = None
             self._resume = None
             if self.homing.busy:
-                self._log('warn', 'homing-interrupted', 'homing of %s interrupted (%s): not homed'
-                          % (', '.join(self.homing.interrupt()), self.state.why_not_moving()))
+                self.log('warn', 'homing-interrupted', 'homing of %s interrupted (%s): not homed'
+                         % (', '.join(self.homing.interrupt()), self.state.why_not_moving()))
         if self.homing.busy:
             done = self.homing.update(self.now)
             if done and self.homing.all_homed:
-                self._log('info', 'homed', 'homing done: every joint of the arm is homed')
+                self.log('info', 'homed', 'homing done: every joint of the arm is homed')
         boards.write(torque, self.now, PERIOD)
         self.tick_count += 1
         if not self._owns_clock:
@@ -521,52 +349,42 @@ class RealtimeCore:
             self._in_contact = touching
 
     def state_vector(self):
-        """Everything the robot's state topics need, as one float64 vector (STATE_SLICES)."""
-        v = np.zeros(STATE_SIZE)
+        """Everything the robot's state topics need, as one float64 vector
+        (realtime.state.StateView reads it)."""
+        v = StateView()
         r = self.boards.read()
-        s, st = STATE_SLICES, self.state
-
-        def put(name, value):
-            v[s[name]] = value
-        put('t', self.now)
-        put('tick', self.tick_count)
-        put('q', r.position)
-        put('qd', r.velocity)
-        put('effort', r.effort)
+        st = self.state
+        v.t, v.tick = self.now, self.tick_count
+        v.q, v.qd, v.effort = r.position, r.velocity, r.effort
         out = self._out
         if out is not None:
-            put('cmd_p', out.position)
-            put('cmd_v', out.velocity)
-            put('cmd_a', out.acceleration)
+            v.cmd_p, v.cmd_v, v.cmd_a = out.position, out.velocity, out.acceleration
             # what the joints were sent: within the effort limits, as the tick applies it
-            put('cmd_effort', self._applied[:7] if out.effort is None
-                else clip(out.effort, self._neg_effort_limit, self.arm.effort_limit))
-            put('controlled', 1.0)
+            v.cmd_effort = self._applied[:7] if out.effort is None \
+                else clip(out.effort, self._neg_effort_limit, self.arm.effort_limit)
+            v.controlled = 1.0
             if self._interaction is not None:
-                put('interaction', self._interaction)
+                v.interaction_torque = self._interaction
         else:                               # brakes on: nothing commanded
-            put('cmd_p', r.position[:7])
-        for name in ('enabled', 'stopped', 'error', 'low_voltage'):
-            put(name, float(getattr(st, name)))
-        put('homed', float(self.homing.all_homed))
-        put('homing', self.homing.states)
-        put('estop_button', st.estop_button)
-        put('estop_source', st.estop_source)
-        put('head_turning', float(self.head.turning(r.position[7])))
-        put('pan_mode', self.head.pan_mode)
-        put('controller', CONTROLLER_NAMES.index(self.active.name))
-        put('cuff', float(any(self._cuff.values())))
+            v.cmd_p = r.position[:7]
+        v.enabled, v.stopped, v.error = float(st.enabled), float(st.stopped), float(st.error)
+        v.low_voltage = float(st.low_voltage)
+        v.homed, v.homing = float(self.homing.all_homed), self.homing.states
+        v.estop_button, v.estop_source = st.estop_button, st.estop_source
+        v.head_turning = float(self.head.turning(r.position[7]))
+        v.pan_mode = self.head.pan_mode
+        v.controller = CONTROLLER_NAMES.index(self.active.name)
+        v.cuff = float(any(self._cuff.values()))
         halted = out is not None and self.now < self._halt_until
-        put('collision', float(halted and self._halt_collision))
-        put('halt_left', max(0.0, self._halt_until - self.now) if halted else 0.0)
-        put('timeouts', self.timeouts)
+        v.collision = float(halted and self._halt_collision)
+        v.halt_left = max(0.0, self._halt_until - self.now) if halted else 0.0
+        v.timeouts = self.timeouts
         for what in SUPPRESS_TOPICS.values():
-            put('suppress.' + what, float(self.suppressions.active(what, self.now)))
+            setattr(v.suppress, what, float(self.suppressions.active(what, self.now)))
         if 'contacts' in self._capabilities:
-            put('contacts', len(self.boards.contacts()))
-            put('contact_at', self._contact_at)
+            v.contacts, v.contact_at = len(self.boards.contacts()), self._contact_at
         for stage in self._stages:
             if stage.state_fields:
-                prefix = stage.name + '.'
-                stage.report(lambda name, value, prefix=prefix: put(prefix + name, value))
-        return v
+                # (a field the stage does not declare raises AttributeError)
+                stage.report(getattr(v, stage.name).__setattr__)
+        return v.vector

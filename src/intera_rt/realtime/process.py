@@ -2,37 +2,16 @@
 
 Rethink's loop is a realtime thread that no other work can hold off; in Python the
 equivalent is a process of its own (one thread, no GIL to wait for), under SCHED_FIFO when
-pacing by the wall clock. The ROS adapter starts it with `start()` and talks over a pipe:
-
-  adapter → core   ('cmd', reply_id or None, command)        a typed command
-                                                                 (control.commands), applied
-                                                                 before the next tick
-                   ('published', tick)                           under sim time: the state
-                                                                 of that tick is out (sent
-                                                                 only to wake a core that
-                                                                 waits: see Lockstep)
-                   ('quit',)
-  core → adapter   ('ready', state, priority note, simulated)    once, after boot
-                   ('failed', reason)                            instead, when it cannot boot
-                   ('state', state, wall_time, clock)            every PUBLISH_EVERY ticks;
-                                                                 clock: publish /clock at
-                                                                 the state's time first
-                   ('clock', t)                                  under sim time, at a tick
-                                                                 that sends no state
-                   ('logs', [(level, key, text), ...])
-                   ('stats', {...})                              every 1000 ticks
-                   ('reply', reply_id, result)
-
-A closed pipe (the adapter gone) ends the process.
+pacing by the wall clock. The ROS adapter starts it with `start()` and talks over a pipe
+in the messages of realtime.pipe (commands in; Ready, then states every PUBLISH_EVERY
+ticks, /clock, logs, stats and replies out). A closed pipe (the adapter gone) ends it.
 
 Under sim time the core is the clock, and the nodes must see time pass as it passes for
 the arm: the core runs at most RUN_AHEAD ticks past the last state the adapter has
-published, then waits for it (commands keep being applied while it waits). Without this
-the pipe's buffer let it run seconds ahead at --speed max, and a command took effect that
-much sim time after it was sent. Under the wall clock the core never waits for anyone.
-The adapter says which state it has out in a page both processes map (Lockstep), and
-writes to the pipe only when the core is waiting for it: at --speed max a write per state
-cost the adapter a fifth of its time and the core a read per 10 ticks.
+published, then waits for it (applying commands meanwhile), so that a command takes effect
+when it was sent in sim time. The adapter says which state it has out in a page both
+processes map (Lockstep), and writes to the pipe only when the core waits for it. Under
+the wall clock the core never waits for anyone.
 """
 import ctypes
 import gc
@@ -50,6 +29,7 @@ import time
 import numpy as np
 
 from intera_rt.model import RobotModel
+from intera_rt.realtime import pipe
 from intera_rt.realtime.core import PERIOD, RealtimeCore
 
 PUBLISH_EVERY = 10                    # ticks: state topics at 100 Hz
@@ -101,7 +81,7 @@ def start(config):
     """Start the realtime process: a fresh interpreter (the adapter's threads are not
     forked) that imports only the core (`python -m intera_rt.realtime.process FD PAGE`; not
     multiprocessing's spawn, which imports the parent's main module again — rospy and
-    every message of the adapter, 13 MB — and starts a resource tracker, 12 MB more).
+    every message of the adapter — and starts a resource tracker).
     The config is its first message. Returns (process, connection)."""
     ours, theirs = socket.socketpair()
     page = os.memfd_create('intera_rt_lockstep')
@@ -134,7 +114,7 @@ class Lockstep:
 
     def published(self, tick):
         """Adapter: the state of `tick` is out. True when the core waits for it (send
-        ('published', tick) to wake it)."""
+        pipe.Published to wake it)."""
         self.slots[self.PUBLISHED] = tick
         return bool(self.slots[self.WAITING])
 
@@ -185,7 +165,7 @@ def main(conn, config, lockstep):
                             config['q_head'], config.get('enabled', True), config.get('options'),
                             config.get('backend_options'), homed=config.get('homed', True))
     except Exception as exc:  # noqa: BLE001 - the adapter reports it and exits
-        conn.send(('failed', '%s: %s' % (type(exc).__name__, exc)))
+        conn.send(pipe.Failed(reason='%s: %s' % (type(exc).__name__, exc)))
         return
     try:
         _run(conn, core, config, lockstep)
@@ -199,7 +179,7 @@ def _run(conn, core, config, lockstep):
     sim_time, speed = config.get('sim_time', False), config.get('speed', 1.0)
     # /clock once per tick in real time; faster, at most ~1 kHz of wall time and at least
     # every CLOCK_MAX_STEP of sim time: every sim-time node wakes on each one (each costs the
-    # adapter a write per node; at 20 ms rather than 10 the lockstep speed gained ~12 %).
+    # adapter a write per node).
     clock_every = 1 if speed <= 1.0 else int(math.ceil(min(round(CLOCK_MAX_STEP / PERIOD), speed)))
     wall_period = 0.0 if (sim_time and math.isinf(speed)) else PERIOD / (speed if sim_time else 1.0)
     if core.boards.owns_clock:
@@ -208,12 +188,12 @@ def _run(conn, core, config, lockstep):
     lock = config.get('lock_memory', 'auto')
     if lock == 'auto':
         # Locked memory buys timing only to a loop that runs on time: the wall clock under
-        # SCHED_FIFO. Elsewhere it costs ~190 MB (every page of every mapped library pinned)
-        # for nothing (README "Memory").
+        # SCHED_FIFO. Elsewhere it pins every page of every mapped library for nothing.
         lock = not sim_time and _is_fifo()
     _quiet_runtime(bool(lock))
     priority += '; memory %s' % ('locked' if lock else 'not locked')
-    conn.send(('ready', core.state_vector(), priority, core.boards.simulated))
+    conn.send(pipe.Ready(state=core.state_vector(), priority=priority,
+                         simulated=core.boards.simulated))
 
     try:
         _loop(conn, core, stats, sim_time, clock_every, wall_period, lockstep)
@@ -223,10 +203,9 @@ def _run(conn, core, config, lockstep):
 
 def _loop(conn, core, stats, sim_time, clock_every, wall_period, lockstep):
     pacer = Pacer(wall_period)
-    published = [core.tick_count]          # the last tick whose state the adapter has out
+    inbox = Inbox(conn, core)
+    published = inbox.published            # the last tick whose state the adapter has out
     shared = lockstep.slots
-    poller = select.poll()
-    poller.register(conn.fileno(), select.POLLIN)
     boards_clock = core.boards.owns_clock  # wait for the boards' next state, tick on it
     sim_clock = core.boards.sim_clock      # ... a simulator that publishes /clock itself
     while True:
@@ -237,33 +216,33 @@ def _loop(conn, core, stats, sim_time, clock_every, wall_period, lockstep):
             # Lockstep: wait for the adapter (applying what it sends meanwhile).
             if _caught_up(shared, published, core.tick_count):
                 continue
-            if not _receive(conn, poller, core, published, timeout=WAIT_SLICE):
+            if not inbox.receive(timeout=WAIT_SLICE):
                 return
             shared[Lockstep.WAITING] = 0
             pacer.restart()                         # (paced sim time restarts its clock)
             continue
         t0 = time.perf_counter()
-        if not _receive(conn, poller, core, published):
+        if not inbox.receive():
             return
         core.tick()
         n = core.tick_count
         clock = sim_time and not sim_clock and n % clock_every == 0
         if n % PUBLISH_EVERY == 0:
-            # (one message for both: in a VM each write that wakes the adapter costs tens
-            # of µs, as much as a tenth of a tick)
-            conn.send(('state', core.state_vector(), time.time(), clock))
+            # (state and /clock in one message: each write that wakes the adapter costs
+            # as much as a good part of a tick)
+            conn.send(pipe.StateFrame(state=core.state_vector(), wall_time=time.time(), clock=clock))
         elif clock:
-            conn.send(('clock', core.now))
+            conn.send(pipe.Clock(t=core.now))
         logs = core.take_logs()
         if logs:
-            conn.send(('logs', logs))
+            conn.send(pipe.Logs(entries=tuple(logs)))
         t1 = time.perf_counter()
         late = pacer.end(t1)
         stats.add(t1 - t0, wall_period > 0 and ((t1 - t0) > PERIOD or late > PERIOD), max(0.0, late))
         if n % STATS_EVERY == 0:
             summary = stats.summary()
             summary['command_timeouts'] = core.timeouts
-            conn.send(('stats', summary))
+            conn.send(pipe.Stats(summary=summary))
         if wall_period > 0.0:
             pacer.wait()
 
@@ -337,43 +316,60 @@ def bare_loop(duration, priority=50, lock_memory=True):
     return late, priority_note
 
 
-def _receive(conn, poller, core, published, timeout=0.0):
-    """Apply what the adapter has sent (waiting up to `timeout` s for the first message);
-    False when it asks the core to quit. `poller` watches conn: a select.poll() call costs
-    a sixth of Connection.poll(), which builds a selector every time."""
-    if not poller.poll(1e3 * timeout):
-        return True
-    while True:
-        msg = conn.recv()
-        kind = msg[0]
-        if kind == 'quit':
-            return False
-        if kind == 'published':
-            published[0] = msg[1]
-        else:
-            _apply(core, conn, msg)
-        if not poller.poll(0):
+class Inbox:
+    """What the adapter sends the core, dispatched by type (realtime.pipe)."""
+
+    def __init__(self, conn, core):
+        self.conn, self.core = conn, core
+        self.published = [core.tick_count]   # the last tick whose state the adapter has out
+        # (select.poll(): Connection.poll() builds a selector on every call)
+        self._poller = select.poll()
+        self._poller.register(conn.fileno(), select.POLLIN)
+        self._handlers = {pipe.Apply: self._apply, pipe.Published: self._published,
+                          pipe.Quit: self._quit}
+
+    def receive(self, timeout=0.0):
+        """Handle what the adapter has sent (waiting up to `timeout` s for the first
+        message); False when it asks the core to quit."""
+        poll = self._poller.poll
+        if not poll(1e3 * timeout):
             return True
+        while True:
+            msg = self.conn.recv()
+            handler = self._handlers.get(type(msg))
+            if handler is None:
+                self.core.log('error', 'pipe', 'the core takes no %s on its pipe' % type(msg).__name__)
+            elif not handler(msg):
+                return False
+            if not poll(0):
+                return True
 
+    def _published(self, msg):
+        self.published[0] = msg.tick
+        return True
 
-def _apply(core, conn, msg):
-    """('cmd', reply_id, command): core.apply(command), its result sent back when asked."""
-    reply_id, command = msg[1], msg[2]
-    try:
-        result = core.apply(command)
-    except Exception as exc:  # noqa: BLE001 - a bad request must never stop the loop
-        kind = type(command).__name__
-        result = (False, '%s: %s' % (type(exc).__name__, exc))
-        core._log('error', 'cmd-' + kind, '%s failed: %s' % (kind, result[1]))
-    if reply_id is not None:
-        conn.send(('reply', reply_id, result))
+    def _quit(self, _msg):
+        return False
+
+    def _apply(self, msg):
+        """core.apply(command); its result answered when the message asks."""
+        core, command = self.core, msg.command
+        try:
+            result = core.apply(command)
+        except Exception as exc:  # noqa: BLE001 - a bad request must never stop the loop
+            kind = type(command).__name__
+            result = (False, '%s: %s' % (type(exc).__name__, exc))
+            core.log('error', 'cmd-' + kind, '%s failed: %s' % (kind, result[1]))
+        if msg.reply_id is not None:
+            self.conn.send(pipe.Reply(reply_id=msg.reply_id, result=result))
+        return True
 
 
 def _quiet_runtime(lock_memory):
     """No pauses the tick did not ask for: the objects built so far are frozen out of the
     cyclic garbage collector and it is switched off (the tick makes no reference cycles),
     and, with `lock_memory`, memory is locked so that no page fault lands in a tick (best
-    effort; every page of every mapped library becomes resident: ~190 MB)."""
+    effort; every page of every mapped library becomes resident)."""
     gc.collect()
     gc.freeze()
     gc.disable()

@@ -57,8 +57,8 @@ class SerializedMessage:
 def raw_class(msg_class):
     """A message class that subscribes as `msg_class` (its type, md5 and definition in the
     handshake) but keeps each message in its wire form (`.data`), not deserialized: for a
-    subscriber that reads only some of what a flood of messages brings (deserializing a
-    JointCommand costs ~30 µs)."""
+    subscriber that reads only some of what a flood of messages brings (deserializing is
+    the costly part)."""
     import genpy
 
     class Raw(genpy.Message):

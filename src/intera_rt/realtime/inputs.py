@@ -1,0 +1,168 @@
+"""RealtimeCore's handlers of the typed commands (control.commands) that set the robot's
+state rather than choose a controller: enable, stop, reset, the command timeout, the speed
+ratio, suppressions, the head, homing and the zero-G inputs; and the sim-control commands
+(/intera_rt/sim/*: E-stop button, error, external wrench, pose reset, obstacles), which
+answer (success, message) and act only through the boards' interface where their
+`capabilities` allow it (a backend without an ability refuses, saying which).
+
+Mixed into RealtimeCore, whose apply table names these handlers; a refused command is one
+log line (RealtimeCore.log) or a (False, why) answer, never a change of state.
+"""
+import math
+
+from intera_rt.control.base import CommandRejected
+from intera_rt.robot import ARM_JOINTS, SUPPRESS_TOPICS
+
+
+class CommandInputs:
+    """The handlers (they use RealtimeCore's state machine, arm, head, homing, boards and
+    _reset_pose)."""
+
+    # --- the robot's interface ------------------------------------------------------------
+    def _set_enable(self, c):
+        why = self.state.set_enable(c.on)
+        if why:
+            self.log('warn', 'enable', 'set_super_enable: ' + why)
+
+    def _stop(self, _c):
+        self.state.stop()
+
+    def _reset(self, _c):
+        st = self.state
+        if not (st.stopped or st.error):
+            # Nothing to clear; the arm keeps doing what it does (the SDK's reset() refuses
+            # before publishing, and keeps publishing a few after a reset took effect: info).
+            self.log('info', 'reset', 'set_super_reset ignored: the robot is neither stopped '
+                     'nor in error, nothing to reset')
+            return
+        if self.boards.fault:
+            why = self.boards.clear_fault()
+            if why:
+                self.log('warn', 'reset', 'set_super_reset: reset refused: the joint boards '
+                         'still report a fault (%s): %s' % (self.boards.fault, why))
+                return
+        self._board_fault = ''
+        why = self.state.reset()
+        if why:
+            self.log('warn', 'reset', 'set_super_reset: ' + why)
+
+    def _set_timeout(self, c):
+        try:
+            value = self.arm.set_timeout(c.seconds)
+        except CommandRejected as exc:
+            self.log('error', 'timeout', str(exc))
+            return
+        if value != c.seconds:
+            self.log('warn', 'timeout-clamped', 'joint_command_timeout %r clamped to %.1f s'
+                     % (c.seconds, value))
+
+    def _set_speed_ratio(self, c):
+        try:
+            value = self.arm.set_speed_ratio(c.ratio)
+        except CommandRejected as exc:
+            self.log('error', 'speed', str(exc))
+            return
+        if value != c.ratio:
+            self.log('warn', 'speed-clipped', 'set_speed_ratio %r clipped to %.1f (the ratio is a '
+                     'fraction of the velocity limits, in [0, 1])' % (c.ratio, value))
+        if value == 0.0:
+            self.log('warn', 'speed-zero', 'set_speed_ratio is 0: POSITION_MODE moves will not '
+                     'progress until a ratio > 0 is set')
+
+    def _suppress(self, c):
+        if c.what not in SUPPRESS_TOPICS.values():
+            self.log('error', 'suppress', 'nothing called %r can be suppressed' % (c.what,))
+            return
+        self.suppressions.suppress(c.what, self.now)
+
+    def _head_command(self, c):
+        why = self.state.why_not_moving()
+        if why:
+            self.log('warn', 'head-ignored', 'command_head_pan ignored: %s' % why)
+            return
+        try:
+            warnings = self.head.command(c.target, c.speed_ratio, c.pan_mode)
+        except CommandRejected as exc:
+            self.log('error', 'head', 'command_head_pan rejected: %s' % exc)
+            return
+        for w in warnings:
+            self.log('warn', 'head-clipped', 'command_head_pan: %s' % w)
+
+    def _homing_command(self, c):
+        why = self.state.why_not_moving()
+        if why:
+            self.log('warn', 'homing-ignored', 'set_homing_mode ignored: %s' % why)
+            return
+        try:
+            started = self.homing.command(c.names, c.commands, self.now)
+        except CommandRejected as exc:
+            self.log('error', 'homing-rejected:' + exc.kind, 'set_homing_mode rejected: %s' % exc)
+            return
+        if started:
+            self.log('info', 'homing', 'homing %s' % ', '.join(started))
+
+    def _cuff_input(self, c):
+        if c.source not in ('cuff', 'navigator'):
+            self.log('error', 'cuff', 'unknown zero-G input %r' % (c.source,))
+            return
+        self._cuff[c.source] = bool(c.pressed)
+        self._cuff_held = any(self._cuff.values())
+
+    # --- sim control ----------------------------------------------------------------------
+    def _sim_estop(self, c):
+        if c.pressed:
+            self.state.press_estop()
+            return True, 'E-stop button pressed'
+        self.state.release_estop()
+        return True, 'E-stop button released (the robot stays stopped until reset)'
+
+    def _sim_error(self, c):
+        self.state.set_error(c.on)
+        return True, 'error %s' % ('set' if c.on else 'cleared')
+
+    def _sim_wrench(self, c):
+        values, duration = c.wrench, c.duration
+        if len(values) != 6 or not all(math.isfinite(v) for v in values) \
+                or not (math.isfinite(duration) and duration > 0):
+            return False, ('wrench must be 6 finite values and duration finite and > 0 (got %r, '
+                           'duration %r)' % (list(values), duration))
+        if 'wrench' not in self._capabilities:
+            return False, '%s cannot apply external wrenches' % self.boards.describe()
+        if not self.model.has_frame(c.link):
+            return False, 'no link named %r in the robot model' % c.link
+        self.boards.apply_wrench(c.link, values, duration)
+        return True, 'applying %s on %s for %.3f s' % (list(values), c.link, duration)
+
+    def _sim_positions(self, c):
+        if 'teleport' not in self._capabilities:
+            return False, '%s cannot be reset to a pose' % self.boards.describe()
+        names = list(c.names) or list(ARM_JOINTS)
+        if len(names) != len(c.positions):
+            return False, '%d names but %d positions' % (len(names), len(c.positions))
+        for name, value in zip(names, c.positions):
+            if name not in self.model.limits or name not in self.boards.joint_names:
+                return False, 'unknown joint %r' % name
+            lim = self.model.limits[name]
+            if not (math.isfinite(value) and lim.lower <= value <= lim.upper):
+                return False, '%s = %r is outside its limits [%.4f, %.4f]' % (name, value, lim.lower, lim.upper)
+        q = self.boards.read().position.copy()
+        for name, value in zip(names, c.positions):
+            q[self.boards.joint_names.index(name)] = value
+        self._reset_pose(q)
+        return True, 'joints set'
+
+    def _sim_add_obstacle(self, c):
+        try:
+            self.boards.add_obstacle(c.name, c.shape, c.position, c.quaternion, c.size)
+        except (ValueError, NotImplementedError) as exc:
+            return False, str(exc)
+        self._obstacles = len(self.boards.obstacles())
+        return True, 'obstacle %r: %s of size %s at %s' % (c.name, c.shape, list(c.size), list(c.position))
+
+    def _sim_remove_obstacle(self, c):
+        try:
+            self.boards.remove_obstacle(c.name)
+        except (KeyError, NotImplementedError) as exc:
+            return False, exc.args[0] if exc.args else str(exc)
+        self._obstacles = len(self.boards.obstacles())
+        return True, 'obstacle %r removed' % (c.name,)
