@@ -11,20 +11,40 @@ Fixtures:
          one process per file).  INTERA_RT_TEST_BACKEND=mujoco adds
          ``--backend mujoco`` to every robot (unless the module names one).
 
-Modules that do not use ``robot`` start no master and never import rospy.
+Tiers: a test whose fixtures include ``robot`` is marked ``ros`` here, at collection; a
+module that boots a robot or a ROS master by other means declares
+``pytestmark = pytest.mark.ros``.  ``scripts/test --fast`` runs ``-m "not ros"``.  A test
+without the mark that starts a ROS master or roslaunch, or initialises rospy, fails naming
+its module, so a module cannot sit in the wrong tier.  Modules that do not use ``robot``
+start no master and never import rospy.
 """
 
 import os
+import sys
+import threading
+import time
 
 import pytest
 
 import rosharness
+from intera_rt.robot_process import descendants
+
+ROS_MARK = 'ros'
+# Processes that mean "a ROS master or a robot was started" (scripts/sawyer runs roslaunch,
+# which runs rosmaster).
+_ROS_PROCESSES = ('rosmaster', 'roslaunch', 'roscore')
+_GUARD_PERIOD = 0.5     # s between looks at this process's descendants
 
 _FAILED_MODULES = pytest.StashKey[set]()
 _LOG_TAILS = pytest.StashKey[list]()
 
 
 def pytest_configure(config):
+    config.addinivalue_line(
+        'markers',
+        ROS_MARK + ': boots a robot or a ROS master (set by conftest for tests that use the '
+        'robot fixture; declared by a module that starts one by other means); '
+        'scripts/test --fast runs -m "not ros"')
     config.addinivalue_line(
         'markers',
         'sawyer_args(args): extra scripts/sawyer arguments for the module\'s '
@@ -34,6 +54,76 @@ def pytest_configure(config):
                             'ignore:notifyAll:DeprecationWarning')
     config.stash[_FAILED_MODULES] = set()
     config.stash[_LOG_TAILS] = []
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config, items):
+    # tryfirst: marked before pytest's -m deselects
+    for item in items:
+        if 'robot' in getattr(item, 'fixturenames', ()):
+            item.add_marker(ROS_MARK)
+
+
+def _ros_process():
+    """The command line of a ROS master or roslaunch below this process, or None."""
+    for pid in descendants(os.getpid()):
+        try:
+            with open('/proc/%d/cmdline' % pid, 'rb') as f:
+                argv = f.read().decode('utf-8', 'replace').split('\0')
+        except OSError:
+            continue
+        if any(os.path.basename(a) in _ROS_PROCESSES for a in argv[:3]):
+            return ' '.join(argv).strip()
+    return None
+
+
+class _RosProcessWatch(object):
+    """Looks for a ROS master or roslaunch below this process every _GUARD_PERIOD s while
+    armed, and keeps the first one seen."""
+
+    def __init__(self):
+        self._armed = threading.Event()
+        self.seen = None
+        threading.Thread(target=self._run, name='ros-tier-guard', daemon=True).start()
+
+    def arm(self):
+        self.seen = None
+        self._armed.set()
+
+    def disarm(self):
+        self._armed.clear()
+        return self.seen or _ros_process()
+
+    def _run(self):
+        while True:
+            self._armed.wait()
+            time.sleep(_GUARD_PERIOD)
+            if self._armed.is_set() and self.seen is None:
+                self.seen = _ros_process()
+
+
+_WATCH = []
+
+
+@pytest.fixture(autouse=True)
+def _tier_guard(request):
+    """A test without the ``ros`` mark must start no robot, no ROS master, no rospy node."""
+    if request.node.get_closest_marker(ROS_MARK) is not None:
+        yield
+        return
+    if not _WATCH:
+        _WATCH.append(_RosProcessWatch())
+    _WATCH[0].arm()
+    try:
+        yield
+    finally:
+        seen = _WATCH[0].disarm()
+    rospy = sys.modules.get('rospy')
+    if seen or (rospy is not None and rospy.core.is_initialized()):
+        pytest.fail('%s started %s but is not in the ROS tier: declare '
+                    '`pytestmark = pytest.mark.ros` in its module (test/README.md, "Tiers")'
+                    % (request.node.nodeid, '`%s`' % seen if seen else 'a rospy node'),
+                    pytrace=False)
 
 
 def _module_id(nodeid):

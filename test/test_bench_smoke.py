@@ -8,6 +8,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.ros        # scripts/bench boots robots of its own
+
 REPO = Path(__file__).resolve().parents[1]
 
 

@@ -163,7 +163,7 @@ def test_unknown_op_is_refused(devices):
     assert "unknown op 'reconfigure'" in response
 
 
-def test_sim_errors_name_what_exists():
+def test_sim_errors_name_what_exists(devices):
     r = press('right_button_pinky', 'click')
     assert not r.success and 'right_button_ok' in r.message and 'right_cuff' in r.message
     r = press('right_button_ok', 'tap')

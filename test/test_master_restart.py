@@ -18,6 +18,8 @@ import pytest
 
 from intera_rt.tooling.robot_process import ROBOT_NODES, RobotProcess, free_port
 
+pytestmark = pytest.mark.ros        # its own master and robot, without the robot fixture
+
 REPO = Path(__file__).resolve().parents[1]
 BACK_TIMEOUT = 30.0           # s (wall) for every node to be registered again
 
