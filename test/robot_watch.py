@@ -18,9 +18,9 @@ from xmlrpc.server import SimpleXMLRPCServer
 
 import numpy as np
 
+from contract import ARM
 from intera_rt.tooling.robot_process import IK_NODE, JTAS_NODE, ROBOT_NODES, TF_NODE  # noqa: F401 (tests)
 
-ARM = ['right_j%d' % i for i in range(7)]
 
 
 class Rosout:

@@ -13,7 +13,7 @@ after the boards have cleared it.
 import numpy as np
 import pytest
 
-from test_plant_contact import MODEL, Q0, WALL, WALL_NORMAL, run, torque_of
+from plant_scene import MODEL, Q0, WALL, WALL_NORMAL, run, torque_of
 
 from intera_rt.boards import (BACKENDS, BackendOption, BoardsError, BoardsReading, JointBoards,
                               Unsupported, check_backend, make_boards, register_backend)

@@ -29,13 +29,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from clients import Arm, Series, goal, moveit_goal, now, smooth_motion, stamp, waypoint, wall_in_j0_path
+from contract import ARM, NEUTRAL, NS
 from rosharness import wait_for
-from robot_watch import ARM, ArmWatch, Flooder, NodeWatch, Rosout
+from robot_watch import ArmWatch, Flooder, NodeWatch, Rosout
 
 SAWYER_ARGS = []
 REPO = Path(__file__).resolve().parents[1]
-NS = '/robot/limb/right/'
-NEUTRAL = np.array([0.0, -1.18, 0.0, 2.18, 0.0, 0.57, 3.3161])
 COMMAND_TIMEOUT = 0.2
 FLOOD_RATE, FLOOD_S = 10000.0, 10.0
 
@@ -55,7 +55,6 @@ STREAMER = textwrap.dedent('''
 def ros(robot):
     from intera_rt_msgs.msg import RealtimeState
     from sensor_msgs.msg import JointState
-    from test_joint_modes import Series
     w = {'js': Series('/robot/joint_states', JointState),
          'rts': Series('/intera_rt/realtime_state', RealtimeState),
          'rosout': Rosout(), 'nodes': NodeWatch()}
@@ -103,7 +102,6 @@ def set_enabled(on):
 
 # --- a streaming client vanishes -----------------------------------------------------------
 def test_a_streaming_client_that_vanishes_leaves_the_arm_holding(at_neutral, robot):
-    from test_joint_modes import now, stamp
     ros = at_neutral
     env = dict(os.environ)
     proc = subprocess.Popen([str(REPO / 'scripts' / 'env'), 'python', '-c', STREAMER], env=env,
@@ -181,7 +179,6 @@ def test_a_10_khz_command_flood_does_not_starve_the_robot(at_neutral, robot):
     nan_lines = [l for l in ros['rosout'].since(mark, '/realtime_loop') if 'is nan' in l[2]]
     assert 1 <= len(nan_lines) <= FLOOD_S / 2.0 + 2, len(nan_lines)
     # and the robot obeys a client afterwards
-    from test_joint_modes import Arm
     client = Arm()
     target = dict(zip(ARM, NEUTRAL))
     target['right_j0'] = 0.2
@@ -204,8 +201,6 @@ def test_the_estop_mid_motion_stops_reports_and_recovers_by_reset(at_neutral):
     import rospy
     from std_msgs.msg import Empty
     from std_srvs.srv import SetBool
-    from test_joint_modes import now
-    from test_motion_controller import goal, waypoint
     ros = at_neutral
     estop = rospy.ServiceProxy('/intera_rt/sim/estop_button', SetBool)
     client = _mc_client()
@@ -242,9 +237,6 @@ def test_a_collision_mid_motion_stops_reports_and_recovers(at_neutral):
     from control_msgs.msg import FollowJointTrajectoryAction
     from intera_core_msgs.msg import CollisionDetectionState
     from intera_rt_msgs.srv import AddObstacle, RemoveObstacle
-    from test_jtas import moveit_goal, smooth_motion
-    from test_joint_modes import Series, now
-    from test_realtime_plugins import wall_in_j0_path
     from intera_rt.model import RobotModel
     ros = at_neutral
     sim = {'add_obstacle': rospy.ServiceProxy('/intera_rt/sim/add_obstacle', AddObstacle),

@@ -10,9 +10,10 @@ in error with a clear message until a reset after Gazebo runs again."""
 import numpy as np
 import pytest
 
+from clients import (Arm, Series, mc, now, realtime_state, rosout, sim, stamp,  # noqa: F401 - fixtures
+                     sync_publisher, teleport)
+from contract import ARM, TOL
 from rosharness import wait_for
-from test_joint_modes import ARM, TOL, Arm, Series, now, stamp
-from test_realtime_plugins import mc, realtime_state, rosout, sim, teleport  # noqa: F401
 
 from intera_rt.robot import NEUTRAL
 
@@ -140,7 +141,6 @@ def test_teleport_and_a_wrench_go_through_gazebos_services(robot, joints, sim, r
 def test_gazebo_stopping_stops_the_robot_with_an_error_and_a_reset_recovers(
         robot, joints, robot_state, rosout, mc):
     from std_msgs.msg import Bool, Empty
-    from test_joint_modes import sync_publisher
     from rosharness import wait_connected
     assert not robot_state.last().error
     gazebo('pause_physics')

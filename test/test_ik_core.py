@@ -5,13 +5,13 @@ import math
 import numpy as np
 import pytest
 
+from contract import NEUTRAL
 from intera_rt.model import ARM_JOINTS, RobotModel
 from intera_rt.model.collision import CollisionModel
 from intera_rt.model.ik import (IK_FAILED, IK_IN_COLLISION, ORIENTATION_TOLERANCE,
                                 POSITION_TOLERANCE, SEED_AUTO, SEED_CURRENT, SEED_NS_MAP,
                                 SEED_USER, IKInputError, IKSolver, UnknownTipError)
 
-NEUTRAL = np.array([0.0, -1.18, 0.0, 2.18, 0.0, 0.57, 3.3161])
 # ik_service_client.py's target, its advanced example's seed and nullspace goal.
 TARGET_POS = (0.450628752997, 0.161615832271, 0.217447307078)
 TARGET_QUAT = (0.704020578925, 0.710172716916, 0.00244101361829, 0.00194372088834)

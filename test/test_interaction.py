@@ -14,8 +14,9 @@ import time
 import numpy as np
 import pytest
 
+from clients import Series, goal, now, stamp, sync_publisher, waypoint
+from contract import ARM, NS
 from rosharness import CollisionWatch, wait_connected, wait_for
-from test_joint_modes import ARM, NS, Series, now, stamp, sync_publisher
 
 from intera_rt.robot import NEUTRAL
 
@@ -215,7 +216,6 @@ def test_an_in_contact_motion_succeeds_and_presses_with_its_stiffness(fresh):
     hand presses the table with about 500 N/m × 3.5 cm and the arm stays in interaction
     control; a motion without interaction options then takes it back out and up."""
     import rospy
-    from test_motion_controller import goal, waypoint
     ros = fresh
     model_q = NEUTRAL.copy()
     from intera_rt.model import RobotModel
@@ -270,7 +270,6 @@ def test_inactive_interaction_options_run_a_position_controlled_motion(fresh):
     """go_to_joint_angles_in_contact.py -st 0: interaction_control with inactive parameters;
     the motion runs position-controlled (TRAJECTORY_MODE), reaching its goal."""
     import rospy
-    from test_motion_controller import goal, waypoint
     ros = fresh
     target = NEUTRAL + np.array([0.2, -0.1, 0.0, 0.1, 0.0, 0.0, 0.0])
     g = goal([waypoint(NEUTRAL, ratio=0.5), waypoint(target, ratio=0.5)])

@@ -9,61 +9,11 @@ import time
 import numpy as np
 import pytest
 
-from io_client import IODevice
+from clients import Frames, cams, pixels, red_fraction, stream  # noqa: F401 - cams: a fixture
+from contract import CAMERA_NS as NS
 from rosharness import latest
 
 pytestmark = pytest.mark.sawyer_args([])
-
-NS = '/io/internal_camera/'
-
-
-@pytest.fixture(scope='module')
-def cams(robot):
-    devs = {name: IODevice('internal_camera', name) for name in ('head_camera', 'right_hand_camera')}
-    yield devs
-    for dev in devs.values():
-        if dev.value('camera_streaming'):
-            dev.set('camera_streaming', False)
-        dev.close()
-
-
-class Frames:
-    """Every image on a topic: (receipt time.monotonic(), message)."""
-
-    def __init__(self, topic):
-        import rospy
-        from sensor_msgs.msg import Image
-        self.frames = []
-        self._sub = rospy.Subscriber(topic, Image, lambda m: self.frames.append((time.monotonic(), m)),
-                                     queue_size=5, buff_size=2 ** 24)
-
-    def wait(self, n, timeout, what):
-        deadline = time.monotonic() + timeout
-        while len(self.frames) < n:
-            assert time.monotonic() < deadline, 'timed out after %g s waiting for %s (got %d)' % (
-                timeout, what, len(self.frames))
-            time.sleep(0.02)
-        return self.frames[-1][1]
-
-    def close(self):
-        self._sub.unregister()
-
-
-def pixels(msg):
-    channels = {'bgr8': 3, 'mono8': 1}[msg.encoding]
-    return np.frombuffer(msg.data, np.uint8).reshape(msg.height, msg.width, channels)
-
-
-def red_fraction(msg):
-    """Share of pixels of the arm links' red (the URDF's sawyer_red) in a bgr8 image."""
-    img = pixels(msg).astype(int)
-    b, g, r = img[..., 0], img[..., 1], img[..., 2]
-    return float(np.mean((r > 80) & (r > 2 * g) & (r > 2 * b)))
-
-
-def stream(dev, on):
-    assert dev.set('camera_streaming', on) == ''
-    assert dev.value('camera_streaming') is on
 
 
 def test_node_config_lists_the_cameras(robot):

@@ -10,10 +10,9 @@ import time
 import numpy as np
 import pytest
 
+from clients import arm, arm_positions, arm_velocities, fresh, now, pace, stamp  # noqa: F401 - fixtures
+from contract import ARM, NEUTRAL, POSITION_MODE, TORQUE_MODE, TRAJECTORY_MODE, VELOCITY_MODE
 from rosharness import wait_for
-from test_joint_modes import (ARM, NEUTRAL, POSITION_MODE, TORQUE_MODE, TRAJECTORY_MODE,  # noqa: F401
-                              VELOCITY_MODE, arm, arm_positions, arm_velocities, fresh, now,
-                              pace, stamp)
 
 SAWYER_ARGS = ['--sim-time', '--speed', '1']
 

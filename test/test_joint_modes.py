@@ -8,275 +8,24 @@ The robot runs on sim time at 1x: every duration asserted here is robot time (th
 of its state topics, or this node's clock, which follows /clock), never wall-clock speed.
 Wall-clock deadlines only bound how long a test may wait.
 
-Helpers used by test_joint_command_errors.py too: Arm, Series, pace, ARM, NEUTRAL, TOL.
+The client (Arm, Series, pace, the arm and fresh fixtures): clients.py.
 """
-import collections
 import math
-import threading
 import time
 
 import numpy as np
 import pytest
 
+from clients import arm, arm_positions, arm_velocities, fresh, now, pace, stamp  # noqa: F401 - fixtures
+from contract import ARM, NEUTRAL, TOL
 from rosharness import wait_for
 
 pytestmark = pytest.mark.usefixtures('no_false_detection')    # normal use: no collision detected
 
 SAWYER_ARGS = ['--sim-time', '--speed', '1']
 
-NS = '/robot/limb/right/'
-ARM = ['right_j%d' % i for i in range(7)]
-NEUTRAL = np.array([0.0, -1.18, 0.0, 2.18, 0.0, 0.57, 3.3161])
-TOL = 0.008726646                       # intera_interface JOINT_ANGLE_TOLERANCE
 VEL_LIMIT = np.array([1.74, 1.328, 1.957, 1.957, 3.485, 3.485, 4.545])
 EFFORT_LIMIT = np.array([80.0, 80.0, 40.0, 40.0, 9.0, 9.0, 9.0])
-POSITION_MODE, VELOCITY_MODE, TORQUE_MODE, TRAJECTORY_MODE = 1, 2, 3, 4
-
-
-# --- recording -------------------------------------------------------------------------
-def stamp(msg):
-    return msg.header.stamp.to_sec()
-
-
-class Series:
-    """Keeps every message of a topic (a bounded history) for later analysis; stamped ones
-    also advance the robot time seen."""
-
-    def __init__(self, topic, msg_type, maxlen=60000):
-        import rospy
-        self.topic = topic
-        self._cond = threading.Condition()
-        self._msgs = collections.deque(maxlen=maxlen)
-        self._sub = rospy.Subscriber(topic, msg_type, self._callback, queue_size=500,
-                                     tcp_nodelay=True)
-
-    def _callback(self, msg):
-        with self._cond:
-            self._msgs.append(msg)
-            if hasattr(msg, 'header'):          # (/robot/state has none)
-                _robot_time_seen[0] = max(_robot_time_seen[0], stamp(msg))
-            self._cond.notify_all()
-
-    def last(self, timeout=10.0):
-        return self.wait(lambda m: True, timeout, 'a message on %s' % self.topic)
-
-    def between(self, t0, t1=math.inf):
-        with self._cond:
-            return [m for m in self._msgs if t0 <= stamp(m) <= t1]
-
-    def wait(self, predicate, timeout, what):
-        """The latest message once it satisfies predicate (wall-clock timeout)."""
-        deadline = time.monotonic() + timeout
-        with self._cond:
-            while True:
-                if self._msgs and predicate(self._msgs[-1]):
-                    return self._msgs[-1]
-                remaining = deadline - time.monotonic()
-                if remaining <= 0:
-                    raise AssertionError('timed out after %.1f s waiting for %s on %s'
-                                         % (timeout, what, self.topic))
-                self._cond.wait(min(remaining, 0.1))
-
-    def wait_until(self, t, timeout=None):
-        """Block until a message stamped at or after robot time t has arrived."""
-        if timeout is None:
-            timeout = max(0.0, t - now()) * 3.0 + 10.0
-        return self.wait(lambda m: stamp(m) >= t, timeout, 'a message stamped >= %.3f' % t)
-
-    def unregister(self):
-        self._sub.unregister()
-
-
-_robot_time_seen = [0.0]       # the latest stamp any Series has received
-
-
-def now():
-    """This client's best estimate of the robot's time: its ROS clock (from /clock), or the
-    latest state stamp received if that is later. On a loaded machine this process may
-    fall behind in reading the 1 kHz /clock while the 100 Hz state topics still arrive."""
-    import rospy
-    return max(rospy.get_time(), _robot_time_seen[0])
-
-
-def pace(rate, body, duration, wall_limit=None):
-    """Call body(t) at `rate` Hz until body returns truthy or `duration` s of robot time
-    have passed (t = now()). Returns (t of the first call, t of the last call, body's
-    value). Paced by the wall clock (the robot runs at 1x), not by this node's /clock
-    subscription, which a loaded machine delivers in bursts; the wall-clock limit only
-    guards against a stopped robot."""
-    period = 1.0 / rate
-    limit = wall_limit or (3.0 * duration + 10.0)
-    wall_end = time.monotonic() + limit
-    t0 = now()
-    t_next = time.monotonic()
-    while True:
-        t = now()
-        result = body(t)
-        if result or t - t0 >= duration:
-            return t0, t, result
-        if time.monotonic() > wall_end:
-            raise AssertionError('the robot\'s clock advanced only %.2f s in %.1f wall s'
-                                 % (t - t0, limit))
-        t_next += period
-        delay = t_next - time.monotonic()
-        if delay > 0:
-            time.sleep(delay)
-        elif delay < -0.1:
-            t_next = time.monotonic()       # descheduled: carry on, do not burst
-
-
-def arm_positions(msg):
-    """right_j0..6 positions of a JointState (its order has head_pan first)."""
-    return np.array([msg.position[msg.name.index(n)] for n in ARM])
-
-
-def arm_velocities(msg):
-    return np.array([msg.velocity[msg.name.index(n)] for n in ARM])
-
-
-# --- the client --------------------------------------------------------------------------
-def sync_publisher(topic, msg_type, **kwargs):
-    """A synchronous publisher (queue_size=None, as the JTAS's joint_command publisher):
-    publish() returns once the message is written, with no writer thread that a loaded
-    machine could delay behind the messages of another topic."""
-    import warnings
-
-    import rospy
-    with warnings.catch_warnings():
-        warnings.simplefilter('ignore', SyntaxWarning)   # rospy's nag about queue_size=None
-        return rospy.Publisher(topic, msg_type, queue_size=None, **kwargs)
-
-
-
-class Arm:
-    """What intera_interface.Limb does on the wire: one JointCommand object, reused for
-    every command; each setter assigns only its mode's arrays, so the arrays of earlier
-    commands (of other lengths) ride along."""
-
-    def __init__(self):
-        import rospy
-        from intera_core_msgs.msg import JointCommand, SEAJointState
-        from sensor_msgs.msg import JointState
-        from std_msgs.msg import Empty, Float64
-        self.cmd = JointCommand()
-        # queue_size=None (synchronous, as the JTAS publishes): a message is on the wire
-        # when publish() returns, so the times this client records are the send times.
-        self.pub = sync_publisher(NS + 'joint_command', JointCommand, tcp_nodelay=True)
-        self.pub_timeout = sync_publisher(NS + 'joint_command_timeout', Float64, latch=True)
-        self.pub_suppress = sync_publisher(NS + 'suppress_gravity_compensation', Empty)
-        self._pub_speed = None        # created on first use (see test_speed_ratio_...)
-        self.timeout = 0.2
-        self.js = Series('/robot/joint_states', JointState)
-        self.sea = Series(NS + 'gravity_compensation_torques', SEAJointState)
-        wait_for(lambda: self.pub.get_num_connections() > 0, 10.0, 'a joint_command subscriber')
-        wait_for(lambda: self.pub_suppress.get_num_connections() > 0, 10.0,
-                 'a suppress_gravity_compensation subscriber')
-        self.js.last()
-        self.sea.last()
-
-    # Limb-style setters ----------------------------------------------------------------
-    def _send(self, mode):
-        import rospy
-        self.cmd.mode = mode
-        self.cmd.header.stamp = rospy.Time.now()
-        self.pub.publish(self.cmd)
-
-    def set_positions(self, positions):
-        self.cmd.names = list(positions.keys())
-        self.cmd.position = list(positions.values())
-        self._send(POSITION_MODE)
-
-    def set_velocities(self, velocities):
-        self.cmd.names = list(velocities.keys())
-        self.cmd.velocity = list(velocities.values())
-        self._send(VELOCITY_MODE)
-
-    def set_torques(self, efforts):
-        self.cmd.names = list(efforts.keys())
-        self.cmd.effort = list(efforts.values())
-        self._send(TORQUE_MODE)
-
-    def set_trajectory(self, names, positions, velocities, accelerations):
-        self.cmd.names = list(names)
-        self.cmd.position = list(positions)
-        self.cmd.velocity = list(velocities)
-        self.cmd.acceleration = list(accelerations)
-        self._send(TRAJECTORY_MODE)
-
-    def barrier(self):
-        """Wait until the robot has run 20 more ticks: anything this client published on
-        any topic before the call has been taken in by then (the robot applies its inputs
-        at tick boundaries). A wait on the robot's clock, not the wall's."""
-        self.js.wait_until(now() + 0.02)
-
-    def set_timeout(self, seconds):
-        from std_msgs.msg import Float64
-        self.timeout = seconds
-        self.pub_timeout.publish(Float64(seconds))
-        self.barrier()
-
-    def speed_publisher(self):
-        from std_msgs.msg import Float64
-        if self._pub_speed is None:
-            self._pub_speed = sync_publisher(NS + 'set_speed_ratio', Float64, latch=True)
-        return self._pub_speed
-
-    def tolerate_stalls(self):
-        """A latched 1 s command timeout. On this shared 2-core machine this client is
-        sometimes descheduled for 0.2-0.4 s; tests about tracking (not about the timeout)
-        must not turn such a stall into a timeout. The timeout tests use 0.2 s."""
-        self.set_timeout(1.0)
-
-    def set_speed_ratio(self, ratio):
-        from std_msgs.msg import Float64
-        self.speed_publisher().publish(Float64(ratio))
-        self.barrier()
-
-    def suppress_gravity(self):
-        from std_msgs.msg import Empty
-        self.pub_suppress.publish(Empty())
-
-    # state ------------------------------------------------------------------------------
-    def q(self):
-        return arm_positions(self.js.last())
-
-    def qd(self):
-        return arm_velocities(self.js.last())
-
-    def settle(self, timeout=10.0):
-        """Wait until the reference has stopped (SEAJointState commanded_velocity all 0)
-        and the arm is at rest (|qd| < 1e-3 rad/s); its positions."""
-        self.sea.wait(lambda m: not any(m.commanded_velocity), timeout, 'the reference at rest')
-        return arm_positions(self.js.wait(lambda m: np.abs(arm_velocities(m)).max() < 1e-3,
-                                          timeout, 'the arm at rest'))
-
-    def move_to(self, positions, timeout=15.0):
-        """move_to_joint_positions: republish the target at 100 Hz until every named joint
-        is within TOL in /robot/joint_states (or `timeout` s of robot time pass). Returns
-        (robot time of the first command, stamp of the first joint_states within TOL)."""
-        idx = [ARM.index(n) for n in positions]
-        goal = np.array(list(positions.values()))
-
-        def step(_t):
-            self.set_positions(positions)
-            return np.all(np.abs(self.q()[idx] - goal) < TOL)
-        t0, _t1, done = pace(100, step, timeout)
-        assert done, 'not within %.4f rad of %s after %.1f s: at %s' % (
-            TOL, positions, timeout, self.q()[idx])
-        first = next(m for m in self.js.between(t0)
-                     if np.all(np.abs(arm_positions(m)[idx] - goal) < TOL))
-        return t0, stamp(first)
-
-    def reset_pose(self, q=NEUTRAL):
-        """Sim control: put the arm at q at rest, controller in position hold."""
-        import rospy
-        from intera_rt_msgs.srv import SetJointPositions
-        rospy.wait_for_service('/intera_rt/sim/set_joint_positions', 5.0)
-        srv = rospy.ServiceProxy('/intera_rt/sim/set_joint_positions', SetJointPositions)
-        res = srv(names=list(ARM), positions=list(q))
-        assert res.success, res.message
-        self.js.wait(lambda m: np.abs(arm_positions(m) - q).max() < 1e-3
-                     and np.abs(arm_velocities(m)).max() < 1e-3, 5.0, 'the arm at rest at %s' % q)
 
 
 def still_from(msgs, q_tol=1e-3, v_tol=0.01):
@@ -290,23 +39,6 @@ def still_from(msgs, q_tol=1e-3, v_tol=0.01):
             break
         k -= 1
     return k
-
-
-
-@pytest.fixture(scope='module')
-def arm(robot):
-    return Arm()
-
-
-@pytest.fixture
-def fresh(arm):
-    """Each test starts at neutral, at rest, in position hold, timeout 0.2 s."""
-    if arm.timeout != 0.2:
-        arm.set_timeout(0.2)
-    arm.reset_pose(NEUTRAL)
-    yield arm
-    if arm.timeout != 0.2:
-        arm.set_timeout(0.2)
 
 
 # --- speed ratio and position moves (§5.2) --------------------------------------------

@@ -5,12 +5,10 @@ import math
 import numpy as np
 import pytest
 
+from contract import ARM, NEUTRAL
 from intera_rt import joint_trajectory as jt
 from intera_rt.joint_trajectory import GoalError, JointTol, Point, State
-from intera_rt import robot  # noqa: E402
 
-ARM = ['right_j%d' % i for i in range(7)]
-NEUTRAL = np.array(robot.NEUTRAL)
 # Sawyer limits (robot_contract §9.2)
 LIMITS = jt.Limits(ARM, [-3.0503, -3.8095, -3.0426, -3.0439, -2.9761, -2.9761, -4.7124],
                    [3.0503, 2.2736, 3.0426, 3.0439, 2.9761, 2.9761, 4.7124],

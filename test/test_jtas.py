@@ -16,6 +16,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from clients import Sent, moveit_goal, smooth_motion
+from contract import ARM, TERMINAL
 from rosharness import latest, wait_for
 from robot_watch import JTAS_NODE
 from intera_rt import robot  # noqa: E402
@@ -24,10 +26,8 @@ pytestmark = [pytest.mark.sawyer_args(['--sim-time', '--speed', '0.5']),
               pytest.mark.usefixtures('no_false_detection')]  # normal use: no collision detected
 
 REPO = Path(__file__).resolve().parents[1]
-ARM = ['right_j%d' % i for i in range(7)]
 NEUTRAL = np.array(robot.NEUTRAL)
 ACTION = '/robot/limb/right/follow_joint_trajectory'
-TERMINAL = {2: 'PREEMPTED', 3: 'SUCCEEDED', 4: 'ABORTED', 5: 'REJECTED', 8: 'RECALLED'}
 SUCCEEDED, PREEMPTED, ABORTED, REJECTED = 3, 2, 4, 5
 
 
@@ -67,45 +67,6 @@ class Recorder:
         self._sub.unregister()
 
 
-def smooth_motion(start, delta, duration, bump=None):
-    """An analytic joint motion as a planner would produce it: min-jerk timing along a
-    path from start to start+delta bulging by `bump` halfway. Returns f(t) → p, v, a."""
-    start, delta = np.asarray(start, float), np.asarray(delta, float)
-    bump = np.zeros(7) if bump is None else np.asarray(bump, float)
-
-    def f(t):
-        s = min(max(t / duration, 0.0), 1.0)
-        sig = 10 * s**3 - 15 * s**4 + 6 * s**5
-        dsig = (30 * s**2 - 60 * s**3 + 30 * s**4) / duration
-        ddsig = (60 * s - 180 * s**2 + 120 * s**3) / duration**2
-        b = 16 * sig**2 * (1 - sig)**2                     # 0 → 1 → 0 along the path
-        db = 16 * (2 * sig - 6 * sig**2 + 4 * sig**3)
-        ddb = 16 * (2 - 12 * sig + 12 * sig**2)
-        p = start + delta * sig + bump * b
-        v = (delta + bump * db) * dsig
-        a = (delta + bump * db) * ddsig + bump * ddb * dsig**2
-        return p, v, a
-    return f
-
-
-def moveit_goal(f, duration, n=15, carry='pva', seed=0):
-    """A MoveIt-like goal: all 7 joints, n time-parameterised points (irregular spacing,
-    first at 0 = the current state), header.stamp 0, no tolerances."""
-    from control_msgs.msg import FollowJointTrajectoryGoal
-    from trajectory_msgs.msg import JointTrajectoryPoint
-    import rospy
-    rng = np.random.default_rng(seed)
-    times = np.sort(np.r_[0.0, rng.uniform(0.05, 0.95, n - 2) * duration, duration])
-    goal = FollowJointTrajectoryGoal()
-    goal.trajectory.joint_names = list(ARM)
-    for t in times:
-        p, v, a = f(t)
-        goal.trajectory.points.append(JointTrajectoryPoint(
-            positions=p.tolist(), velocities=v.tolist() if 'v' in carry else [],
-            accelerations=a.tolist() if 'a' in carry else [], time_from_start=rospy.Duration(t)))
-    return goal
-
-
 def position_goal(points, names=ARM):
     """A goal of (time_from_start, positions) points, positions only."""
     from control_msgs.msg import FollowJointTrajectoryGoal
@@ -117,35 +78,6 @@ def position_goal(points, names=ARM):
         goal.trajectory.points.append(JointTrajectoryPoint(positions=list(p),
                                                            time_from_start=rospy.Duration(t)))
     return goal
-
-
-class Sent:
-    """A goal sent through a SimpleActionClient, with its feedback."""
-
-    def __init__(self, client, goal):
-        self.client = client
-        self.feedback = []
-        client.send_goal(goal, feedback_cb=self.feedback.append)
-
-    def progress(self):
-        fb = self.feedback[-1] if self.feedback else None
-        return fb.desired.time_from_start.to_sec() if fb is not None else -1.0
-
-    def wait_progress(self, seconds, timeout=60.0):
-        wait_for(lambda: self.progress() >= seconds, timeout,
-                 'feedback %.1f s into the trajectory' % seconds)
-
-    def start_time(self):
-        """When the server started the trajectory (feedback stamp − time_from_start)."""
-        fb = self.feedback[min(5, len(self.feedback) - 1)]
-        return fb.header.stamp.to_sec() - fb.desired.time_from_start.to_sec()
-
-    def wait(self, timeout=60.0):
-        state = wait_for(lambda: TERMINAL.get(self.client.get_state()) and self.client.get_state(),
-                         timeout, 'the goal to end')
-        result = wait_for(self.client.get_result, 5.0, 'the result')
-        return state, result
-
 
 
 @pytest.fixture(scope='module')

@@ -5,11 +5,11 @@ import math
 import numpy as np
 import pytest
 
+from contract import ARM
 from rosharness import wait_for
 from robot_watch import IK_NODE
 from intera_rt import robot  # noqa: E402
 
-ARM = ['right_j%d' % i for i in range(7)]
 NS = '/ExternalTools/right/PositionKinematicsNode/'
 NEUTRAL = list(robot.NEUTRAL)
 FK_CLIENT_ANGLES = [0.763331, 0.415979, -1.728629, 1.482985, -1.135621, -1.674347, -0.496337]

@@ -8,21 +8,18 @@ import math
 import numpy as np
 import pytest
 
+from clients import FAST, goal, waypoint
+from contract import ARM
 from rosharness import latest, wait_for
 from intera_rt import robot  # noqa: E402
 
 pytestmark = pytest.mark.usefixtures('no_false_detection')    # normal use: no collision detected
 
-ARM = ['right_j%d' % i for i in range(7)]
 NEUTRAL = list(robot.NEUTRAL)
 BIAS = [0.0, -0.9, 0.0, 1.8, 0.0, -0.9, 0.0]
-FAST = [7.0, 5.0, 8.0, 8.0, 8.0, 8.0, 8.0]
 COLLIDING = [0.0, 0.9, 0.0, 2.5, 0.0, 0.0, 0.0]     # the hand folded into the pedestal
 AT_CONTROLLER_BOX = [2.46, 1.01, 1.76, 0.82, 0.4, -0.23, 1.78]   # right_l3/l4 in the controller box
 RESULT_TIMEOUT = 60.0
-# The machine running the tests may be shared: give the arm time to settle at the goal
-# (settling_time_at_goal) rather than fail a goal because the simulation ran late.
-SETTLE = 10.0
 
 
 # --- fixtures and helpers --------------------------------------------------------------------
@@ -65,38 +62,6 @@ def teleport(ros, q=NEUTRAL):
     resp = rospy.ServiceProxy('/intera_rt/sim/set_joint_positions', SetJointPositions)(list(ARM), list(q))
     assert resp.success, resp.message
     wait_for(lambda: np.abs(angles(ros) - q).max() < 1e-3, 5.0, 'the arm at the set pose')
-
-
-def waypoint(q=None, pose=None, endpoint='right_hand', ratio=0.5, accel=FAST, **options):
-    from intera_motion_msgs.msg import Waypoint
-    w = Waypoint(active_endpoint=endpoint)
-    if q is not None:
-        w.joint_positions = list(q)
-    if pose is not None:
-        (w.pose.pose.position.x, w.pose.pose.position.y, w.pose.pose.position.z), quat = pose
-        o = w.pose.pose.orientation
-        o.x, o.y, o.z, o.w = quat
-    o = w.options
-    o.label = 'default'
-    o.max_joint_speed_ratio = ratio
-    o.max_joint_accel = list(accel)
-    o.max_linear_speed = o.max_linear_accel = 0.6
-    o.max_rotational_speed = o.max_rotational_accel = 1.57
-    for k, v in options.items():
-        setattr(o, k, v)
-    return w
-
-
-def goal(waypoints, interpolation='JOINT', command='start', label='default', settle=SETTLE):
-    from intera_motion_msgs.msg import MotionCommandGoal
-    g = MotionCommandGoal(command=command)
-    g.trajectory.label = label
-    g.trajectory.joint_names = list(ARM)
-    g.trajectory.trajectory_options.interpolation_type = interpolation
-    g.trajectory.waypoints = list(waypoints)
-    tracking = g.trajectory.trajectory_options.tracking_options
-    tracking.use_settling_time_at_goal, tracking.settling_time_at_goal = True, settle
-    return g
 
 
 def joint_goal(ros, *targets, **kw):

@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 from rosharness import wait_for
-from test_io_cameras import NS, Frames, cams, pixels, red_fraction, stream  # noqa: F401
-from test_realtime_plugins import add_box, sim, teleport  # noqa: F401
+from clients import Frames, add_box, cams, pixels, red_fraction, sim, stream, teleport  # noqa: F401 - fixtures
+from contract import CAMERA_NS as NS
 
 from intera_rt.robot import NEUTRAL
 

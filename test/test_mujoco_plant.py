@@ -11,7 +11,7 @@ import mujoco
 import numpy as np
 import pytest
 
-from test_plant_contact import MODEL, Q0, run
+from plant_scene import MODEL, Q0, run
 
 from intera_rt.boards import BoardsError, make_boards
 from intera_rt.control import commands as cmds

@@ -7,9 +7,9 @@ import numpy as np
 import pytest
 
 from rosharness import wait_for
-from test_joint_modes import ARM, Series, now, stamp
-from test_realtime_plugins import (IMPACT_LINE, clean, collisions, mc, realtime_state, rosout,  # noqa: F401
-                                   sim, wall_in_j0_path)
+from clients import (Series, clean, collisions, mc, now, realtime_state, rosout, sim,  # noqa: F401
+                     stamp, wall_in_j0_path)
+from contract import ARM, IMPACT_LINE
 
 from intera_rt.robot import NEUTRAL
 

@@ -11,8 +11,7 @@ import pytest
 from PIL import Image
 
 from rosharness import wait_for
-from test_joint_modes import Series, stamp
-from test_rviz import display, overlap, red, teleport  # noqa: F401 - display: autouse fixture
+from clients import Series, display, overlap, red, sim, stamp, teleport  # noqa: F401 - display (autouse), sim: fixtures
 
 from intera_rt.robot import NEUTRAL
 
@@ -52,16 +51,16 @@ def settled_red(display, what, predicate=lambda mask: True, timeout=20.0):
     return found[0]
 
 
-def test_the_viewer_shows_the_robot_and_follows_the_arm(robot, display):
+def test_the_viewer_shows_the_robot_and_follows_the_arm(robot, display, sim):
     from intera_core_msgs.msg import RobotAssemblyState
     from sensor_msgs.msg import JointState
-    teleport(NEUTRAL)
+    teleport(sim, NEUTRAL)
     at_neutral = settled_red(display, 'the viewer showing the red arm (>= %d px)' % MIN_ARM_PIXELS,
                              timeout=VIEWER_TIMEOUT)
-    teleport(ARM_UP)
+    teleport(sim, ARM_UP)
     up = settled_red(display, 'the arm raised in the viewer',
                      lambda mask: overlap(mask, at_neutral) < 0.85)
-    teleport(NEUTRAL)
+    teleport(sim, NEUTRAL)
     back = settled_red(display, 'the arm back at neutral in the viewer',
                        lambda mask: overlap(mask, at_neutral) > 0.95)
     print('red px: neutral %d, raised %d (overlap %.2f), back %d (overlap %.2f)' % (

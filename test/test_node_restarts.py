@@ -16,11 +16,12 @@ import signal
 import numpy as np
 import pytest
 
+from clients import Series, goal, moveit_goal, now, smooth_motion, stamp, waypoint
+from contract import ARM, NEUTRAL
 from rosharness import wait_for
-from robot_watch import ARM, IK_NODE, JTAS_NODE, TF_NODE, master, node_pid
+from robot_watch import IK_NODE, JTAS_NODE, TF_NODE, master, node_pid
 
 SAWYER_ARGS = ['--sim-time', '--speed', '1']
-NEUTRAL = np.array([0.0, -1.18, 0.0, 2.18, 0.0, 0.57, 3.3161])
 RESPAWN_TIMEOUT = 60.0           # s (wall) for a killed node to be back and registered
 COMMAND_TIMEOUT = 0.2            # s: the robot's joint_command_timeout default
 
@@ -28,7 +29,6 @@ COMMAND_TIMEOUT = 0.2            # s: the robot's joint_command_timeout default
 @pytest.fixture(scope='module')
 def ros(robot):
     from sensor_msgs.msg import JointState
-    from test_joint_modes import Series
     js = Series('/robot/joint_states', JointState)
     js.last()
     yield {'js': js}
@@ -96,7 +96,6 @@ def assert_no_stale_registration(name, before):
 
 def holds_after(js, t_kill, within):
     """The arm comes to rest within `within` s of robot time after t_kill and stays put."""
-    from test_joint_modes import stamp
     js.wait_until(t_kill + within + 0.5)
     after = js.between(t_kill + within, t_kill + within + 0.5)
     assert after, 'no joint states after the kill'
@@ -112,8 +111,6 @@ def test_motion_controller_killed_mid_motion(ros):
     import actionlib
     import rospy
     from intera_motion_msgs.msg import MotionCommandAction
-    from test_joint_modes import now
-    from test_motion_controller import goal, waypoint
     teleport()
     client = actionlib.SimpleActionClient('/motion/motion_command', MotionCommandAction)
     assert client.wait_for_server(rospy.Duration(30.0))
@@ -138,7 +135,6 @@ def test_motion_controller_killed_mid_motion(ros):
 
 
 def _jtas_goal(q0, q1, duration):
-    from test_jtas import moveit_goal, smooth_motion
     return moveit_goal(smooth_motion(q0, q1 - q0, duration), duration)
 
 
@@ -149,7 +145,6 @@ def test_jtas_killed_mid_motion(ros):
     from control_msgs.msg import FollowJointTrajectoryAction
     from intera_core_msgs.srv import SolvePositionFK, SolvePositionFKRequest
     from sensor_msgs.msg import JointState
-    from test_joint_modes import now
     ns = '/robot/limb/right/follow_joint_trajectory'
     fk_name = '/ExternalTools/right/PositionKinematicsNode/FKService'
     teleport()
@@ -188,7 +183,6 @@ def test_io_killed_during_a_motion(ros):
     import rospy
     from control_msgs.msg import FollowJointTrajectoryAction
     from tf2_msgs.msg import TFMessage
-    from test_joint_modes import now
     teleport()
     before = registrations_of(TF_NODE)
     client = actionlib.SimpleActionClient('/robot/limb/right/follow_joint_trajectory',

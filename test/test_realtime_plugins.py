@@ -5,29 +5,20 @@ the sim-control API (obstacles, wrenches, the cuff); no test publishes the robot
 topics.
 
 The robot runs on sim time at 1x: durations asserted are robot time (state stamps)."""
-import math
-import re
-
 import numpy as np
 import pytest
 
+from clients import (Arm, Sent, Series, add_box, clean, collisions, mc, moveit_goal, now,  # noqa: F401
+                     pace, realtime_state, rosout, sim, smooth_motion, stamp, sync_publisher,
+                     wall_in_j0_path)
+from contract import ARM, IMPACT_LINE, NS, SQUISH_LINE, TERMINAL
 from rosharness import wait_connected, wait_for
-from test_joint_modes import ARM, NS, Series, now, pace, stamp, sync_publisher
 
 from intera_rt.robot import NEUTRAL, SUPPRESS_TOPICS
 
 SAWYER_ARGS = ['--sim-time', '--speed', '1']
 SUPPRESS_WINDOW = 0.2          # s (seed 000: the topics must arrive at ≥ 5 Hz)
 STATE_PERIOD = 0.01            # s between two realtime_state messages
-
-
-@pytest.fixture(scope='module')
-def realtime_state(robot):
-    from intera_rt_msgs.msg import RealtimeState
-    series = Series('/intera_rt/realtime_state', RealtimeState)
-    series.last()
-    yield series
-    series.unregister()
 
 
 @pytest.mark.parametrize('topic', sorted(SUPPRESS_TOPICS))
@@ -58,116 +49,6 @@ def test_a_suppress_topic_suppresses_while_it_arrives_and_stops_within_0_2_s(rea
 
 
 # --- collision detection with sim obstacles -------------------------------------------------
-IMPACT_LINE = re.compile(r'^impact: \d+\.\d{3} > 0\.750, largest contributor: right_j\d, '
-                         r'with value: \d+\.\d{3}')
-SQUISH_LINE = re.compile(r'^squish on joint right_j\d - \d+\.\d{3} > \d+\.\d{3}$')
-
-
-@pytest.fixture(scope='module')
-def sim(robot):
-    """The sim-control services, and the robot model to place obstacles with."""
-    import rospy
-    from intera_rt_msgs.srv import AddObstacle, ApplyWrench, RemoveObstacle, SetJointPositions
-    from intera_rt.model import RobotModel
-    services = {}
-    for name, srv in (('add_obstacle', AddObstacle), ('remove_obstacle', RemoveObstacle),
-                      ('apply_wrench', ApplyWrench), ('set_joint_positions', SetJointPositions)):
-        rospy.wait_for_service('/intera_rt/sim/' + name, 10.0)
-        services[name] = rospy.ServiceProxy('/intera_rt/sim/' + name, srv)
-    services['model'] = RobotModel.from_file()
-    return services
-
-
-@pytest.fixture(scope='module')
-def rosout(robot):
-    """Every /rosout line of the robot's realtime_loop: (level, text)."""
-    import threading
-
-    import rospy
-    from rosgraph_msgs.msg import Log
-    lines, lock = [], threading.Lock()
-
-    def keep(msg):
-        if msg.name == '/realtime_loop':
-            with lock:
-                lines.append(msg.msg)
-    sub = rospy.Subscriber('/rosout', Log, keep, queue_size=1000)
-    yield lines
-    sub.unregister()
-
-
-def add_box(sim, name, centre, size, yaw=0.0):
-    from geometry_msgs.msg import Pose
-    pose = Pose()
-    pose.position.x, pose.position.y, pose.position.z = centre
-    pose.orientation.z, pose.orientation.w = math.sin(yaw / 2), math.cos(yaw / 2)
-    resp = sim['add_obstacle'](name, 'box', pose, list(size))
-    assert resp.success, resp.message
-
-
-def wall_in_j0_path(sim, ahead=0.25):
-    """A box across the hand's path as right_j0 turns from neutral: its face the vertical
-    plane through right_j0's axis `ahead` rad past the hand, below right_l6."""
-    hand = sim['model'].arm_dynamics.tip('right_hand', np.array(NEUTRAL))[0]
-    rho, phi = math.hypot(hand[0], hand[1]), math.atan2(hand[1], hand[0]) + ahead
-    centre = (rho * math.cos(phi) - 0.05 * math.sin(phi), rho * math.sin(phi) + 0.05 * math.cos(phi),
-              hand[2] - 0.05)
-    add_box(sim, 'wall', centre, (0.2, 0.1, 0.16), yaw=phi)
-
-
-@pytest.fixture(scope='module')
-def mc(robot):
-    """A motion controller client as the SDK's MotionTrajectory has one."""
-    import actionlib
-    import rospy
-    from intera_motion_msgs.msg import MotionCommandAction
-    from sensor_msgs.msg import JointState
-    client = actionlib.SimpleActionClient('/motion/motion_command', MotionCommandAction)
-    assert client.wait_for_server(rospy.Duration(30.0)), 'no /motion/motion_command server'
-    joints = Series('/robot/joint_states', JointState)
-    joints.last()
-
-    def move(target, ratio=0.5, timeout=60.0):
-        """go_to_joint_angles: from the current angles to target; (state, result)."""
-        from test_motion_controller import goal, waypoint
-        msg = joints.last()
-        current = [msg.position[msg.name.index(n)] for n in ARM]
-        client.send_goal(goal([waypoint(current, ratio=ratio), waypoint(target, ratio=ratio)]))
-        assert client.wait_for_result(rospy.Duration(timeout)), 'no motion result'
-        return client.get_state(), client.get_result()
-    yield move
-    joints.unregister()
-
-
-def teleport(sim, q=NEUTRAL):
-    resp = sim['set_joint_positions'](list(ARM), list(q))
-    assert resp.success, resp.message
-
-
-def collisions(realtime_state, t0):
-    """The stretches (first stamp, last stamp, messages) over which collision was reported
-    since t0."""
-    out, run = [], []
-    for m in realtime_state.between(t0):
-        if m.collision:
-            run.append(m)
-        elif run:
-            out.append(run)
-            run = []
-    if run:
-        out.append(run)
-    return [(stamp(r[0]), stamp(r[-1]), r) for r in out]
-
-
-@pytest.fixture
-def clean(sim, realtime_state):
-    """Each test starts at neutral, holding, with no obstacles and no collision reported."""
-    teleport(sim)
-    realtime_state.wait(lambda m: not m.collision and m.controller == 'hold', 10.0, 'a quiet arm')
-    yield
-    for name in ('wall', 'table'):
-        sim['remove_obstacle'](name)
-    teleport(sim)
 
 
 def test_a_joint_motion_into_a_box_stops_within_10_ms_of_contact(sim, realtime_state, rosout, mc, clean):
@@ -208,7 +89,6 @@ def test_a_jtas_goal_into_a_box_aborts_and_the_arm_holds(sim, realtime_state, cl
     import actionlib
     import rospy
     from control_msgs.msg import FollowJointTrajectoryAction
-    from test_jtas import TERMINAL, Sent, moveit_goal, smooth_motion
     client = actionlib.SimpleActionClient('/robot/limb/right/follow_joint_trajectory',
                                           FollowJointTrajectoryAction)
     assert client.wait_for_server(rospy.Duration(30.0))
@@ -236,7 +116,6 @@ def test_pressing_on_a_box_in_torque_mode_is_a_squish(sim, realtime_state, rosou
     """The hand is lowered gently onto a table (position mode, speed ratio 0.02), then a
     torque-mode client presses it down with a force ramped at 20 N/s (τ = Jᵀ·f): a squish,
     not an impact, in the robot's log form; the robot then keeps refusing the push."""
-    from test_joint_modes import Arm
     model = sim['model']
     hand = model.arm_dynamics.tip('right_hand', np.array(NEUTRAL))[0]
     add_box(sim, 'table', (hand[0], hand[1], hand[2] - 0.05 - 0.1), (0.4, 0.4, 0.2))
@@ -419,7 +298,6 @@ def test_links_driven_toward_each_other_are_pushed_apart(sim, realtime_state, cl
     the shapes in collision_avoidance_state and reports the torque in SEAJointState's
     interaction_torque; no collision is detected."""
     from intera_core_msgs.msg import CollisionAvoidanceState, SEAJointState
-    from test_joint_modes import Arm
     arm = Arm()
     avoid = Series(NS + 'collision_avoidance_state', CollisionAvoidanceState)
     sea = Series(NS + 'gravity_compensation_torques', SEAJointState)
@@ -447,7 +325,6 @@ def test_links_driven_toward_each_other_are_pushed_apart(sim, realtime_state, cl
 @pytest.mark.parametrize('how', ['suppressed', 'trajectory'])
 def test_links_are_not_pushed_apart_while_suppressed_or_in_trajectory_mode(sim, realtime_state, clean, how):
     from std_msgs.msg import Empty
-    from test_joint_modes import Arm
     arm = Arm()
     pub = sync_publisher(NS + 'suppress_collision_avoidance', Empty)
     wait_connected(pub, '/realtime_loop')
@@ -481,7 +358,6 @@ def test_a_huge_torque_command_is_braked_not_flung(sim, realtime_state, rosout, 
     reported): the joint-speed monitor brakes the arm once right_j0 passes 1.5 × its
     velocity limit; it never reaches 1.8 ×, nor moves far; no collision is reported."""
     from sensor_msgs.msg import JointState
-    from test_joint_modes import Arm
     arm = Arm()
     js = Series('/robot/joint_states', JointState)
     t0 = now()

@@ -25,17 +25,16 @@ from collections import namedtuple
 import numpy as np
 import pytest
 
+from contract import ARM, NEUTRAL, NS
 from robot_watch import (IK_NODE, JTAS_NODE, ArmWatch, FakePublisher, NodeWatch, Rosout, closed_by_peer, connect,
                          read_header, service_port, tcpros_header, topic_port)
 
 os.environ['INTERA_RT_LOG_EVERY'] = '0'        # inherited by the robot this module boots
 SAWYER_ARGS = ['--sim-time', '--speed', '1']
 
-NS = '/robot/limb/right/'
 SIM = '/intera_rt/sim/'
 KIN = '/ExternalTools/right/PositionKinematicsNode/'
-ARM = ['right_j%d' % i for i in range(7)]
-Q = np.array([0.0, -1.18, 0.0, 2.18, 0.0, 0.57, 3.3161])          # neutral: the boot pose
+Q = NEUTRAL                     # the boot pose
 NAN, INF = math.nan, math.inf
 POSITION, VELOCITY, TORQUE, TRAJECTORY = 1, 2, 3, 4
 STILL = 1e-3          # rad: "did not move"

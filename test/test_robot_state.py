@@ -5,10 +5,10 @@ the realtime loop's diagnostics."""
 import numpy as np
 import pytest
 
+from contract import ARM
 from rosharness import latest, wait_for, wait_for_message
 from intera_rt import robot  # noqa: E402
 
-ARM = ['right_j%d' % i for i in range(7)]
 NEUTRAL = list(robot.NEUTRAL)
 
 

@@ -11,8 +11,8 @@ import tempfile
 import numpy as np
 import pytest
 
-from intera_rt.robot import ARM_JOINTS, NEUTRAL
-from intera_rt.tooling.xdisplay import VirtualDisplay
+from intera_rt.robot import NEUTRAL
+from clients import display, overlap, red, sim, sim_service, teleport  # noqa: F401 - display (autouse), sim: fixtures
 from rosharness import latest, wait_for
 
 SAWYER_ARGS = ['--rviz']
@@ -28,25 +28,6 @@ SETTLED_SHOTS = 6               # identical screenshots in a row (1 s) make a se
 REACH_OUT = (1.2, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0)
 
 
-@pytest.fixture(scope='module', autouse=True)
-def display():
-    """A virtual X display for the module's robot (autouse: set up before `robot`, so that
-    scripts/sawyer --rviz inherits DISPLAY); stopped after the robot."""
-    names = ('DISPLAY', 'LIBGL_ALWAYS_SOFTWARE')
-    saved = {n: os.environ.get(n) for n in names}
-    with VirtualDisplay() as d:
-        env = d.env()
-        os.environ.update({n: env[n] for n in names})
-        try:
-            yield d
-        finally:
-            for n, v in saved.items():
-                if v is None:
-                    os.environ.pop(n, None)
-                else:
-                    os.environ[n] = v
-
-
 def view(image):
     """The 3D view of a screenshot (H×W×3 int array): the rows and columns that are at
     least 30 % background."""
@@ -59,12 +40,6 @@ def view(image):
     return a[rows[0]:rows[-1] + 1, cols[0]:cols[-1] + 1]
 
 
-def red(v):
-    """The arm (URDF sawyer_red, lit): red well above green and blue."""
-    r, g, b = v[..., 0], v[..., 1], v[..., 2]
-    return (r > 70) & (r > 2 * g) & (r > 2 * b)
-
-
 def green(v):
     """Sim obstacles (rviz_markers: green)."""
     r, g, b = v[..., 0], v[..., 1], v[..., 2]
@@ -75,12 +50,6 @@ def blue_tint(v):
     """The translucent blue avoidance shapes over the grey background or the arm."""
     r, g, b = v[..., 0], v[..., 1], v[..., 2]
     return (b > r + 20) & (b > g + 8)
-
-
-def overlap(a, b):
-    """Intersection over union of two masks of one shape."""
-    union = np.count_nonzero(a | b)
-    return np.count_nonzero(a & b) / union if union else 1.0
 
 
 def wait_render(display, predicate, timeout, what, reference=None):
@@ -113,18 +82,6 @@ def wait_render(display, predicate, timeout, what, reference=None):
     return found[0]
 
 
-def sim_service(name, srv_type):
-    import rospy
-    rospy.wait_for_service('/intera_rt/sim/' + name, 10.0)
-    return rospy.ServiceProxy('/intera_rt/sim/' + name, srv_type)
-
-
-def teleport(q):
-    from intera_rt_msgs.srv import SetJointPositions
-    resp = sim_service('set_joint_positions', SetJointPositions)(list(ARM_JOINTS), list(q))
-    assert resp.success, resp.message
-
-
 def settled(display, shots=SETTLED_SHOTS):
     """The 3D view once RViz shows the arm and the avoidance shapes and `shots` screenshots
     in a row (0.2 s apart) are the same: every display has drawn what it has. (Two in a row
@@ -142,17 +99,17 @@ def settled(display, shots=SETTLED_SHOTS):
                        'px), settled' % (MIN_ARM_PIXELS, MIN_SHAPE_PIXELS))
 
 
-def test_rviz_shows_the_arm_following_its_joints(robot, display):
-    teleport(NEUTRAL)              # the reference picture at the very pose it comes back to
+def test_rviz_shows_the_arm_following_its_joints(robot, display, sim):
+    teleport(sim, NEUTRAL)              # the reference picture at the very pose it comes back to
     arm_neutral = red(settled(display))
-    teleport(REACH_OUT)
+    teleport(sim, REACH_OUT)
     # The head stays where it was (and is red too): a third of the red pixels at most move.
     out = wait_render(display, lambda v: v.shape[:2] == arm_neutral.shape
                       and np.count_nonzero(red(v)) >= MIN_ARM_PIXELS
                       and overlap(red(v), arm_neutral) < 0.7,
                       RENDER_TIMEOUT, 'the arm drawn elsewhere after reaching out',
                       arm_neutral)
-    teleport(NEUTRAL)
+    teleport(sim, NEUTRAL)
     # Back where it was: the same pixels (not merely other ones), so the picture follows the
     # joints rather than changing by itself.
     wait_render(display, lambda v: v.shape[:2] == arm_neutral.shape

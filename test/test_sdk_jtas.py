@@ -18,6 +18,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from contract import ARM
 from rosharness import latest, wait_for
 
 pytestmark = pytest.mark.sawyer_args(['--no-jtas'])
@@ -26,7 +27,6 @@ HERE = Path(__file__).resolve().parent
 ACTION = '/robot/limb/right/follow_joint_trajectory'
 STANDIN = '/sdk_position_joint_trajectory_action_server_right'
 BUILTIN = '/joint_trajectory_action_server'
-ARM = ['right_j%d' % i for i in range(7)]
 
 
 class Node:

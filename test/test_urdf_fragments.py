@@ -10,16 +10,16 @@ import os
 import pytest
 import PyKDL as kdl
 
+from clients import goal, waypoint
+from contract import ARM
 from rosharness import latest, wait_connected, wait_for
 from robot_watch import TF_NODE
 from intera_rt.model import default_urdf_path
-from test_motion_controller import goal, waypoint
 
 pytestmark = pytest.mark.sawyer_args([])
 
 GRIPPER = os.path.join(os.path.dirname(default_urdf_path()), 'fragments', 'electric_gripper.urdf')
 NS = '/ExternalTools/right/PositionKinematicsNode/'
-ARM = ['right_j%d' % i for i in range(7)]
 FK_CLIENT_ANGLES = [0.763331, 0.415979, -1.728629, 1.482985, -1.135621, -1.674347, -0.496337]
 # right_gripper_tip in right_hand, from the fragment: a quarter turn about z, 0.142 m out.
 HAND_TO_TIP = kdl.Frame(kdl.Rotation.RotZ(math.pi / 2), kdl.Vector(0, 0, 0.06 + 0.082))
