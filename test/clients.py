@@ -569,8 +569,9 @@ def stream(dev, on):
 # --- screenshots (a virtual X display) -----------------------------------------------------
 @pytest.fixture(scope='module', autouse=True)
 def display():
-    """A virtual X display for the module's robot (autouse: set up before `robot`, so that
-    scripts/sawyer --rviz inherits DISPLAY); stopped after the robot."""
+    """A virtual X display for the module's robot (autouse in every module that imports it:
+    set up before `robot`, so that scripts/sawyer --rviz inherits DISPLAY); stopped after
+    the robot."""
     names = ('DISPLAY', 'LIBGL_ALWAYS_SOFTWARE')
     saved = {n: os.environ.get(n) for n in names}
     from intera_rt.tooling.xdisplay import VirtualDisplay

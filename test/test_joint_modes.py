@@ -277,7 +277,8 @@ def test_zero_torque_holds_and_suppressed_gravity_makes_the_arm_sag(fresh):
 
 
 # --- trajectory mode (JTAS) ------------------------------------------------------------
-SKIP_STALLED = 0.25
+MAX_STALLED = 0.25            # share of a stream this client may spend descheduled
+STREAM_ATTEMPTS = 3
 TRAJ_AMP = np.array([0.2, 0.15, 0.2, 0.15, 0.3, 0.3, 0.3])
 TRAJ_W = 2.0 * math.pi * 0.3
 
@@ -295,30 +296,36 @@ def _track(arm, with_feedforward, duration=4.0):
     stamps, commanded and actual positions, commanded velocities), the positions sent and
     the trajectory's start.
 
-    Skips when this client was descheduled (> 0.1 s at a time) for more than a quarter of
-    the stream: the machine is shared, that happens under heavy load, and the commands
-    then reach the robot late or in bursts."""
-    q0 = arm.q()
-    t_start = now()
-    sent, walls = [], []
+    When this client was descheduled (> 0.1 s at a time) for more than a quarter of the
+    stream, the commands reached the robot late or in bursts: the machine is shared and
+    that happens under heavy load. The stream then runs again from neutral, up to
+    STREAM_ATTEMPTS times; the test fails if every attempt was stalled."""
+    stalls = []
+    while True:
+        q0 = arm.q()
+        t_start = now()
+        sent, walls = [], []
 
-    def step(t):
-        p, v, a = _trajectory(t, t_start, q0)
-        if with_feedforward:
-            arm.set_trajectory(ARM, p, v, a)
-        else:
-            arm.set_trajectory(ARM, p, [], [])      # JTAS position_w_id without velocities
-        sent.append(p)
-        walls.append(time.monotonic())
-    arm.tolerate_stalls()
-    t0, t1, _ = pace(100, step, duration)
-    arm.set_trajectory(ARM, arm.q(), [0.0] * 7, [0.0] * 7)    # JTAS's stop command
-    arm.sea.wait_until(t1 + 0.05)
-    gaps = np.diff(walls)
-    stalled = gaps[gaps > 0.1].sum()
-    if stalled > SKIP_STALLED * duration:
-        pytest.skip('machine overloaded: this client was descheduled for %.1f s of %.0f s'
-                    % (stalled, duration))
+        def step(t):
+            p, v, a = _trajectory(t, t_start, q0)
+            if with_feedforward:
+                arm.set_trajectory(ARM, p, v, a)
+            else:
+                arm.set_trajectory(ARM, p, [], [])      # JTAS position_w_id without velocities
+            sent.append(p)
+            walls.append(time.monotonic())
+        arm.tolerate_stalls()
+        t0, t1, _ = pace(100, step, duration)
+        arm.set_trajectory(ARM, arm.q(), [0.0] * 7, [0.0] * 7)    # JTAS's stop command
+        arm.sea.wait_until(t1 + 0.05)
+        gaps = np.diff(walls)
+        stalls.append(gaps[gaps > 0.1].sum())
+        if stalls[-1] <= MAX_STALLED * duration:
+            break
+        assert len(stalls) < STREAM_ATTEMPTS, (
+            'machine overloaded: this client was descheduled for %s s of each %.0f s stream'
+            % (np.round(stalls, 1).tolist(), duration))
+        arm.reset_pose(NEUTRAL)
     sea = arm.sea.between(t0 + 0.02, t1)
     rec = {'t': np.array([stamp(m) for m in sea]),
            'cp': np.array([m.commanded_position for m in sea]),

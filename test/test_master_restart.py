@@ -16,12 +16,14 @@ from pathlib import Path
 
 import pytest
 
+from rosharness import wait_for
 from intera_rt.tooling.robot_process import ROBOT_NODES, RobotProcess, free_port
 
 pytestmark = pytest.mark.ros        # its own master and robot, without the robot fixture
 
 REPO = Path(__file__).resolve().parents[1]
 BACK_TIMEOUT = 30.0           # s (wall) for every node to be registered again
+QUIET = 2.0                   # s: two periods of the nodes' master watch (intera_rt.ros.node)
 
 # A client as a user writes one: its own process, its own rospy node.
 CLIENT = textwrap.dedent('''
@@ -90,6 +92,31 @@ def registrations(port):
     return out
 
 
+def answers(port):
+    try:
+        _master(port).getPid()
+        return True
+    except Exception:  # noqa: BLE001 - refused, reset: not there
+        return False
+
+
+def settled_registrations(port, quiet=QUIET, timeout=60.0):
+    """The robot's registrations once every node is up and they have not changed for `quiet`
+    s. Each node takes the parameter snapshot it restores after a restart on its master
+    watch's first look, right after init_node (intera_rt.ros.node), so by then every
+    snapshot has been taken too."""
+    seen = {'regs': None, 'since': time.monotonic()}
+
+    def settled():
+        regs = registrations(port)
+        if regs != seen['regs']:
+            seen['regs'], seen['since'] = regs, time.monotonic()
+        return (set(regs) == set(ROBOT_NODES) and time.monotonic() - seen['since'] >= quiet
+                and regs)
+    return wait_for(settled, timeout, 'every robot node registered, then %.0f s without a '
+                    'change' % quiet, interval=0.2)
+
+
 def run_client(port, delta, log_dir):
     env = dict(os.environ, ROS_MASTER_URI='http://127.0.0.1:%d' % port, ROS_IP='127.0.0.1',
                ROS_LOG_DIR=str(log_dir / 'ros_log'))
@@ -118,12 +145,7 @@ def world(tmp_path_factory):
 
 def test_the_robot_registers_again_and_a_new_client_uses_it(world):
     port, log_dir, robot = world['port'], world['log_dir'], world['robot']
-    deadline = time.monotonic() + 60.0
-    while set(registrations(port)) != set(ROBOT_NODES):        # every node up
-        assert time.monotonic() < deadline, 'not every robot node registered: %s' % registrations(port)
-        time.sleep(0.2)
-    time.sleep(3.0)                 # the nodes' last registrations, and a parameter snapshot
-    before = registrations(port)
+    before = settled_registrations(port)
     first = run_client(port, 0.1, log_dir)
     assert first.returncode == 0, first.stdout.decode()[-2000:]
 
@@ -131,7 +153,7 @@ def test_the_robot_registers_again_and_a_new_client_uses_it(world):
     old_pid = _master(port).getPid()
     world['master'].kill()
     world['master'].wait(5)
-    time.sleep(1.0)
+    wait_for(lambda: not answers(port), 10.0, 'the killed master to stop answering')
     world['master'] = start_master(port, log_dir)
     assert _master(port).getPid() != old_pid
 
