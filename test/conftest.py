@@ -64,8 +64,9 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(ROS_MARK)
 
 
-def _ros_process():
-    """The command line of a ROS master or roslaunch below this process, or None."""
+def _ros_processes():
+    """{pid: command line} of every ROS master or roslaunch below this process."""
+    found = {}
     for pid in descendants(os.getpid()):
         try:
             with open('/proc/%d/cmdline' % pid, 'rb') as f:
@@ -73,36 +74,48 @@ def _ros_process():
         except OSError:
             continue
         if any(os.path.basename(a) in _ROS_PROCESSES for a in argv[:3]):
-            return ' '.join(argv).strip()
-    return None
+            found[pid] = ' '.join(argv).strip()
+    return found
 
 
 class _RosProcessWatch(object):
-    """Looks for a ROS master or roslaunch below this process every _GUARD_PERIOD s while
-    armed, and keeps the first one seen."""
+    """While armed, looks below this process every _GUARD_PERIOD s for a ROS master or
+    roslaunch that was not there when it was armed (a robot the module's earlier tests
+    booted is not this test's), and keeps the first one seen."""
 
     def __init__(self):
         self._armed = threading.Event()
+        self._before = {}
         self.seen = None
         threading.Thread(target=self._run, name='ros-tier-guard', daemon=True).start()
 
     def arm(self):
+        self._before = _ros_processes()
         self.seen = None
         self._armed.set()
 
     def disarm(self):
         self._armed.clear()
-        return self.seen or _ros_process()
+        return self.seen or self._new()
+
+    def _new(self):
+        new = [cmd for pid, cmd in _ros_processes().items() if pid not in self._before]
+        return new[0] if new else None
 
     def _run(self):
         while True:
             self._armed.wait()
             time.sleep(_GUARD_PERIOD)
             if self._armed.is_set() and self.seen is None:
-                self.seen = _ros_process()
+                self.seen = self._new()
 
 
 _WATCH = []
+
+
+def _rospy_node():
+    rospy = sys.modules.get('rospy')
+    return rospy is not None and rospy.core.is_initialized()
 
 
 @pytest.fixture(autouse=True)
@@ -113,13 +126,13 @@ def _tier_guard(request):
         return
     if not _WATCH:
         _WATCH.append(_RosProcessWatch())
+    node_before = _rospy_node()
     _WATCH[0].arm()
     try:
         yield
     finally:
         seen = _WATCH[0].disarm()
-    rospy = sys.modules.get('rospy')
-    if seen or (rospy is not None and rospy.core.is_initialized()):
+    if seen or (_rospy_node() and not node_before):
         pytest.fail('%s started %s but is not in the ROS tier: declare '
                     '`pytestmark = pytest.mark.ros` in its module (test/README.md, "Tiers")'
                     % (request.node.nodeid, '`%s`' % seen if seen else 'a rospy node'),
