@@ -13,11 +13,12 @@ from rosharness import wait_for
 
 from intera_rt.tooling.robot_process import ROBOT_STATE_TOPIC, RobotProcess
 
-# Impact and squish out of reach, the hand over-wrench force at 30 N (default 80 N).
-pytestmark = pytest.mark.sawyer_args([
+# Impact and squish out of reach, the hand over-wrench force at 30 N (default 80 N). The
+# ros mark: robot_on_own_master starts a master and a robot without the robot fixture.
+pytestmark = [pytest.mark.sawyer_args([
     '--sim-time', '--stage-option', 'collision_detection.overwrench_force=30',
     '--stage-option', 'collision_detection.impact_threshold=100',
-    '--stage-option', 'collision_detection.squish_threshold=1000'])
+    '--stage-option', 'collision_detection.squish_threshold=1000']), pytest.mark.ros]
 MESSAGE = ("stage 'collision_detection' takes no option 'impact_treshold'; its options: "
            "hold, impact_scale, impact_slow_time, impact_threshold, observer_gain, "
            "overwrench_force, overwrench_torque, settle, squish_release, squish_threshold, "
