@@ -27,7 +27,7 @@ import time
 import pytest
 
 import rosharness
-from intera_rt.robot_process import descendants
+from intera_rt.tooling.robot_process import descendants
 
 ROS_MARK = 'ros'
 # Processes that mean "a ROS master or a robot was started" (scripts/sawyer runs roslaunch,

@@ -13,7 +13,7 @@ import pytest
 
 from test_interaction import (NEUTRAL, Republisher, fresh, mean_position, options, position,  # noqa: F401
                               push, ros, table_below)
-from test_joint_modes import now, stamp
+from clients import goal, now, stamp, waypoint
 
 SAWYER_ARGS = ['--sim-time', '--speed', '1']
 
@@ -82,7 +82,6 @@ def test_force_limited_impedance_presses_a_table_no_harder_than_its_limit(fresh)
     the hand landing on the table is not part of the held force: endpoint_state's wrench,
     from measured torques, carries the landing's inertial torques too.)"""
     import rospy
-    from test_motion_controller import goal, waypoint
     from intera_rt.model import RobotModel
     ros = fresh
     jac = RobotModel.from_file().arm_dynamics.tip('right_hand', NEUTRAL)[2]

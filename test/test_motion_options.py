@@ -12,8 +12,9 @@ The robot runs on sim time at 1x: durations are robot time."""
 import numpy as np
 import pytest
 
-from test_joint_modes import NEUTRAL, Series, arm_velocities, now, stamp
-from test_motion_controller import angles, goal, ros, send, teleport, waypoint  # noqa: F401
+from clients import Series, arm_velocities, goal, now, stamp, waypoint
+from contract import NEUTRAL
+from test_motion_controller import angles, ros, send, teleport  # noqa: F401
 
 SAWYER_ARGS = ['--sim-time', '--speed', '1']
 

@@ -11,7 +11,8 @@ The robot runs on sim time at 1x: durations are robot time."""
 import numpy as np
 import pytest
 
-from test_joint_modes import ARM, NEUTRAL, Arm, Series, arm_positions, arm_velocities, now, pace
+from clients import Arm, Series, arm_positions, arm_velocities, now, pace
+from contract import ARM, NEUTRAL
 
 SAWYER_ARGS = ['--sim-time', '--speed', '1', '--velocity-scaling']
 

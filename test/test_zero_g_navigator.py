@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from test_interaction import fresh, mean_position, options, push, ros  # noqa: F401
-from test_joint_modes import now, stamp
+from clients import now, stamp
 
 SAWYER_ARGS = ['--sim-time', '--speed', '1']
 
