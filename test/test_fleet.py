@@ -18,6 +18,8 @@ import pytest
 
 from rosharness import wait_for
 
+pytestmark = pytest.mark.ros        # scripts/fleet boots robots of its own, without the robot fixture
+
 REPO = Path(__file__).resolve().parents[1]
 FLEET = str(REPO / 'scripts' / 'fleet')
 CLIENT = [sys.executable, str(REPO / 'test' / 'fleet_client.py')]
