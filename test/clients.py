@@ -598,3 +598,12 @@ def overlap(a, b):
     """Intersection over union of two masks of one shape."""
     union = np.count_nonzero(a | b)
     return np.count_nonzero(a & b) / union if union else 1.0
+
+
+def grasp_cuff(grasp):
+    """A person grasps (True) or lets go of (False) the cuff, through the sim-control API."""
+    import rospy
+    from std_srvs.srv import SetBool
+    rospy.wait_for_service('/intera_rt/sim/cuff', 10.0)
+    response = rospy.ServiceProxy('/intera_rt/sim/cuff', SetBool)(grasp)
+    assert response.success, response.message

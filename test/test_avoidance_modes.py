@@ -12,9 +12,8 @@ import numpy as np
 import pytest
 
 from rosharness import CollisionWatch
-from clients import Series, arm_positions, arm_velocities, now
+from clients import Series, arm_positions, arm_velocities, grasp_cuff, now
 from contract import ARM, NEUTRAL, NS
-from test_realtime_plugins import grasp_cuff
 
 SAWYER_ARGS = ['--sim-time', '--speed', '1']
 

@@ -11,8 +11,8 @@ import math
 import numpy as np
 import pytest
 
-from test_interaction import (NEUTRAL, Republisher, fresh, mean_position, options, position,  # noqa: F401
-                              push, ros, table_below)
+from interaction_client import (NEUTRAL, Republisher, fresh, mean_position, options, position,  # noqa: F401
+                                push, ros, table_below)
 from clients import goal, now, stamp, waypoint
 
 SAWYER_ARGS = ['--sim-time', '--speed', '1']

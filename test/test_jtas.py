@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from clients import Sent, moveit_goal, smooth_motion
+from clients import Sent, grasp_cuff, moveit_goal, smooth_motion
 from contract import ARM, TERMINAL
 from rosharness import latest, wait_for
 from robot_watch import JTAS_NODE
@@ -455,14 +455,6 @@ def test_goal_while_disabled_is_rejected(at_neutral):
     assert 'disabled' in result.error_string
 
 
-def _grasp_cuff(grasp):
-    from std_srvs.srv import SetBool
-    import rospy
-    rospy.wait_for_service('/intera_rt/sim/cuff', 10.0)
-    response = rospy.ServiceProxy('/intera_rt/sim/cuff', SetBool)(grasp)
-    assert response.success, response.message
-
-
 def test_cuff_press_aborts_the_goal(at_neutral):
     """A person grasps the cuff mid-trajectory (sim control): the robot's cuff device
     reports right_cuff on /io/robot/cuff/state, the robot goes into zero-G and the server
@@ -480,7 +472,7 @@ def test_cuff_press_aborts_the_goal(at_neutral):
             f = smooth_motion(NEUTRAL, [0.6, 0, 0, 0, 0, 0, 0], 4.0)
             sent = Sent(ros['client'], moveit_goal(f, 4.0))
             sent.wait_progress(1.0)
-            _grasp_cuff(True)
+            grasp_cuff(True)
             state, result = sent.wait(timeout=30)
             assert (TERMINAL[state], result.error_code) == ('ABORTED', -4)
             assert 'cuff' in result.error_string or 'zero-G' in result.error_string
@@ -490,7 +482,7 @@ def test_cuff_press_aborts_the_goal(at_neutral):
             assert TERMINAL[state] in ('ABORTED', 'REJECTED') and result.error_code == -1
             assert 'cuff' in result.error_string or 'zero-G' in result.error_string
         finally:
-            _grasp_cuff(False)
+            grasp_cuff(False)
         rt.wait(10.0, lambda m: not m.zero_g and m.controller != 'zero_g', 'zero-G ended')
     assert_holds(ros, 1.0)
     # released: goals run again

@@ -14,7 +14,7 @@ import pytest
 
 from clients import Series, arm_velocities, goal, now, stamp, waypoint
 from contract import NEUTRAL
-from test_motion_controller import angles, ros, send, teleport  # noqa: F401
+from motion_client import angles, ros, send, teleport  # noqa: F401
 
 SAWYER_ARGS = ['--sim-time', '--speed', '1']
 

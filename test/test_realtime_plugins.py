@@ -8,9 +8,9 @@ The robot runs on sim time at 1x: durations asserted are robot time (state stamp
 import numpy as np
 import pytest
 
-from clients import (Arm, Sent, Series, add_box, clean, collisions, mc, moveit_goal, now,  # noqa: F401
-                     pace, realtime_state, rosout, sim, smooth_motion, stamp, sync_publisher,
-                     wall_in_j0_path)
+from clients import (Arm, Sent, Series, add_box, clean, collisions, grasp_cuff, mc,  # noqa: F401
+                     moveit_goal, now, pace, realtime_state, rosout, sim, smooth_motion, stamp,
+                     sync_publisher, wall_in_j0_path)
 from contract import ARM, IMPACT_LINE, NS, SQUISH_LINE, TERMINAL
 from rosharness import wait_connected, wait_for
 
@@ -179,14 +179,6 @@ def test_a_large_force_at_the_hand_is_a_hand_overwrench(sim, realtime_state, ros
 
 
 # --- zero-G -------------------------------------------------------------------------------
-def grasp_cuff(grasp):
-    import rospy
-    from std_srvs.srv import SetBool
-    rospy.wait_for_service('/intera_rt/sim/cuff', 10.0)
-    response = rospy.ServiceProxy('/intera_rt/sim/cuff', SetBool)(grasp)
-    assert response.success, response.message
-
-
 def push_hand(sim, force, seconds):
     from geometry_msgs.msg import Wrench
     w = Wrench()

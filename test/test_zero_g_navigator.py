@@ -8,7 +8,7 @@ The robot runs on sim time at 1x: durations are robot time."""
 import numpy as np
 import pytest
 
-from test_interaction import fresh, mean_position, options, push, ros  # noqa: F401
+from interaction_client import fresh, mean_position, options, push, ros  # noqa: F401
 from clients import now, stamp
 
 SAWYER_ARGS = ['--sim-time', '--speed', '1']
