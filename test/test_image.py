@@ -3,7 +3,7 @@
 Slow (the image is built from Debian packages and PyPI: ~10 minutes on a busy machine, the
 whole file ~13), so it runs only when asked:
 
-    INTERA_RT_SLOW=1 scripts/test test/test_image.py
+    scripts/test --slow test/test_image.py       (or INTERA_RT_SLOW=1)
 
 (INTERA_RT_IMAGE_REUSE=1 tests the image the last scripts/image built instead of building it;
 needs root and `apt-get install mmdebstrap podman runc catatonit`). podman is configured by
@@ -27,7 +27,7 @@ import pytest
 import yaml
 
 if os.environ.get('INTERA_RT_SLOW', '') in ('', '0'):
-    pytest.skip('slow (builds the container image): run with INTERA_RT_SLOW=1',
+    pytest.skip('slow (builds the container image): run with scripts/test --slow',
                 allow_module_level=True)
 
 import signal                                   # noqa: E402
