@@ -1,5 +1,6 @@
 """The Gazebo files, checked statically (Gazebo 11 cannot be installed on Debian 12, so they
-are never run here: README "Gazebo"), and the gazebo backend's pure parts. No ROS.
+are never run here: docs/backends.md#gazebo-what-was-verified-here), and the gazebo
+backend's pure parts. No ROS.
 
 - share/gazebo/sawyer_gazebo.urdf is sawyer.urdf (same links, joints, inertias: the arm
   Gazebo simulates weighs what the robot's model says) plus the base fixed to the world,

@@ -18,7 +18,7 @@ from rosharness import wait_for
 from intera_rt.robot import NEUTRAL
 
 # Half real time: a margin for this shared 2-core machine, where under load the robot's loop
-# can fall several steps behind a plant that runs on (README "Gazebo": the latency of a
+# can fall several steps behind a plant that runs on (docs/backends.md#gazebo: the latency of a
 # loop not in lockstep with its plant). The file passes at 1x too (one run, load ~10).
 pytestmark = pytest.mark.sawyer_args(['--sim-time', '--backend', 'gazebo',
                                       '--backend-option', 'standin=true',

@@ -1,5 +1,5 @@
 """The package's imports, read from the source (no module is imported): no import cycle,
-function-level imports included, and no import upward across the layers of README
+function-level imports included, and no import upward across the layers of docs/design.md
 "Layers" (model ← control, motion, io ← boards ← realtime ← ros)."""
 import ast
 from pathlib import Path
@@ -142,7 +142,7 @@ def test_no_import_cycles():
 def test_every_module_has_a_layer():
     unknown = sorted({_layer(m) for m in MODULES} - set(LAYERS))
     assert not unknown, ('intera_rt.%s: no layer in test_imports.LAYERS (add it where it '
-                         'sits in README "Layers")' % ', intera_rt.'.join(unknown))
+                         'sits in docs/design.md "Layers")' % ', intera_rt.'.join(unknown))
 
 
 @pytest.mark.parametrize('module', sorted(MODULES))

@@ -18,7 +18,7 @@ from clients import goal, now, stamp, waypoint
 SAWYER_ARGS = ['--sim-time', '--speed', '1']
 
 MOTION_BOUND = 0.12             # m: FORCE_WITH_MOTION_LIMIT's wall from the reference (seed 000)
-WALL_STIFFNESS = 1e4            # N/m: the wall's stiffness (README, interaction control)
+WALL_STIFFNESS = 1e4            # N/m: the wall's stiffness (docs/interaction_control.md)
 ROTATION_WALL = math.radians(82.5)
 ROTATION_WALL_STIFFNESS = 300.0  # N·m/rad
 K_CAP = 1300.0                  # N/m: the stiffness cap without max_impedance

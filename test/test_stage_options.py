@@ -1,4 +1,4 @@
-"""Stage options through ROS (README "Realtime loop"). Given with scripts/sawyer
+"""Stage options through ROS (docs/realtime_loop.md#stages). Given with scripts/sawyer
 --stage-option, they take effect: collision-detection thresholds a user tuned change what the
 robot detects. One the robot does not know stops boot: a user with their own master sets
 ~collision_detection/impact_treshold (misspelt) on realtime_loop, as `rosparam set` or a

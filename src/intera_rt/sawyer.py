@@ -114,7 +114,7 @@ def build_parser():
         dest='stage_options',
         help="an option of a realtime stage, e.g. --stage-option "
              "collision_detection.squish_threshold=15 (repeatable; '--stage-option help' "
-             "lists every stage's options; README \"Realtime plugins\")")
+             "lists every stage's options; docs/realtime_loop.md#stages)")
     parser.add_argument(
         '--viewer', action='store_true',
         help="open the backend's interactive viewer (mujoco; needs a display)")

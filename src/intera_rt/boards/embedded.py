@@ -14,7 +14,7 @@ as apply_wrench's do, so the transmitted (measured) torque keeps its meaning: wh
 drive transmits to its link. Contact is frictionless. A broadphase (each link shape's reach
 about right_j0's origin against the obstacle's bounding sphere, when it is placed) makes an
 obstacle out of reach, and no obstacle, cost nothing per step. Design notes:
-docs/incoming/model.md.
+docs/backends.md.
 """
 import math
 

@@ -15,7 +15,7 @@ applied, not measured. No joint state for `stall_timeout` wall seconds faults th
 This module talks ROS (rospy and message packages, imported when the boards are configured;
 never intera_rt.ros); it runs in the realtime core's process as the node `realtime_boards`.
 Option `standin` starts intera_rt.boards.gazebo_standin (the embedded plant behind the same
-topics and services) as a child process. Design notes: docs/incoming/model.md.
+topics and services) as a child process. Design notes: docs/backends.md.
 """
 import math
 import os

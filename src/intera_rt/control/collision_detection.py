@@ -13,7 +13,7 @@ controller presses on purpose (expected_external_torque) the part of r it expect
 excused, fading out when it ends. Nothing is detected under a controller of `idle_roles`
 (a person guides the arm), for `settle` s after it, after reset() or a gap in readings, nor
 while contact_safety / hand_overwrench_safety is suppressed. Options: OPTIONS (per-joint
-ones: a number, 7 numbers or {joint: number}). docs/incoming/options.md has the derivation.
+ones: a number, 7 numbers or {joint: number}). docs/realtime_loop.md has the derivation.
 """
 import math
 

@@ -13,7 +13,7 @@ only the elbow. u corrects the balance the drives' friction keeps short while th
 rest; h is the wrench held before a reset or a takeover, fading out instead of vanishing.
 Changes come without jumps: gains move with a FILTER_TIME constant, a force starts from
 zero, the torque changes by at most TORQUE_RATE. expected_external_torque() is the reaction
-to the wrench it commands, which collision detection excuses. docs/incoming/options.md has
+to the wrench it commands, which collision detection excuses. docs/interaction_control.md has
 the full law and its tuning.
 """
 import math

@@ -9,7 +9,7 @@ step is one RNEA call from the previous reading, as the plant steps (semi-implic
 A reading where a joint (or the head) sits on its mechanical stop, or sat there at the
 previous reading, is not fed to it (r keeps its value): the stops are inelastic, and their
 reaction is no push from the world. Used by collision detection (control.collision_detection);
-docs/incoming/options.md has the derivation.
+docs/realtime_loop.md has the derivation.
 """
 import math
 

@@ -17,7 +17,7 @@ For a watched pair (a, b): `clearance` = signed distance + allowance (m, < 0: ov
 it), `normal` a unit vector from a towards b, `gradient` = ∂distance/∂(right_j0..6) =
 (J_b(p_b) − J_a(p_a))ᵀ n at the witness points. hpp-fcl's own normals are not uniform
 across shape pairs, so n comes from the witness points, else its normal, else the shape
-centres, oriented so that n·(c_b − c_a) ≥ 0. Design notes: docs/incoming/model.md.
+centres, oriented so that n·(c_b − c_a) ≥ 0. Design notes: docs/model.md.
 """
 import math
 import os

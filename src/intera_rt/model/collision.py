@@ -14,7 +14,7 @@ neutral or shipping: envelopes too coarse for that pair, an SRDF's "Default").
 
 ShapeModel does the loading and the rigid/unused/adjacent/always selection that this model
 and the collision-avoidance model (model.avoidance) share; each decides what to do with the
-pairs that touch at the reference poses. Design notes: docs/incoming/model.md.
+pairs that touch at the reference poses. Design notes: docs/model.md.
 """
 import numpy as np
 import pinocchio as pin

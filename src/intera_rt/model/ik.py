@@ -11,7 +11,7 @@ so solutions near the seed come first. A solution in self-collision (with a coll
 model) is set aside; only when every one found collides is the result IK_IN_COLLISION.
 An arm tip is a frame whose chain from base runs through right_j0… in order (a prefix for
 frames on the arm such as right_hand_camera); anything else raises UnknownTipError.
-Design notes: docs/incoming/model.md.
+Design notes: docs/model.md.
 """
 import math
 

@@ -10,7 +10,7 @@ with each fragment's elements inserted before `</robot>`. Before a change is acc
 whole model is rebuilt (urdf_parser_py and KDL, Pinocchio, the joint frames of /tf): a
 fragment any of them refuses is refused and the robot keeps its model. The SDK republishes
 one message at 5 Hz with the same `time`: it is applied once, the repeats cost a hash.
-No ROS here. Design notes: docs/incoming/model.md.
+No ROS here. Design notes: docs/urdf_fragments.md.
 """
 import hashlib
 import re

@@ -30,7 +30,7 @@ from intera_rt.realtime.state import CONTROLLER_NAMES, StateView
 from intera_rt.robot import ARM_JOINTS, BOARD_JOINTS, HEAD_JOINTS, LOOP_PERIOD, SUPPRESS_TOPICS
 from intera_rt.ros.direct import SerializedMessage, wire_string
 
-# Joint order of /robot/joint_states (documented in README): head first, as the robot does.
+# Joint order of /robot/joint_states (docs/interface_notes.md): head first, as the robot does.
 JOINT_STATE_ORDER = HEAD_JOINTS + ARM_JOINTS
 _JS_INDEX = [BOARD_JOINTS.index(n) for n in JOINT_STATE_ORDER]
 _JS_COUNT = struct.pack('<I', len(JOINT_STATE_ORDER))

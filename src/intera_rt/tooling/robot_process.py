@@ -15,7 +15,7 @@ STOP_TIMEOUT = 15.0     # s, SIGINT until SIGKILL
 POLL_INTERVAL = 0.05    # s
 ROBOT_STATE_TOPIC = '/robot/state'
 # The ROS nodes of the robot (launch/sawyer.launch), a process each (the realtime core is a
-# child process of realtime_loop's); what each serves: README "Nodes".
+# child process of realtime_loop's); what each serves: docs/design.md.
 ROBOT_NODES = ('/realtime_loop', '/motion_controller', '/io')
 IK_NODE = '/motion_controller'      # serves /ExternalTools/right/PositionKinematicsNode/*
 JTAS_NODE = '/motion_controller'    # serves /robot/limb/right/follow_joint_trajectory

@@ -1,6 +1,6 @@
 """world: the simulated world as data — Gazebo-style models (SDF 1.4–1.7, URDF), their
 shapes, meshes and friction, the world's frames. No ROS here; the world service node and
-the backends build on it (docs/incoming/world.md)."""
+the backends build on it (docs/world.md)."""
 from intera_rt.model.safe_xml import UnsafeXMLError, check_xml
 from intera_rt.world.frames import (
     ROBOT_MODEL, ROBOT_POSE, Snapshot, base_to_world, model_frames, parse_reference, robot_frames,

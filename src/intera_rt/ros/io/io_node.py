@@ -7,7 +7,7 @@ lights: robot_node), 'end_effector' (optionally the electric gripper: end_effect
 One process rather than three: under sim time every ROS node hears /clock, and at many
 times real time each idle node costs lockstep speed. The price: while a camera streams,
 its rendering shares this interpreter with the device updates (a cuff grasp may wait for a
-frame's Python part). The same holds for robot_state_publisher (README "Memory").
+frame's Python part). The same holds for robot_state_publisher (docs/reliability.md#memory).
 
 Private parameters: ~gripper (bool), ~render_scale, ~<camera>/width|height|rate,
 ~publish_frequency (robot_state_publisher's).
