@@ -477,3 +477,19 @@ class World:
 
     def names(self):
         return tuple(self.reserved) + tuple(self.models)
+
+
+def at_line(el, what):
+    """`what` and the line of its XML element, for an error message."""
+    return '%s (line %s)' % (what, el.sourceline)
+
+
+def fixed_joint(el, what):
+    """(name, its description for messages) of a model's <joint> element (SDF or URDF);
+    WorldError unless it is fixed: the world's models are rigid."""
+    name = check_name(el.get('name'), at_line(el, what + ' <joint>'))
+    described = "%s joint '%s'" % (what, name)
+    if el.get('type') != 'fixed':
+        raise WorldError('%s: type %r: a model\'s links are joined by fixed joints only'
+                         % (at_line(el, described), el.get('type')))
+    return name, described

@@ -14,9 +14,9 @@ import os
 from intera_rt.model.safe_xml import UnsafeXMLError, check_xml
 from intera_rt.world.mesh import mesh
 from intera_rt.world.model import (
-    IDENTITY, MAX_XML_BYTES, SDF_DEFAULT_INERTIAL, Box, Collision, Cylinder, Friction, Inertial, Joint,
-    Link, Model, Plane, Pose, Sphere, Visual, World, WorldError, check_model, check_name, finite,
-    positive)
+    IDENTITY, MAX_XML_BYTES, SDF_DEFAULT_INERTIAL, Box, Collision, Cylinder, Friction, Inertial,
+    Joint, Link, Model, Plane, Pose, Sphere, Visual, World, WorldError, at_line, check_model,
+    check_name, finite, fixed_joint, positive)
 from intera_rt.world.resolve import Resolver
 from intera_rt.world.urdf import parse_urdf
 
@@ -36,10 +36,6 @@ BUILTIN_MODELS = {
       </link></model></sdf>""",
     'sun': None,
 }
-
-
-def _where(el, what):
-    return '%s (line %s)' % (what, el.sourceline)
 
 
 def _load(text, what, root):
@@ -63,7 +59,7 @@ def _check_version(root, what):
 def _child(el, tag):
     found = el.findall(tag)
     if len(found) > 1:
-        raise WorldError('%s: <%s> appears %d times' % (_where(found[1], '<%s>' % el.tag), tag, len(found)))
+        raise WorldError('%s: <%s> appears %d times' % (at_line(found[1], '<%s>' % el.tag), tag, len(found)))
     return found[0] if found else None
 
 
@@ -72,10 +68,10 @@ def _numbers(el, n, what):
     try:
         values = [float(v) for v in text.split()]
     except ValueError:
-        raise WorldError('%s: expected %d numbers, got %r' % (_where(el, what), n, text)) from None
+        raise WorldError('%s: expected %d numbers, got %r' % (at_line(el, what), n, text)) from None
     if len(values) != n:
-        raise WorldError('%s: expected %d numbers, got %r' % (_where(el, what), n, text))
-    return finite(values, n, _where(el, what))
+        raise WorldError('%s: expected %d numbers, got %r' % (at_line(el, what), n, text))
+    return finite(values, n, at_line(el, what))
 
 
 def _number(parent, tag, default, what):
@@ -91,7 +87,7 @@ def _bool(el, what):
         return True
     if text in ('false', '0'):
         return False
-    raise WorldError('%s: expected true or false, got %r' % (_where(el, what), el.text))
+    raise WorldError('%s: expected true or false, got %r' % (at_line(el, what), el.text))
 
 
 def _pose(parent, what, frames=('',)):
@@ -103,9 +99,9 @@ def _pose(parent, what, frames=('',)):
     frame = (el.get('relative_to') or el.get('frame') or '').strip()
     if frame not in frames:
         raise WorldError('%s: relative_to=%r: poses relative to %s are read here'
-                         % (_where(el, what + ' <pose>'), frame,
+                         % (at_line(el, what + ' <pose>'), frame,
                             ' or '.join(repr(f) for f in frames if f) or 'their parent only'))
-    return Pose.from_xyz_rpy(_numbers(el, 6, what + ' <pose>'), _where(el, what + ' <pose>')), frame
+    return Pose.from_xyz_rpy(_numbers(el, 6, what + ' <pose>'), at_line(el, what + ' <pose>')), frame
 
 
 # --- geometry ------------------------------------------------------------------------------
@@ -114,7 +110,7 @@ def geometry(el, what, resolver, base_dir):
     if el is None:
         raise WorldError('%s: <geometry> is missing' % what)
     shapes = [c for c in el if isinstance(c.tag, str)]
-    where = _where(el, what + ' <geometry>')
+    where = at_line(el, what + ' <geometry>')
     if len(shapes) != 1:
         raise WorldError('%s: expected one shape (box, cylinder, sphere, plane, mesh), got %s'
                          % (where, ', '.join('<%s>' % c.tag for c in shapes) or 'none'))
@@ -123,8 +119,8 @@ def geometry(el, what, resolver, base_dir):
     if shape.tag == 'box':
         size = _child(shape, 'size')
         if size is None:
-            raise WorldError('%s: <size> is missing' % _where(shape, w))
-        return Box(positive(_numbers(size, 3, w + ' <size>'), 3, _where(size, w + ' <size>')))
+            raise WorldError('%s: <size> is missing' % at_line(shape, w))
+        return Box(positive(_numbers(size, 3, w + ' <size>'), 3, at_line(size, w + ' <size>')))
     if shape.tag == 'cylinder':
         r = _required_size(shape, 'radius', w)
         length = _required_size(shape, 'length', w)
@@ -136,22 +132,22 @@ def geometry(el, what, resolver, base_dir):
         n = (0.0, 0.0, 1.0) if normal is None else _numbers(normal, 3, w + ' <normal>')
         norm = sum(v * v for v in n) ** 0.5
         if norm < 1e-9:
-            raise WorldError('%s: the normal %r has no direction' % (_where(shape, w + ' <normal>'), n))
+            raise WorldError('%s: the normal %r has no direction' % (at_line(shape, w + ' <normal>'), n))
         size = _child(shape, 'size')
         s = (1.0, 1.0) if size is None else positive(_numbers(size, 2, w + ' <size>'), 2,
-                                                       _where(size, w + ' <size>'), limit=1e6)
+                                                       at_line(size, w + ' <size>'), limit=1e6)
         return Plane(tuple(v / norm for v in n), s)
     if shape.tag == 'mesh':
         if _child(shape, 'submesh') is not None:
             raise WorldError('%s: <submesh> is not supported: give the part as its own mesh file'
-                             % _where(shape, w))
+                             % at_line(shape, w))
         uri = _child(shape, 'uri')
         if uri is None or not (uri.text or '').strip():
-            raise WorldError('%s: <uri> is missing' % _where(shape, w))
+            raise WorldError('%s: <uri> is missing' % at_line(shape, w))
         scale_el = _child(shape, 'scale')
         scale = (1.0, 1.0, 1.0) if scale_el is None else positive(
-            _numbers(scale_el, 3, w + ' <scale>'), 3, _where(scale_el, w + ' <scale>'))
-        return mesh(uri.text.strip(), scale, _where(uri, w + ' <uri>'), resolver, base_dir)
+            _numbers(scale_el, 3, w + ' <scale>'), 3, at_line(scale_el, w + ' <scale>'))
+        return mesh(uri.text.strip(), scale, at_line(uri, w + ' <uri>'), resolver, base_dir)
     raise WorldError('%s: <%s> is not a shape this world simulates (box, cylinder, sphere, plane, '
                      'mesh)' % (where, shape.tag))
 
@@ -159,8 +155,8 @@ def geometry(el, what, resolver, base_dir):
 def _required_size(shape, tag, what):
     el = _child(shape, tag)
     if el is None:
-        raise WorldError('%s: <%s> is missing' % (_where(shape, what), tag))
-    return positive(_numbers(el, 1, '%s <%s>' % (what, tag)), 1, _where(el, '%s <%s>' % (what, tag)))[0]
+        raise WorldError('%s: <%s> is missing' % (at_line(shape, what), tag))
+    return positive(_numbers(el, 1, '%s <%s>' % (what, tag)), 1, at_line(el, '%s <%s>' % (what, tag)))[0]
 
 
 # --- links ---------------------------------------------------------------------------------
@@ -170,7 +166,7 @@ def _friction(collision, what):
     ode = _child(friction, 'ode') if friction is not None else None
     if ode is None:
         return Friction()
-    w = _where(ode, what + ' <surface><friction><ode>')
+    w = at_line(ode, what + ' <surface><friction><ode>')
     return Friction.make(_number(ode, 'mu', 1.0, w), _number(ode, 'mu2', 1.0, w), w)
 
 
@@ -180,22 +176,22 @@ def _inertial(link, what):
         return SDF_DEFAULT_INERTIAL
     w = what + ' <inertial>'
     pose, _ = _pose(el, w)
-    mass = _number(el, 'mass', 1.0, _where(el, w))
+    mass = _number(el, 'mass', 1.0, at_line(el, w))
     inertia = _child(el, 'inertia')
     defaults = {'ixx': 1.0, 'ixy': 0.0, 'ixz': 0.0, 'iyy': 1.0, 'iyz': 0.0, 'izz': 1.0}
-    values = [defaults[k] if inertia is None else _number(inertia, k, defaults[k], _where(inertia, w + ' <inertia>'))
+    values = [defaults[k] if inertia is None else _number(inertia, k, defaults[k], at_line(inertia, w + ' <inertia>'))
               for k in ('ixx', 'ixy', 'ixz', 'iyy', 'iyz', 'izz')]
-    return Inertial.make(mass, values, pose, _where(el, w))
+    return Inertial.make(mass, values, pose, at_line(el, w))
 
 
 def _link(el, what, resolver, base_dir, link_names):
-    name = check_name(el.get('name'), _where(el, what + ' <link>'))
+    name = check_name(el.get('name'), at_line(el, what + ' <link>'))
     w = "%s link '%s'" % (what, name)
     pose, frame = _pose(el, w, ('', '__model__') + tuple(n for n in link_names if n != name))
     collisions, visuals = [], []
     for tag, out in (('collision', collisions), ('visual', visuals)):
         for c in el.findall(tag):
-            cname = check_name(c.get('name'), _where(c, '%s <%s>' % (w, tag)))
+            cname = check_name(c.get('name'), at_line(c, '%s <%s>' % (w, tag)))
             cw = "%s %s '%s'" % (w, tag, cname)
             cpose, _ = _pose(c, cw, ('', name))
             shape = geometry(_child(c, 'geometry'), cw, resolver, base_dir)
@@ -225,13 +221,13 @@ def _resolve_link_frames(links, frames, what):
 def model_element(el, resolver, base_dir=None, name=None, what=None):
     """A Model of a <model> element; `name` replaces its own (SpawnModel's model_name)."""
     own = el.get('name')
-    name = check_name(name if name else own, _where(el, (what + ': ' if what else '') + '<model>'))
+    name = check_name(name if name else own, at_line(el, (what + ': ' if what else '') + '<model>'))
     w = "%smodel '%s'" % (what + ': ' if what else '', name)
     for tag in ('model', 'include'):
         nested = el.find(tag)
         if nested is not None:
             raise WorldError('%s: a <%s> inside a model (nested models) is not supported'
-                             % (_where(nested, w), tag))
+                             % (at_line(nested, w), tag))
     static_el = _child(el, 'static')
     static = _bool(static_el, w + ' <static>') if static_el is not None else False
     pose, _ = _pose(el, w)
@@ -241,16 +237,12 @@ def model_element(el, resolver, base_dir=None, name=None, what=None):
     links = _resolve_link_frames([l for l, _ in parsed], [f for _, f in parsed], w)
     joints = []
     for j in el.findall('joint'):
-        jname = check_name(j.get('name'), _where(j, w + ' <joint>'))
-        jw = "%s joint '%s'" % (w, jname)
-        if j.get('type') != 'fixed':
-            raise WorldError('%s: type %r: a model\'s links are joined by fixed joints only'
-                             % (_where(j, jw), j.get('type')))
+        jname, jw = fixed_joint(j, w)
         ends = []
         for role in ('parent', 'child'):
             e = _child(j, role)
             if e is None or not (e.text or '').strip():
-                raise WorldError('%s: <%s> is missing' % (_where(j, jw), role))
+                raise WorldError('%s: <%s> is missing' % (at_line(j, jw), role))
             ends.append(e.text.strip())
         joints.append(Joint(jname, *ends))
     return check_model(Model(name, links, tuple(joints), pose, static, 'sdf'), w)
@@ -293,9 +285,9 @@ def read_file(path, what, max_bytes=MAX_XML_BYTES):
 def _include(el, resolver, base_dir, what):
     uri_el = _child(el, 'uri')
     if uri_el is None or not (uri_el.text or '').strip():
-        raise WorldError('%s: <uri> is missing' % _where(el, what + ' <include>'))
+        raise WorldError('%s: <uri> is missing' % at_line(el, what + ' <include>'))
     uri = uri_el.text.strip()
-    w = _where(uri_el, '%s <include> %r' % (what, uri))
+    w = at_line(uri_el, '%s <include> %r' % (what, uri))
     name_el = _child(el, 'name')
     name = (name_el.text or '').strip() if name_el is not None else None
     builtin = uri[len('model://'):].strip('/') if uri.startswith('model://') else None
@@ -357,7 +349,7 @@ def parse_world(text, resolver=None, base_dir=None, what='world', reserved=()):
         try:
             world.add(model)
         except WorldError as exc:
-            raise WorldError('%s: %s' % (_where(el, what + ' <%s>' % el.tag), exc)) from None
+            raise WorldError('%s: %s' % (at_line(el, what + ' <%s>' % el.tag), exc)) from None
     return world
 
 

@@ -7,14 +7,11 @@ its line and the value; the text passes intera_rt.model.safe_xml first.
 """
 from intera_rt.model.safe_xml import UnsafeXMLError, check_xml
 from intera_rt.world.model import (
-    IDENTITY, MAX_XML_BYTES, Box, Collision, Cylinder, Friction, Inertial, Joint, Link, Model, Pose, Sphere,
-    Visual, WorldError, check_model, check_name, finite, lump_fixed_joints, positive)
+    IDENTITY, MAX_XML_BYTES, Box, Collision, Cylinder, Friction, Inertial, Joint, Link, Model, Pose,
+    Sphere, Visual, WorldError, at_line, check_model, check_name, finite, fixed_joint,
+    lump_fixed_joints, positive)
 from intera_rt.world.mesh import mesh
 from intera_rt.world.resolve import Resolver
-
-
-def _where(el, what):
-    return '%s (line %s)' % (what, el.sourceline)
 
 
 def _attr_numbers(el, key, n, what, default=None):
@@ -22,14 +19,14 @@ def _attr_numbers(el, key, n, what, default=None):
     if text is None:
         if default is not None:
             return default
-        raise WorldError('%s: attribute %s is missing' % (_where(el, what), key))
+        raise WorldError('%s: attribute %s is missing' % (at_line(el, what), key))
     try:
         values = [float(v) for v in text.split()]
     except ValueError:
-        raise WorldError('%s: %s=%r: expected %d numbers' % (_where(el, what), key, text, n)) from None
+        raise WorldError('%s: %s=%r: expected %d numbers' % (at_line(el, what), key, text, n)) from None
     if len(values) != n:
-        raise WorldError('%s: %s=%r: expected %d numbers' % (_where(el, what), key, text, n))
-    return finite(values, n, '%s %s' % (_where(el, what), key))
+        raise WorldError('%s: %s=%r: expected %d numbers' % (at_line(el, what), key, text, n))
+    return finite(values, n, '%s %s' % (at_line(el, what), key))
 
 
 def _origin(parent, what):
@@ -39,35 +36,35 @@ def _origin(parent, what):
     w = what + ' <origin>'
     xyz = _attr_numbers(el, 'xyz', 3, w, (0.0, 0.0, 0.0))
     rpy = _attr_numbers(el, 'rpy', 3, w, (0.0, 0.0, 0.0))
-    return Pose.from_xyz_rpy(xyz + rpy, _where(el, w))
+    return Pose.from_xyz_rpy(xyz + rpy, at_line(el, w))
 
 
 def _geometry(parent, what, resolver):
     el = parent.find('geometry')
     if el is None:
-        raise WorldError('%s: <geometry> is missing' % _where(parent, what))
+        raise WorldError('%s: <geometry> is missing' % at_line(parent, what))
     shapes = [c for c in el if isinstance(c.tag, str)]
     if len(shapes) != 1:
         raise WorldError('%s: expected one shape (box, cylinder, sphere, mesh), got %s'
-                         % (_where(el, what + ' <geometry>'),
+                         % (at_line(el, what + ' <geometry>'),
                             ', '.join('<%s>' % c.tag for c in shapes) or 'none'))
     s = shapes[0]
     w = '%s <%s>' % (what, s.tag)
     if s.tag == 'box':
-        return Box(positive(_attr_numbers(s, 'size', 3, w), 3, _where(s, w + ' size')))
+        return Box(positive(_attr_numbers(s, 'size', 3, w), 3, at_line(s, w + ' size')))
     if s.tag == 'cylinder':
-        return Cylinder(positive(_attr_numbers(s, 'radius', 1, w), 1, _where(s, w + ' radius'))[0],
-                        positive(_attr_numbers(s, 'length', 1, w), 1, _where(s, w + ' length'))[0])
+        return Cylinder(positive(_attr_numbers(s, 'radius', 1, w), 1, at_line(s, w + ' radius'))[0],
+                        positive(_attr_numbers(s, 'length', 1, w), 1, at_line(s, w + ' length'))[0])
     if s.tag == 'sphere':
-        return Sphere(positive(_attr_numbers(s, 'radius', 1, w), 1, _where(s, w + ' radius'))[0])
+        return Sphere(positive(_attr_numbers(s, 'radius', 1, w), 1, at_line(s, w + ' radius'))[0])
     if s.tag == 'mesh':
         uri = (s.get('filename') or '').strip()
         if not uri:
-            raise WorldError('%s: attribute filename is missing' % _where(s, w))
-        scale = positive(_attr_numbers(s, 'scale', 3, w, (1.0, 1.0, 1.0)), 3, _where(s, w + ' scale'))
-        return mesh(uri, scale, _where(s, w + ' filename'), resolver)
+            raise WorldError('%s: attribute filename is missing' % at_line(s, w))
+        scale = positive(_attr_numbers(s, 'scale', 3, w, (1.0, 1.0, 1.0)), 3, at_line(s, w + ' scale'))
+        return mesh(uri, scale, at_line(s, w + ' filename'), resolver)
     raise WorldError('%s: <%s> is not a URDF shape (box, cylinder, sphere, mesh)'
-                     % (_where(s, w), s.tag))
+                     % (at_line(s, w), s.tag))
 
 
 def _inertial(link, what):
@@ -77,14 +74,14 @@ def _inertial(link, what):
     w = what + ' <inertial>'
     mass = el.find('mass')
     if mass is None:
-        raise WorldError('%s: <mass> is missing' % _where(el, w))
+        raise WorldError('%s: <mass> is missing' % at_line(el, w))
     inertia = el.find('inertia')
     if inertia is None:
-        raise WorldError('%s: <inertia> is missing' % _where(el, w))
+        raise WorldError('%s: <inertia> is missing' % at_line(el, w))
     values = [_attr_numbers(inertia, k, 1, w + ' <inertia>', (0.0,))[0]
               for k in ('ixx', 'ixy', 'ixz', 'iyy', 'iyz', 'izz')]
     return Inertial.make(_attr_numbers(mass, 'value', 1, w + ' <mass>')[0], values,
-                         _origin(el, w), _where(el, w))
+                         _origin(el, w), at_line(el, w))
 
 
 def _gazebo(root, what):
@@ -92,7 +89,7 @@ def _gazebo(root, what):
     static, friction = False, {}
     for g in root.findall('gazebo'):
         ref = g.get('reference')
-        w = _where(g, '%s <gazebo%s>' % (what, ' reference=%r' % ref if ref else ''))
+        w = at_line(g, '%s <gazebo%s>' % (what, ' reference=%r' % ref if ref else ''))
         if not ref:
             s = g.find('static')
             if s is not None:
@@ -131,20 +128,20 @@ def parse_urdf(text, resolver=None, name=None, what='model_xml'):
         root = check_xml(text, what, max_bytes=MAX_XML_BYTES, root='robot')
     except UnsafeXMLError as exc:
         raise WorldError(str(exc)) from None
-    name = check_name(name if name else root.get('name'), _where(root, what + ' <robot>'))
+    name = check_name(name if name else root.get('name'), at_line(root, what + ' <robot>'))
     w = "%s: model '%s'" % (what, name)
     static, friction = _gazebo(root, w)
     links, joints = {}, []
     for el in root.findall('link'):
-        lname = check_name(el.get('name'), _where(el, w + ' <link>'))
+        lname = check_name(el.get('name'), at_line(el, w + ' <link>'))
         if lname in links:
-            raise WorldError('%s: link %r is defined twice' % (_where(el, w), lname))
+            raise WorldError('%s: link %r is defined twice' % (at_line(el, w), lname))
         lw = "%s link '%s'" % (w, lname)
         collisions, visuals = [], []
         for tag, out in (('collision', collisions), ('visual', visuals)):
             for i, c in enumerate(el.findall(tag)):
                 cname = c.get('name') or ('%s_%s' % (lname, tag) + ('_%d' % i if i else ''))
-                cname = check_name(cname, _where(c, '%s <%s>' % (lw, tag)))
+                cname = check_name(cname, at_line(c, '%s <%s>' % (lw, tag)))
                 cw = "%s %s '%s'" % (lw, tag, cname)
                 shape = _geometry(c, cw, resolver)
                 if tag == 'collision':
@@ -157,16 +154,12 @@ def parse_urdf(text, resolver=None, name=None, what='model_xml'):
             raise WorldError('%s: <gazebo reference=%r>: no such link' % (w, ref))
     origins = {}
     for el in root.findall('joint'):
-        jname = check_name(el.get('name'), _where(el, w + ' <joint>'))
-        jw = "%s joint '%s'" % (w, jname)
-        if el.get('type') != 'fixed':
-            raise WorldError('%s: type %r: a model\'s links are joined by fixed joints only'
-                             % (_where(el, jw), el.get('type')))
+        jname, jw = fixed_joint(el, w)
         ends = []
         for role in ('parent', 'child'):
             e = el.find(role)
             if e is None or not e.get('link'):
-                raise WorldError('%s: <%s link=...> is missing' % (_where(el, jw), role))
+                raise WorldError('%s: <%s link=...> is missing' % (at_line(el, jw), role))
             ends.append(e.get('link'))
         joints.append(Joint(jname, *ends))
         origins[jname] = _origin(el, jw)
@@ -175,7 +168,7 @@ def parse_urdf(text, resolver=None, name=None, what='model_xml'):
         wel, wlink = links.pop('world')
         if wlink.collisions or wlink.inertial:
             raise WorldError('%s: link \'world\' is the world: it may not have collisions or mass'
-                             % _where(wel, w))
+                             % at_line(wel, w))
     children = {j.child for j in joints if j.parent != 'world'}
     roots = [n for n in links if n not in children]
     if len(roots) != 1:
