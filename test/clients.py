@@ -19,9 +19,14 @@ from contract import ARM, NEUTRAL, NS, TERMINAL, TOL, POSITION_MODE, TORQUE_MODE
 from io_client import IODevice
 from rosharness import wait_for
 
+from intera_rt.control.collision_detection import CollisionDetection
 
 
 # --- recording -----------------------------------------------------------------------------
+# s after a teleport (a restart of its observer) before collision detection is armed again
+DETECTION_SETTLE = CollisionDetection.OPTIONS['settle'].default
+
+
 def stamp(msg):
     return msg.header.stamp.to_sec()
 
@@ -375,9 +380,14 @@ def collisions(realtime_state, t0):
 
 @pytest.fixture
 def clean(sim, realtime_state):
-    """Each test starts at neutral, holding, with no obstacles and no collision reported."""
+    """Each test starts at neutral, holding, with no obstacles and no collision reported,
+    and collision detection armed again: a teleport restarts its observer, which then
+    detects nothing for its `settle` time (a motion begun at once would meet its obstacle
+    while detection is still blind)."""
     teleport(sim)
-    realtime_state.wait(lambda m: not m.collision and m.controller == 'hold', 10.0, 'a quiet arm')
+    armed = now() + DETECTION_SETTLE
+    realtime_state.wait(lambda m: not m.collision and m.controller == 'hold' and stamp(m) >= armed,
+                        10.0, 'a quiet arm, collision detection armed again')
     yield
     for name in ('wall', 'table'):
         sim['remove_obstacle'](name)
