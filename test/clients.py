@@ -336,13 +336,19 @@ def wall_in_j0_path(sim, ahead=0.25):
 
 
 # --- the robot's own reports ---------------------------------------------------------------
-@pytest.fixture(scope='module')
-def realtime_state(robot):
-    from intera_rt_msgs.msg import RealtimeState
-    series = Series('/intera_rt/realtime_state', RealtimeState)
+def recording(topic, msg_type):
+    """A fixture's body: a Series of `topic` once its first message is in, unregistered after
+    the fixture's users (`yield from recording(...)`)."""
+    series = Series(topic, msg_type)
     series.last()
     yield series
     series.unregister()
+
+
+@pytest.fixture(scope='module')
+def realtime_state(robot):
+    from intera_rt_msgs.msg import RealtimeState
+    yield from recording('/intera_rt/realtime_state', RealtimeState)
 
 
 @pytest.fixture(scope='module')

@@ -10,8 +10,8 @@ in error with a clear message until a reset after Gazebo runs again."""
 import numpy as np
 import pytest
 
-from clients import (Arm, Series, mc, now, realtime_state, rosout, sim, stamp,  # noqa: F401 - fixtures
-                     sync_publisher, teleport)
+from clients import (Arm, Series, arm_positions, mc, now, realtime_state, recording,  # noqa: F401 - fixtures
+                     rosout, sim, stamp, sync_publisher, teleport)
 from contract import ARM, TOL
 from rosharness import wait_for
 
@@ -25,26 +25,16 @@ pytestmark = pytest.mark.sawyer_args(['--sim-time', '--backend', 'gazebo',
                                       '--backend-option', 'real_time_factor=0.5'])
 
 
-def arm_q(msg):
-    return np.array([msg.position[msg.name.index(n)] for n in ARM])
-
-
 @pytest.fixture(scope='module')
 def joints(robot):
     from sensor_msgs.msg import JointState
-    series = Series('/robot/joint_states', JointState)
-    series.last()
-    yield series
-    series.unregister()
+    yield from recording('/robot/joint_states', JointState)
 
 
 @pytest.fixture(scope='module')
 def robot_state(robot):
     from intera_core_msgs.msg import RobotAssemblyState
-    series = Series('/robot/state', RobotAssemblyState)
-    series.last()
-    yield series
-    series.unregister()
+    yield from recording('/robot/state', RobotAssemblyState)
 
 
 def gazebo(name):
@@ -78,7 +68,7 @@ def test_boots_at_neutral_holds_and_follows_gazebos_clock(robot, joints):
     # Gravity holds: a second of sim time at neutral.
     t0 = stamp(joints.last())
     joints.wait_until(t0 + 1.0)
-    q = np.array([arm_q(m) for m in joints.between(t0, t0 + 1.0)])
+    q = np.array([arm_positions(m) for m in joints.between(t0, t0 + 1.0)])
     assert len(q) >= 50
     assert np.abs(q - NEUTRAL).max() < 3e-3
 
@@ -96,7 +86,7 @@ def test_a_position_move_and_a_motion_goal(robot, joints, mc):
         goal[3] += 0.3
         state, result = mc(goal)
         assert result.result is True, result
-        assert np.abs(arm_q(joints.last()) - goal).max() < TOL
+        assert np.abs(arm_positions(joints.last()) - goal).max() < TOL
     finally:
         arm.js.unregister()
         arm.sea.unregister()
@@ -113,12 +103,12 @@ def test_teleport_and_a_wrench_go_through_gazebos_services(robot, joints, sim, r
     q = np.array(NEUTRAL)
     q[1] += 0.3
     teleport(sim, q)
-    joints.wait(lambda m: np.abs(arm_q(m) - q).max() < 1e-3, 10.0, 'the arm at the teleported pose')
+    joints.wait(lambda m: np.abs(arm_positions(m) - q).max() < 1e-3, 10.0, 'the arm at the teleported pose')
     teleport(sim)
-    joints.wait(lambda m: np.abs(arm_q(m) - NEUTRAL).max() < 1e-3, 10.0, 'the arm back at neutral')
+    joints.wait(lambda m: np.abs(arm_positions(m) - NEUTRAL).max() < 1e-3, 10.0, 'the arm back at neutral')
     from intera_rt.model import RobotModel
     model = RobotModel.from_file()
-    z0 = model.tip_pose('right_hand', arm_q(joints.last()))[0][2]
+    z0 = model.tip_pose('right_hand', arm_positions(joints.last()))[0][2]
     t0 = now()
     from geometry_msgs.msg import Pose, Wrench
     push = Wrench()
@@ -126,7 +116,7 @@ def test_teleport_and_a_wrench_go_through_gazebos_services(robot, joints, sim, r
     res = sim['apply_wrench']('right_hand', push, 0.5)
     assert res.success, res.message
     joints.wait_until(t0 + 1.5)
-    dz = [model.tip_pose('right_hand', arm_q(m))[0][2] - z0 for m in joints.between(t0, t0 + 0.5)]
+    dz = [model.tip_pose('right_hand', arm_positions(m))[0][2] - z0 for m in joints.between(t0, t0 + 0.5)]
     assert max(dz) > 1e-3, max(dz)
     wait_for(lambda: any(line.startswith('squish on joint') for line in list(rosout)), 10.0,
              'the squish in the log')

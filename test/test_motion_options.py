@@ -12,7 +12,7 @@ The robot runs on sim time at 1x: durations are robot time."""
 import numpy as np
 import pytest
 
-from clients import Series, arm_velocities, goal, now, stamp, waypoint
+from clients import Series, arm_velocities, goal, now, recording, stamp, waypoint
 from contract import NEUTRAL
 from motion_client import angles, ros, send, teleport  # noqa: F401
 
@@ -123,10 +123,7 @@ def test_end_time_stretches_the_motion_to_end_then(ros, joints):
 @pytest.fixture
 def hand(ros, joints):
     from intera_core_msgs.msg import EndpointState
-    series = Series('/robot/limb/right/endpoint_state', EndpointState)
-    series.last()
-    yield series
-    series.unregister()
+    yield from recording('/robot/limb/right/endpoint_state', EndpointState)
 
 
 def hand_pose(msg):
