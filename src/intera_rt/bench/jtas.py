@@ -65,6 +65,7 @@ def _measure(duration):
     import actionlib
     import rospy
     from control_msgs.msg import FollowJointTrajectoryAction, FollowJointTrajectoryGoal
+    from sensor_msgs.msg import JointState
     from trajectory_msgs.msg import JointTrajectoryPoint
 
     client = actionlib.SimpleActionClient(ACTION, FollowJointTrajectoryAction)
