@@ -17,13 +17,9 @@ position, velocity), rate, action_ns, path_tolerance, goal_tolerance,
 stopped_velocity_tolerance, goal_time, velocity_kp, command_lead, force_threshold; a goal's
 own tolerances override them (> 0 sets, 0 keeps the default, < 0 disables).
 
-Beyond the robot (after seed 004): an InteractionControlCommand on ~interaction_control_command
-(latched by its publisher) makes the goals that follow run under the robot's interaction
-controller with its parameters (their TRAJECTORY_MODE setpoints move its reference), ended
-by ~force_threshold; one with interaction_control_active false makes them stiff again.
-~state (JointTrajectoryControllerState, each cycle while a goal or stop ramp runs) and
-~query_state (QueryTrajectoryState) are those of ROS's joint_trajectory_controller; ~ is
-the parameters' namespace.
+Beyond the robot (seed 004; docs/motion.md): ~interaction_control_command runs the goals
+that follow under interaction control, ended by ~force_threshold; ~state and ~query_state
+are those of ROS's joint_trajectory_controller (~: the parameters' namespace).
 """
 import math
 import sys
