@@ -148,6 +148,23 @@ class JointBoards:
                                     # publishes /clock itself (Gazebo); loop time is that time
     capabilities = frozenset()      # the sim-only abilities it has (CAPABILITIES)
     OPTIONS = {}                    # option name → BackendOption
+    # The drives' reflected inertia (armature, kg·m²) the plant really has: None, the robot's
+    # (robot.ARMATURE, as the model carries it); a number, every joint's; or {joint: value}.
+    # The controllers' gains, the brakes' PD and the momentum observer take it from here
+    # (plant_model), never assume the robot's: a plant without drive inertia under gains
+    # that count on it is far too stiff for its light wrist.
+    plant_armature = None
+
+    @classmethod
+    def plant_model(cls, model):
+        """`model` as the plant is: `model` itself when the plant has the robot's armature,
+        else a copy with the plant's (RobotModel.with_armature)."""
+        armature = cls.plant_armature
+        if armature is None:
+            return model
+        if not isinstance(armature, dict):
+            armature = {name: float(armature) for name in model.limits}
+        return model.with_armature(armature)
 
     lifecycle = 'unconfigured'
     brakes = True                   # engaged (every backend starts braked)

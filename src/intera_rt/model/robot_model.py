@@ -2,10 +2,11 @@
 the gravity model (what the robot itself uses), the tip frames tip_states reports, and the
 Pinocchio models (built once per URDF, model.pinocchio_model) from which each user makes
 its own ArmDynamics."""
+import copy
 import math
 import os
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import PyKDL as kdl
@@ -246,6 +247,20 @@ class RobotModel:
         chain, e.g. right_hand_camera on right_l5, use the leading joints)."""
         chain = self.chain(tip)
         return chain.fk(q_arm[:chain.n])
+
+    def with_armature(self, armature):
+        """This model with other drive armature ({joint: kg·m²}; joints not named keep theirs):
+        a plant that has no reflected motor inertia (Gazebo) or another. Shares everything
+        else (the URDF, KDL and Pinocchio models) with this one."""
+        unknown = sorted(set(armature) - set(self.limits))
+        if unknown:
+            raise KeyError('with_armature: no joint named %s' % ', '.join(unknown))
+        _ = self.pinocchio                      # built once, shared
+        other = copy.copy(self)
+        other.limits = {n: replace(l, armature=float(armature.get(n, l.armature)))
+                        for n, l in self.limits.items()}
+        other._per_thread = threading.local()
+        return other
 
     def limit_arrays(self, names):
         lims = [self.limits[n] for n in names]

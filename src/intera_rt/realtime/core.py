@@ -50,6 +50,9 @@ class RealtimeCore(CommandInputs):
         self._owns_clock = self.boards.owns_clock
         self.boards.configure()
         self.boards.activate()
+        # The controllers, the head's and the monitors (the momentum observer) see the plant
+        # as it is: its drives' armature, which need not be the robot's.
+        model = self.boards.plant_model(model)
         self.state = RobotStateMachine(enabled=enabled)
         self.homing = JointHoming(ARM_JOINTS, homed=homed)
         self.arm = Arm(model)

@@ -99,7 +99,8 @@ class RealtimeLoop:
                 raise ValueError('pose: %s = %.4f is outside its limits [%.4f, %.4f]' % (name, v, lo, hi))
         q_head = HEAD_NAMED_POSES['neutral']
         # The model terms SEAJointState reports are computed here, off the realtime path.
-        self._armature = self.model.limit_arrays(ARM_JOINTS)['armature']
+        self._armature = backend_class(backend).plant_model(self.model).limit_arrays(
+            ARM_JOINTS)['armature']
         self._zero_g_inputs = {}         # device → pressed, as last sent to the core
         self._realtime_key, self._realtime_at = None, -math.inf   # last realtime_state sent
         self._homing_key, self._homing_at = None, -math.inf       # last homing_states sent
