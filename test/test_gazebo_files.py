@@ -27,7 +27,7 @@ from intera_rt.boards import BACKENDS, Unsupported, check_backend, make_boards
 from intera_rt.boards.gazebo import (CONTROLLER, MODEL, NAMESPACE, _shift, body_com,
                                      gazebo_body)
 from intera_rt.model import RobotModel
-from intera_rt.robot import BOARD_JOINTS, NEUTRAL
+from intera_rt.robot import ARM_JOINTS, BOARD_JOINTS, NAMED_POSES, NEUTRAL
 
 REPO = Path(__file__).resolve().parents[1]
 URDF = REPO / 'urdf' / 'sawyer.urdf'
@@ -43,6 +43,8 @@ EMPTY_WORLD_ARGS = {'paused', 'use_sim_time', 'extra_gazebo_args', 'gui', 'recor
                     'respawn_gazebo', 'use_clock_frequency', 'pub_clock_frequency',
                     'enable_ros_network', 'server_required', 'gui_required'}
 NOETIC_NODES = {('gazebo_ros', 'spawn_model'), ('controller_manager', 'spawner')}
+# Ours in the launch file: spawn_model at the boot pose (it execs gazebo_ros's spawn_model).
+SPAWN_NODE = ('intera_rt', 'gazebo_spawn')
 
 
 def _tool():
@@ -151,10 +153,24 @@ def test_launch_file_refers_to_what_exists():
     assert _find(load.get('file')) == CONTROLLERS and load.get('ns') == '$(arg namespace)'
     assert root.find("arg[@name='namespace']").get('value') == NAMESPACE
     nodes = {(n.get('pkg'), n.get('type')): n for n in root.findall('node')}
-    assert set(nodes) == NOETIC_NODES
-    spawn = nodes['gazebo_ros', 'spawn_model'].get('args').split()
+    assert set(nodes) == NOETIC_NODES - {('gazebo_ros', 'spawn_model')} | {SPAWN_NODE}
+    assert (REPO / 'nodes' / SPAWN_NODE[1]).is_file()
+    text = ' '.join(nodes[SPAWN_NODE].get('args').split())
+    assert '--pose $(arg pose) ' in text
+    spawn = text.replace('$(arg namespace)', NAMESPACE).replace('$(arg pose)', 'POSE').split()
+    # What it runs: gazebo_ros's spawn_model, the base 0.93 m above the ground plane (the
+    # pedestal on it), every arm joint at the boot pose.
+    from intera_rt.ros.gazebo_spawn import spawn_args
+    i = spawn.index('--pose')
+    spawn = spawn_args('shipping', spawn[:i] + spawn[i + 2:])
+    assert tuple(spawn[1:3]) in NOETIC_NODES
     assert spawn[spawn.index('-param') + 1] == '/robot/gazebo_description'
     assert spawn[spawn.index('-model') + 1] == MODEL and '-urdf' in spawn
+    assert float(spawn[spawn.index('-z') + 1]) == 0.93
+    joints = {spawn[k + 1]: float(spawn[k + 2]) for k, a in enumerate(spawn) if a == '-J'}
+    assert joints == dict(zip(ARM_JOINTS, NAMED_POSES['shipping']))
+    with pytest.raises(ValueError, match="pose 'up': expected neutral, shipping or 7"):
+        spawn_args('up', [])
     spawner = nodes['controller_manager', 'spawner']
     assert spawner.get('ns') == '$(arg namespace)'
     assert set(spawner.get('args').split()) == set(yaml.safe_load(CONTROLLERS.read_text()))

@@ -114,6 +114,10 @@ class GazeboBoards(JointBoards):
                                  'fall before the robot holds it)' % (UNPAUSE_AFTER, UNPAUSE_EVERY)),
     }
 
+    @classmethod
+    def configure_timeout(cls, options):
+        return float(options.get('connect_timeout', CONNECT_TIMEOUT))
+
     def __init__(self, model, joint_names=BOARD_JOINTS, namespace=NAMESPACE,
                  controller=CONTROLLER, model_name=MODEL, stall_timeout=STALL_TIMEOUT,
                  connect_timeout=CONNECT_TIMEOUT, standin=False, real_time_factor=1.0,

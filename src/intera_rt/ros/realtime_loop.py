@@ -126,8 +126,11 @@ class RealtimeLoop:
             homed=not rospy.get_param('~unhomed', False), sim_time=self.sim_time,
             speed=self.speed, priority=int(rospy.get_param('~realtime_priority', 50)),
             tick_log=rospy.get_param('~tick_log', os.environ.get('INTERA_RT_TICK_LOG', ''))))
-        if not self.conn.poll(BOOT_TIMEOUT):
-            raise RuntimeError('the realtime core did not start within %.0f s' % BOOT_TIMEOUT)
+        # Boards that connect to something slow to start (Gazebo) may take their own timeout
+        # on top: theirs fails first, with its reason, never this one.
+        boot_timeout = BOOT_TIMEOUT + backend_class(backend).configure_timeout(backend_options)
+        if not self.conn.poll(boot_timeout):
+            raise RuntimeError('the realtime core did not start within %.0f s' % boot_timeout)
         ready = self.conn.recv()
         if not isinstance(ready, pipe.Ready):
             raise RuntimeError('the realtime core failed to start: %s'
