@@ -28,6 +28,16 @@ def backend_under_test():
     return os.environ.get('INTERA_RT_TEST_BACKEND', '').strip() or 'embedded'
 
 
+def backend_args():
+    """scripts/sawyer's arguments for the backend under test: gazebo is the Gazebo stand-in
+    (docs/backends.md#gazebo-what-was-verified-here), as no Gazebo runs here."""
+    backend = backend_under_test()
+    args = ['--backend', backend]
+    if backend == 'gazebo':
+        args += ['--backend-option', 'standin=true']
+    return args
+
+
 # ---------------------------------------------------------------------------
 # Generic waiting
 # ---------------------------------------------------------------------------

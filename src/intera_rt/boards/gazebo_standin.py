@@ -71,7 +71,7 @@ class GazeboStandin:
         self.command = np.zeros(len(BOARD_JOINTS))      # the hardware interface's effort
         self.reported = np.zeros(len(BOARD_JOINTS))     # the effort applied the step before
         self.controllers = {}           # name → {'type', 'running', 'rate', 'next'}
-        self._switch = None             # (start, stop, done Event, [ok]) for the next update
+        self._switches = []             # (start, stop, [done]) for the next update, in order
         self._lock = threading.Condition()
         self._clock_next = 0.0
         self.clock_period = 0.0
@@ -183,15 +183,14 @@ class GazeboStandin:
                 return SwitchControllerResponse(False)
             request = ([n for n in req.start_controllers if n in self.controllers],
                        [n for n in req.stop_controllers if n in self.controllers], [])
-            self._switch = request
+            self._switches.append(request)
             while not request[2] and not self._rospy.is_shutdown():
                 self._lock.wait(0.1)
         return SwitchControllerResponse(bool(request[2]))
 
     def _update_controllers(self):
         """The controller manager's update, at the start of a step (under the lock)."""
-        if self._switch is not None:
-            start, stop, done = self._switch
+        for start, stop, done in self._switches:
             for name in stop:
                 self.controllers[name]['running'] = False
             for name in start:
@@ -199,8 +198,9 @@ class GazeboStandin:
                 entry['running'], entry['next'] = True, self.physics.time
                 if entry['type'] == EFFORT_GROUP_CONTROLLER:
                     self.command = np.zeros(len(BOARD_JOINTS))   # its starting(): zero
-            self._switch = None
             done.append(True)
+        if self._switches:
+            self._switches = []
             self._lock.notify_all()
         for entry in self.controllers.values():
             if entry['running'] and entry['type'] == JOINT_STATE_CONTROLLER \
