@@ -15,8 +15,9 @@ MAX_TIMEOUT = 1.0              # s: longer timeouts are clamped (a lost client m
 SETTLE_SNAP = 1e-5             # rad: a position reference lands on its target below this
 LIMIT_SLACK = 1e-6             # rad a commanded position may exceed a joint limit by (float noise)
 # rad/s: the most a joint's tracking bandwidth is raised on a plant lighter than the robot
-# (2ω·dt = 0.24: stable with a few steps of latency between state and command).
-OMEGA_MAX = 120.0
+# (stable with up to 10 steps of latency between state and command on the Gazebo
+# stand-in; 120 rad/s is not beyond 5).
+OMEGA_MAX = 80.0
 
 
 class Arm:
