@@ -73,6 +73,26 @@ def test_boots_at_neutral_holds_and_follows_gazebos_clock(robot, joints):
     assert np.abs(q - NEUTRAL).max() < 3e-3
 
 
+def test_disabled_the_brakes_hold_the_arm_still(robot, joints, robot_state):
+    """Gazebo has no brakes: the backend holds the joints with a PD on the plant's own
+    inertia (no drive armature in Gazebo) plus gravity, from the moment the robot is
+    disabled until it is enabled again."""
+    from std_msgs.msg import Bool
+    enable = sync_publisher('/robot/set_super_enable', Bool)
+    try:
+        enable.publish(Bool(False))
+        robot_state.wait(lambda m: not m.enabled, 10.0, 'the robot disabled')
+        t0 = stamp(joints.last())
+        q0 = arm_positions(joints.last())
+        joints.wait_until(t0 + 1.0)
+        q = np.array([arm_positions(m) for m in joints.between(t0, t0 + 1.0)])
+        assert len(q) >= 50
+        assert np.abs(q - q0).max() < 3e-3, np.abs(q - q0).max(axis=0)
+    finally:
+        enable.publish(Bool(True))
+        robot_state.wait(lambda m: m.enabled, 10.0, 'the robot enabled again')
+
+
 def test_a_position_move_and_a_motion_goal(robot, joints, mc):
     arm = Arm()
     try:
