@@ -78,7 +78,9 @@ def test_disabled_the_brakes_hold_the_arm_still(robot, joints, robot_state):
     inertia (no drive armature in Gazebo) plus gravity, from the moment the robot is
     disabled until it is enabled again."""
     from std_msgs.msg import Bool
+    from rosharness import wait_connected
     enable = sync_publisher('/robot/set_super_enable', Bool)
+    wait_connected(enable, '/realtime_loop')
     try:
         enable.publish(Bool(False))
         robot_state.wait(lambda m: not m.enabled, 10.0, 'the robot disabled')
