@@ -7,15 +7,17 @@ whole in one physics step), /clock, /gazebo/set_model_configuration (teleport) a
 
 Gazebo owns the clock: the loop ticks once per joint state, on the newest one, and its time
 is the state's stamp. Gazebo's physics is not in lockstep with the loop: a command reaches
-the plant a step or more after the state it answers. Gazebo has no brakes: while the boards'
-are engaged, and whenever the loop has not commanded for WATCHDOG of Gazebo time, the arm is
-held by a PD plus the model's gravity (gazebo_model.BrakeHold). Efforts reported are those
-applied, not measured. No joint state for `stall_timeout` wall seconds faults the boards.
+the plant a step or more after the state it answers. Gazebo's joints have no drive armature
+(plant_armature 0: the controllers and the observer use the plant's inertia) and no brakes:
+while the boards' are engaged, and whenever the loop has not commanded for WATCHDOG of Gazebo
+time, the arm is held by a PD on its inertia plus gravity (gazebo_model.BrakeHold). The
+effort reported is the one applied: the URDF's damping and friction, which Gazebo applies on
+its own, are taken off it. No joint state for `stall_timeout` wall seconds faults the boards.
 
 This module talks ROS (rospy and message packages, imported when the boards are configured;
 never intera_rt.ros); it runs in the realtime core's process as the node `realtime_boards`.
-Option `standin` starts intera_rt.boards.gazebo_standin (the embedded plant behind the same
-topics and services) as a child process. Design notes: docs/backends.md.
+Option `standin` starts intera_rt.boards.gazebo_standin (MuJoCo as Gazebo sees the URDF,
+behind the same topics and services) as a child process. Design notes: docs/backends.md.
 """
 import math
 import os
