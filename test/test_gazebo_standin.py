@@ -3,8 +3,8 @@ master, the stand-in in its own process, this process a client): started paused,
 runs — no joint states, no /clock, and the controller spawner's switch_controller waits —
 until /gazebo/unpause_physics; then the arm is where the spawner put it (-J), /clock comes at
 /gazebo/pub_clock_frequency, efforts sent to the effort group controller move the joints,
-and set_model_configuration puts them where asked, at rest. The robot on it:
-test_gazebo_robot."""
+and set_model_configuration puts them where asked, at rest. The gazebo backend waits for a
+Gazebo that comes up late, unpausing it once it does. The robot on it: test_gazebo_robot."""
 import subprocess
 import sys
 import time
@@ -26,8 +26,35 @@ SPAWN = {'right_j0': 0.3, 'right_j1': -1.0, 'right_j3': 1.9, 'right_j5': 0.6}
 CLOCK_HZ = 50
 
 
+class World:
+    """The master and this process's node; `start()` starts a stand-in (paused, spawned at
+    SPAWN, the spawner's controllers), `stop()` ends it."""
+
+    def __init__(self, env, log):
+        self.env, self.log, self.proc = env, log, None
+
+    def start(self):
+        args = [sys.executable, '-m', 'intera_rt.boards.gazebo_standin', '--paused',
+                '-z', '0.93', '--controllers-yaml', str(REPO / 'share/gazebo/controllers.yaml'),
+                '--spawn-controllers', 'joint_state_controller', 'effort_controller']
+        for name, value in SPAWN.items():
+            args += ['-J', name, str(value)]
+        self.proc = subprocess.Popen(args, env=self.env, stdin=subprocess.DEVNULL, stdout=self.log,
+                                     stderr=subprocess.STDOUT, start_new_session=True)
+        return self.proc
+
+    def stop(self):
+        if self.proc is not None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(10.0)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+            self.proc = None
+
+
 @pytest.fixture(scope='module')
-def standin(tmp_path_factory):
+def world(tmp_path_factory):
     import os
     port = free_port()
     uri = 'http://127.0.0.1:%d' % port
@@ -46,14 +73,9 @@ def standin(tmp_path_factory):
         import rospy
         rospy.set_param('/use_sim_time', True)
         rospy.set_param('/gazebo/pub_clock_frequency', CLOCK_HZ)     # as the launch file
-        args = [sys.executable, '-m', 'intera_rt.boards.gazebo_standin', '--paused',
-                '-z', '0.93', '--controllers-yaml', str(REPO / 'share/gazebo/controllers.yaml'),
-                '--spawn-controllers', 'joint_state_controller', 'effort_controller']
-        for name, value in SPAWN.items():
-            args += ['-J', name, str(value)]
-        procs.append(subprocess.Popen(args, env=env, stdin=subprocess.DEVNULL, stdout=log,
-                                      stderr=subprocess.STDOUT, start_new_session=True))
-        yield procs[-1]
+        world = World(env, log)
+        yield world
+        world.stop()
     finally:
         rosharness.shutdown_node('stand-in fixture teardown')
         for proc in reversed(procs):
@@ -63,6 +85,11 @@ def standin(tmp_path_factory):
             except subprocess.TimeoutExpired:
                 proc.kill()
         log.close()
+
+
+@pytest.fixture(scope='module')
+def standin(world):
+    return world.start()
 
 
 def _call(name, srv_type, **kwargs):
@@ -154,3 +181,38 @@ def test_efforts_move_the_joints_and_set_model_configuration_places_them_at_rest
         pub.publish(Float64MultiArray(data=[0.0] * 8))
         pub.unregister()
         joints.unregister()
+
+
+def test_the_backend_waits_for_a_slow_gazebo_and_unpauses_it_when_it_comes(world, standin):
+    """A gzserver that offers nothing for seconds: the gazebo backend keeps waiting (its
+    connect_timeout), tries unpause_physics every few seconds saying so, and connects once
+    Gazebo is up — paused, its controllers waiting for the world to run."""
+    import threading
+    import rospy
+    from rosgraph_msgs.msg import Log
+    from intera_rt.boards import make_boards
+    from intera_rt.model import RobotModel
+    world.stop()
+    wait_for(lambda: not rospy.get_published_topics(NS), 20.0, 'the stand-in gone')
+    logs = []
+    sub_log = rospy.Subscriber('/rosout', Log, lambda m: logs.append(m.msg), queue_size=100)
+    boards = make_boards('gazebo', RobotModel.from_file(), {'connect_timeout': 60.0})
+    done = []
+    thread = threading.Thread(target=lambda: done.append(boards.configure()), daemon=True)
+    try:
+        thread.start()
+        wait_for(lambda: any('Gazebo not up yet' in line for line in logs), 20.0,
+                 'a try while Gazebo is not up')
+        wait_for(lambda: sum('Gazebo not up yet' in line for line in logs) >= 2, 20.0,
+                 'a second try')
+        assert thread.is_alive()                      # still waiting, within connect_timeout
+        world.start()
+        thread.join(40.0)
+        assert done, 'the backend did not connect to the late Gazebo'
+        assert any('Gazebo unpaused' in line for line in logs), logs
+        q = boards.read().position
+        for name, value in SPAWN.items():
+            assert abs(q[boards.joint_names.index(name)] - value) < 0.05, (name, q)
+    finally:
+        sub_log.unregister()
+        boards.shutdown()
