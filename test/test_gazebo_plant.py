@@ -12,7 +12,6 @@ MuJoCo) and what the robot's control must make of a plant without drive armature
 """
 from types import SimpleNamespace
 
-import mujoco
 import numpy as np
 import pytest
 
@@ -20,7 +19,6 @@ from intera_rt.boards import make_boards
 from intera_rt.boards.base import JointBoards
 from intera_rt.boards.gazebo import SPAWN_Z, GazeboBoards
 from intera_rt.boards.gazebo_model import BrakeHold
-from intera_rt.boards.gazebo_physics import GazeboPhysics
 from intera_rt.control.arm import Arm
 from intera_rt.model import RobotModel
 from intera_rt.robot import ARM_JOINTS, ARMATURE, BOARD_JOINTS, NEUTRAL
@@ -29,7 +27,15 @@ MODEL = RobotModel.from_file()
 Q_NEUTRAL = np.r_[NEUTRAL, 0.0]
 
 
+def GazeboPhysics(*args, **kwargs):
+    """(MuJoCo imported when a test runs, not at collection: the MuJoCo cameras' tests
+    choose its OpenGL platform before it is first imported.)"""
+    from intera_rt.boards.gazebo_physics import GazeboPhysics
+    return GazeboPhysics(*args, **kwargs)
+
+
 def test_the_model_is_the_urdf_as_gazebo_sees_it():
+    import mujoco
     ph = GazeboPhysics(MODEL, spawn=(0.0, 0.0, SPAWN_Z), joints={'right_j1': -0.5})
     m = ph.m
     lim = MODEL.limit_arrays(BOARD_JOINTS)
