@@ -127,3 +127,38 @@ def test_the_brakes_stand_in_holds_on_the_plants_inertia(delay):
     wrong = BrakeHold(MODEL, BOARD_JOINTS)          # the robot's armature assumed
     err, speed = _hold(lambda q, qd: wrong.torque(Q_NEUTRAL, q, qd), delay)
     assert speed > 10.0, (err, speed)
+
+
+@pytest.mark.parametrize('plant', [True, False])
+def test_the_observer_takes_gazebos_stops_at_the_limits_for_no_push(plant):
+    """right_j6 driven into its stop by 2 N·m: on Gazebo the stop is at the limit
+    (plant_stop_margin 0), and the momentum observer built on the plant's model ignores the
+    readings on it; built on the robot's (stops 10 mrad further) it reads the stop's reaction
+    as a push from the world."""
+    from intera_rt.control.momentum_observer import MomentumObserver
+    from intera_rt.robot import HARD_STOP_MARGIN
+    model = GazeboBoards.plant_model(MODEL) if plant else MODEL
+    assert model.stop_margin == (0.0 if plant else HARD_STOP_MARGIN)
+    observer = MomentumObserver(model, 50.0)
+    ph = GazeboPhysics(MODEL)
+    ph.set_positions(Q_NEUTRAL)
+    lim = MODEL.limit_arrays(BOARD_JOINTS)
+    brake = BrakeHold(MODEL, BOARD_JOINTS, 0.0)
+
+    def reading():
+        q, qd = ph.position, ph.velocity
+        effort = ph.applied - lim['damping'] * qd - lim['friction'] * np.clip(qd / 0.01, -1, 1)
+        return SimpleNamespace(q=q[:7], qd=qd[:7], q_head=q[7], qd_head=qd[7], effort=effort[:7])
+    observer.restart(reading())
+    worst = 0.0
+    for _ in range(600):
+        tau = brake.torque(Q_NEUTRAL, ph.position, ph.velocity)
+        tau[6] = 2.0
+        ph.step(tau)
+        observer.update(reading(), ph.dt)
+        worst = max(worst, abs(observer.r[6]))
+    assert ph.position[6] > MODEL.limits['right_j6'].upper           # on the stop
+    if plant:
+        assert worst < 0.5, worst
+    else:
+        assert worst > 1.0, worst

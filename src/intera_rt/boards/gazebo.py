@@ -95,6 +95,7 @@ class GazeboBoards(JointBoards):
     # A URDF has no drive armature and Gazebo adds none: the controllers, the brakes' PD and
     # the momentum observer must not count on the robot's.
     plant_armature = 0.0
+    plant_stop_margin = 0.0             # ODE's joint stops are at the URDF limits
     OPTIONS = {
         'namespace': BackendOption(str, NAMESPACE, "gazebo_ros_control's robotNamespace: "
                                    'joint_states and the controller live under it'),
