@@ -162,3 +162,12 @@ def test_the_observer_takes_gazebos_stops_at_the_limits_for_no_push(plant):
         assert worst < 0.5, worst
     else:
         assert worst > 1.0, worst
+
+
+def test_every_backend_declares_how_long_configure_may_wait():
+    """realtime_loop waits for its core this long more than its own boot timeout."""
+    from intera_rt.boards import BACKENDS, backend_class
+    for name in BACKENDS:
+        assert backend_class(name).configure_timeout({}) >= 0.0
+    assert backend_class('gazebo').configure_timeout({'connect_timeout': 300.0}) == 300.0
+    assert backend_class('embedded').configure_timeout({}) == 0.0

@@ -159,6 +159,13 @@ class JointBoards:
     plant_stop_margin = None
 
     @classmethod
+    def configure_timeout(cls, options):
+        """s configure() may wait for something outside (a simulator starting) with these
+        options, beyond building the plant: whoever waits for the boards waits this long
+        more."""
+        return 0.0
+
+    @classmethod
     def plant_model(cls, model):
         """`model` as the plant is: `model` itself when the plant is the robot's (armature,
         stops), else a copy with the plant's (RobotModel.for_plant)."""
