@@ -2,11 +2,13 @@
 --sim-time --backend gazebo --backend-option standin=true): the exact gazebo_ros_control
 protocol — joint states on /sawyer_gazebo/joint_states, efforts on
 /sawyer_gazebo/effort_controller/command, Gazebo's /clock and its gazebo_msgs services —
-with the embedded plant behind it, stepping on its own at 1 kHz of sim time (not in
-lockstep with the robot's loop, as Gazebo does not). It boots at neutral and holds, its
-time is the stand-in's clock, it moves where a client sends it, the sim services go
-through Gazebo's, and Gazebo stopping (paused: no joint states, no clock) puts the robot
-in error with a clear message until a reset after Gazebo runs again."""
+with MuJoCo as Gazebo's ODE sees the URDF behind it (no drive armature), stepping on its
+own at 1 kHz of sim time (not in lockstep with the robot's loop, as Gazebo does not),
+started paused and spawned at the zero pose as Gazebo is. It boots at neutral and holds,
+the brakes' stand-in holds it while disabled, its time is the stand-in's clock, it moves
+where a client sends it, the sim services go through Gazebo's, and Gazebo stopping (paused:
+no joint states, no clock) puts the robot in error with a clear message until a reset
+after Gazebo runs again."""
 import numpy as np
 import pytest
 
