@@ -35,6 +35,7 @@ COMMANDS = [
     cmds.HeadCommand(target=0.5, speed_ratio=0.2, pan_mode=None),
     cmds.HomingCommand(names=('right_j0',), commands=(2,)),
     cmds.CuffInput(source='navigator', pressed=True),
+    cmds.BypassSpeedScaling(on=True),
     cmds.SimEstop(pressed=True), cmds.SimError(on=True),
     cmds.SimWrench(link='right_hand', wrench=(0.0, 15.0, 0.0, 0.0, 0.0, 0.0), duration=0.5),
     cmds.SimJointPositions(names=(), positions=tuple(NEUTRAL)),

@@ -103,6 +103,9 @@ class RealtimeCore(CommandInputs):
             cmds.SimAddObstacle: self._sim_add_obstacle,
             cmds.SimRemoveObstacle: self._sim_remove_obstacle,
         }
+        for stage in self._stages:
+            for kind in stage.COMMANDS:
+                self._apply[kind] = lambda c, stage=stage: stage.take(c, self.now, self.suppressions)
         reading = self.boards.read()
         # Loop time starts at boot; boards that own the clock may count from anywhere.
         # A simulator's clock (sim_clock) is ROS time: loop time is that time.
@@ -310,7 +313,7 @@ class RealtimeCore(CommandInputs):
                 self.timeouts += 1
                 self._switch(self.hold, state, self._out)
                 active = self.hold
-            if active.speed_scaling and self._scalers:
+            if active.speed_scaling and self._scalers and not state.suppressed('speed_scaling'):
                 heading = active.heading()
                 if heading is not None:
                     scale = 1.0

@@ -31,10 +31,11 @@ from intera_core_msgs.msg import (CollisionAvoidanceState, CollisionDetectionSta
                                   HomingCommand, HomingState, InteractionControlCommand,
                                   InteractionControlState, IODeviceStatus, JointCommand,
                                   JointLimits, RobotAssemblyState, SEAJointState)
-from intera_rt_msgs.msg import RealtimeState
+from intera_rt_msgs.msg import RealtimeState, SafetyStatus
 from rosgraph_msgs.msg import Clock
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Bool, Empty, Float64, Header
+from std_srvs.srv import SetBool, SetBoolResponse
 
 from intera_rt.boards import backend_class, check_backend
 from intera_rt.control import commands as cmds
@@ -110,7 +111,9 @@ class RealtimeLoop:
         if armnav is None:
             with open(default_armnav_path()) as f:
                 armnav = f.read()
-        self._avoidance_links = shape_links(armnav) if msgs.HAS_AVOIDANCE else None
+        self._avoidance_links = shape_links(armnav) \
+            if msgs.HAS_AVOIDANCE or msgs.HAS_SAFETY_STATUS else None
+        self._status_key = None          # last safety_status sent
         self.state = None                # the core's latest state (a StateView)
         self._state_wall = 0.0           # wall time of that state's tick
         self._joint_state_seq = 0        # header.seq of /robot/joint_states
@@ -119,9 +122,10 @@ class RealtimeLoop:
         self._reply_ids = itertools.count()
         self._send_lock = threading.Lock()
         self._reply_cond = threading.Condition()
+        self._options = self._stage_options()
         self.proc, self.conn = rt_process.start(dict(
             urdf=urdf, backend=backend, backend_options=backend_options, q_arm=q_arm,
-            q_head=q_head, options=self._stage_options(),
+            q_head=q_head, options=self._options,
             enabled=not rospy.get_param('~disabled', False),
             homed=not rospy.get_param('~unhomed', False), sim_time=self.sim_time,
             speed=self.speed, priority=int(rospy.get_param('~realtime_priority', 50)),
@@ -161,7 +165,9 @@ class RealtimeLoop:
             options[stage.name] = dict(value)
         armnav = rospy.get_param('/robot/armnav_robot_description', None)
         if armnav:
-            options.setdefault('collision_avoidance', {}).setdefault('armnav_urdf', armnav)
+            for stage in MONITORS + ADDITIVES + CONTROLLERS:
+                if 'armnav_urdf' in stage.OPTIONS:
+                    options[stage.name].setdefault('armnav_urdf', armnav)
         # Before spawning the core: a misspelt or mistyped option stops boot at once.
         return check_stage_options(options)
 
@@ -207,6 +213,8 @@ class RealtimeLoop:
             if msgs.HAS_INTERACTION else None
         self.pub_realtime = periodic('/intera_rt/realtime_state', RealtimeState)
         self.pub_head = periodic('/robot/head/head_state', HeadState)
+        self.pub_safety = pub('/intera_rt/safety_status', SafetyStatus, queue_size=10, latch=True) \
+            if msgs.HAS_SAFETY_STATUS else None
         self.pub_homing = pub('/robot/homing_states', HomingState, queue_size=10, latch=True)
         self.pub_diag = pub('/diagnostics', DiagnosticArray, queue_size=10)
         self.pub_limits = pub('/robot/joint_limits', JointLimits, queue_size=1, latch=True)
@@ -245,6 +253,8 @@ class RealtimeLoop:
         sub('/io/robot/navigator/state', IODeviceStatus,
             lambda m: self._on_zero_g_input('navigator', m, robot_commands.NAVIGATOR_SIGNALS),
             queue_size=10)
+        if msgs.HAS_SAFETY_STATUS:
+            rospy.Service('/intera_rt/bypass_speed_scaling', SetBool, self._bypass_speed_scaling)
         # Sim control (/intera_rt/sim/*): E-stop button, error, external wrench, pose reset,
         # obstacles.
         self.sim_control = SimControl(self._call) if self.simulated else None
@@ -268,6 +278,13 @@ class RealtimeLoop:
                                                      len(raw.data), exc))
                 continue
             self._send(robot_commands.joint_command(msg, self.loop_time_offset()))
+
+    def _bypass_speed_scaling(self, req):
+        """/intera_rt/bypass_speed_scaling (std_srvs/SetBool): true lifts the speed scaling
+        for safety_status's bypass_timeout, false re-arms it now."""
+        ok, message = self._call(cmds.BypassSpeedScaling(on=bool(req.data)))
+        (rospy.logwarn if req.data and ok else rospy.loginfo)('bypass_speed_scaling: %s', message)
+        return SetBoolResponse(success=ok, message=message)
 
     def _on_zero_g_input(self, source, msg, signals):
         """A device state: any of `signals` nonzero asks for zero-G (the core decides)."""
@@ -388,6 +405,8 @@ class RealtimeLoop:
                 collision_object=msgs.avoidance_objects(view, self._avoidance_links)))
         if wanted(self.pub_realtime):
             self._publish_realtime_state(header)
+        if self.pub_safety is not None:
+            self._publish_safety_status(header)
         self._publish_homing()
         if self.pub_interaction is not None and wanted(self.pub_interaction):
             self.pub_interaction.publish(msgs.interaction_state_msg(view, header))
@@ -407,6 +426,16 @@ class RealtimeLoop:
             return
         self._realtime_key, self._realtime_at = key, t
         self.pub_realtime.publish(msgs.realtime_state_msg(self.state, header, self._loop_stamp))
+
+    def _publish_safety_status(self, header):
+        """/intera_rt/safety_status (latched) whenever what it reports changes."""
+        key = msgs.safety_status_key(self.state, self._avoidance_links)
+        if key == self._status_key:
+            return
+        self._status_key = key
+        scaling = self._options.get('collision_avoidance', {}).get('velocity_scaling', False)
+        self.pub_safety.publish(msgs.safety_status_msg(self.state, header, self._avoidance_links,
+                                                       scaling))
 
     def _publish_homing(self):
         """/robot/homing_states on every change, else every HOMING_STATES_PERIOD of loop time
