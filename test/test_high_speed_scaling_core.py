@@ -12,7 +12,7 @@ from intera_rt.model.avoidance import AvoidanceModel, default_armnav_path
 from intera_rt.model.high_speed import HighSpeedShapes, inflate_shapes
 from intera_rt.realtime.core import RealtimeCore
 from intera_rt.realtime.state import StateView
-from intera_rt.robot import NEUTRAL
+from intera_rt.robot import ARM_JOINTS, NEUTRAL
 
 VELOCITY = 2
 FOLD_FROM = 2.3            # rad of right_j3; the armnav shapes meet at 2.62 (hand vs shoulder)
@@ -177,3 +177,32 @@ def test_the_bypass_re_arms_itself_after_its_timeout_or_when_turned_off(model):
     for bad in (0.0, -1.0, 601.0, math.nan):
         with pytest.raises(ValueError, match='bypass_timeout'):
             RealtimeCore(model, options={'safety_status': {'bypass_timeout': bad}})
+
+
+@pytest.mark.parametrize('hold', [0.5, 2.0])
+def test_the_stop_after_an_impact_lasts_the_hold_option(model, hold):
+    """Seed 000 stops the arm 0.5 s after an impact (the default, robot.COLLISION_HOLD),
+    seed 003 2 s: collision_detection.hold chooses. A 15 N hit on the moving hand: the arm
+    is held, refusing the client's position commands, for `hold` s, then moves on."""
+    core = RealtimeCore(model, q_arm=list(NEUTRAL), options={'collision_detection': {'hold': hold}})
+    core.apply(cmds.SetSpeedRatio(ratio=0.5))
+    target = (1.2, -0.6, 1.0, 1.5, 1.0, 0.0, 3.0)
+
+    def run(seconds):
+        views = []
+        for i in range(int(round(seconds / 0.001))):
+            if i % 10 == 0:
+                core.apply(cmds.JointCommand(mode=1, names=tuple(ARM_JOINTS), position=target))
+                views.append(StateView(core.state_vector().copy()))
+            core.tick()
+        return views
+    run(1.0)
+    core.boards.apply_wrench('right_hand', np.array([0.0, 9.0, 12.0, 0.0, 0.0, 0.0]), 0.02)
+    views = run(hold + 0.5)
+    held = [v for v in views if v.collision]
+    assert held, 'no impact'
+    t_stop, t_last = held[0].t, held[-1].t
+    assert held[0].collision_detection.impact and held[0].halt_left == pytest.approx(hold, abs=0.011)
+    assert t_last - t_stop == pytest.approx(hold, abs=0.011)
+    after = [v for v in views if v.t > t_last + 0.2]
+    assert after and np.abs(after[-1].qd[:7]).max() > 0.1, 'the arm did not move on'
