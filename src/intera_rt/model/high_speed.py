@@ -16,6 +16,7 @@ import pinocchio as pin
 
 from intera_rt.model.avoidance import AvoidanceModel
 from intera_rt.model.safe_xml import safe_urdf
+from intera_rt.model.shape_growth import grow_geometry
 from intera_rt.robot import ARM_JOINTS
 
 DEFAULT_MARGIN = 0.05          # m grown on every face of the armnav shapes
@@ -24,25 +25,14 @@ LIMB_TIP = 'right_hand'        # the limb's last frame, besides the joints' orig
 
 def inflate_shapes(urdf_xml, margin):
     """The URDF text with every <collision> primitive grown by `margin` (m, ≥ 0) on every
-    face. ValueError for a mesh or another shape that cannot be grown."""
+    face (model.shape_growth). ValueError for a mesh or another shape that cannot be grown."""
     margin = float(margin)
     if not margin >= 0.0:
         raise ValueError('high-speed shapes: margin must be ≥ 0 m, got %r' % margin)
     root = ET.fromstring(safe_urdf(urdf_xml, 'armnav URDF'))
     for link in root.findall('link'):
         for geometry in link.iterfind('collision/geometry'):
-            for shape in geometry:
-                if shape.tag == 'sphere':
-                    shape.set('radius', repr(float(shape.get('radius')) + margin))
-                elif shape.tag == 'cylinder':
-                    shape.set('radius', repr(float(shape.get('radius')) + margin))
-                    shape.set('length', repr(float(shape.get('length')) + 2.0 * margin))
-                elif shape.tag == 'box':
-                    sizes = [float(v) + 2.0 * margin for v in shape.get('size').split()]
-                    shape.set('size', ' '.join(repr(v) for v in sizes))
-                else:
-                    raise ValueError('high-speed shapes: cannot grow <%s> of link %s'
-                                     % (shape.tag, link.get('name')))
+            grow_geometry(geometry, margin, where='link %s' % link.get('name'))
     return ET.tostring(root, encoding='unicode')
 
 
