@@ -61,6 +61,7 @@ class HighSpeedScaling(Additive):
         self.shapes = HighSpeedShapes(xml, option['margin'])
         self._reference = None       # the last tick's reference velocity (7, rad/s)
         self._applied = 1.0          # the speed scale applied in that tick
+        self._cruise = math.inf      # the limb's speed when it last met the blocks unscaled
         self._scale, self._speed = 1.0, 0.0          # this tick's, until update reports them
         self._shown = (1.0, 0.0)                     # the last tick's, for report
 
@@ -73,9 +74,15 @@ class HighSpeedScaling(Additive):
         shapes = self.shapes
         near = shapes.velocity_scale_unchecked(state.q, state.q_head, velocity)
         if near >= 1.0:
+            self._cruise = math.inf
             return 1.0
-        speed = shapes.limb_speed(state.q, state.q_head, self._reference) \
-            / max(self._applied, MIN_APPLIED)
+        speed = shapes.limb_speed(state.q, state.q_head, self._reference)
+        if self._applied >= 1.0:
+            self._cruise = speed
+        else:
+            # While the reference still decelerates toward a scale just lowered, speed /
+            # applied overstates V: it is at most the speed the blocks were met at.
+            speed = min(speed / max(self._applied, MIN_APPLIED), self._cruise)
         scale = 1.0 if speed <= self.threshold else max(near, self.threshold / speed)
         self._scale, self._speed = scale, speed
         return scale
@@ -90,6 +97,7 @@ class HighSpeedScaling(Additive):
 
     def reset(self, state):
         self._reference = None
+        self._cruise = math.inf
         self._applied = 1.0
         self._scale, self._speed = 1.0, 0.0
         self._shown = (1.0, 0.0)
