@@ -143,8 +143,10 @@ def test_the_threshold_is_an_option(model):
     rows = fold(model, 1.5, options={'high_speed_scaling': {'threshold': 1.0}})
     near = [v for q, v, _, _ in rows if 2.56 < q < MEET]
     assert near and min(near) > 0.95 * 1.5
-    with pytest.raises(ValueError, match='threshold'):
+    with pytest.raises(ValueError, match='high_speed_scaling threshold'):
         RealtimeCore(model, options={'high_speed_scaling': {'threshold': 0.0}})
+    with pytest.raises(ValueError, match='high_speed_scaling margin'):
+        RealtimeCore(model, options={'high_speed_scaling': {'margin': -0.1}})
 
 
 def test_the_status_names_the_closest_pair_and_its_clearance(model, armnav):

@@ -53,12 +53,15 @@ class HighSpeedScaling(Additive):
         if not (math.isfinite(self.threshold) and self.threshold > 0.0):
             raise ValueError('high_speed_scaling threshold must be > 0 m/s, got %r'
                              % option['threshold'])
+        margin = float(option['margin'])
+        if not (math.isfinite(margin) and margin > 0.0):
+            raise ValueError('high_speed_scaling margin must be > 0 m, got %r' % option['margin'])
         self.enabled = option['enabled']
         xml = option['armnav_urdf']
         if xml is None:
             with open(default_armnav_path()) as f:
                 xml = f.read()
-        self.shapes = HighSpeedShapes(xml, option['margin'])
+        self.shapes = HighSpeedShapes(xml, margin)
         self._reference = None       # the last tick's reference velocity (7, rad/s)
         self._applied = 1.0          # the speed scale applied in that tick
         self._cruise = math.inf      # the limb's speed when it last met the blocks unscaled
