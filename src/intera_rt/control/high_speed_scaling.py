@@ -20,6 +20,8 @@ scaling bypass (control.safety_status). State fields: `active` (1 while it slows
 """
 import math
 
+import numpy as np
+
 from intera_rt.control.base import Additive
 from intera_rt.model.avoidance import default_armnav_path
 from intera_rt.model.high_speed import DEFAULT_MARGIN, HighSpeedShapes
@@ -29,6 +31,9 @@ THRESHOLD = 0.2                # m/s (seed 003)
 # The applied scale V is divided by is taken as at least this: a limb almost stopped by
 # another scaler is not taken for a fast one.
 MIN_APPLIED = 0.05
+# m: no point of the limb is farther than this from any arm joint's axis (Sawyer reaches
+# 1.26 m), so Σ|q̇|·REACH bounds its Cartesian speed
+REACH = 1.3
 
 
 class HighSpeedScaling(Additive):
@@ -74,6 +79,9 @@ class HighSpeedScaling(Additive):
         if not self.enabled or self._reference is None \
                 or state.suppressed('collision_avoidance'):
             return 1.0
+        applied = max(self._applied, MIN_APPLIED)
+        if float(np.abs(self._reference).sum()) * REACH <= self.threshold * applied:
+            return 1.0                       # too slow to be fast anywhere: skip the shapes
         shapes = self.shapes
         near = shapes.velocity_scale_unchecked(state.q, state.q_head, velocity)
         if near >= 1.0:
@@ -85,7 +93,7 @@ class HighSpeedScaling(Additive):
         else:
             # While the reference still decelerates toward a scale just lowered, speed /
             # applied overstates V: it is at most the speed the blocks were met at.
-            speed = min(speed / max(self._applied, MIN_APPLIED), self._cruise)
+            speed = min(speed / applied, self._cruise)
         scale = 1.0 if speed <= self.threshold else max(near, self.threshold / speed)
         self._scale, self._speed = scale, speed
         return scale
