@@ -53,9 +53,12 @@ def ros(robot):
     endpoint = Series('/robot/limb/right/endpoint_state', EndpointState)
     endpoint.last()
     arm = Arm()
-    yield {'ik': rospy.ServiceProxy(NS + 'IKService', SolvePositionIK),
+    out = {'ik': rospy.ServiceProxy(NS + 'IKService', SolvePositionIK),
            'fk': rospy.ServiceProxy(NS + 'FKService', SolvePositionFK),
            'pub': pub, 'endpoint': endpoint, 'arm': arm}
+    # (the IK/FK services reload the model when they hear of it, after the parameter is set)
+    wait_for(lambda: fk(out, NEUTRAL)[0], 10.0, 'FK of right_gripper_tip valid')
+    yield out
     endpoint.unregister()
 
 
@@ -257,7 +260,8 @@ def test_a_rebooted_gripper_puts_itself_back_in_the_model(ros):
     send_fragment(ros, '', 'right_gripper_base', link='right_hand')
     wait_for(lambda: TIP not in rospy.get_param('/robot_description'), 10.0, 'the gripper taken off')
     arm.sea.wait(lambda m: not carries_gripper(m), 10.0, 'the bare arm\'s gravity torques')
-    assert not fk(ros, NEUTRAL)[0]
+    # (the IK/FK services reload the model when they hear of it, after the parameter is set)
+    wait_for(lambda: not fk(ros, NEUTRAL)[0], 10.0, 'FK of right_gripper_tip invalid')
     gripper = IODevice('end_effector', 'right_gripper')
     try:
         assert gripper.set('reboot', True) == ''
@@ -266,4 +270,4 @@ def test_a_rebooted_gripper_puts_itself_back_in_the_model(ros):
         gripper.close()
     wait_for(lambda: TIP in rospy.get_param('/robot_description'), 10.0, 'the gripper back')
     arm.sea.wait(carries_gripper, 10.0, 'the gripper\'s weight back in the gravity torques')
-    assert fk(ros, NEUTRAL)[0]
+    wait_for(lambda: fk(ros, NEUTRAL)[0], 10.0, 'FK of right_gripper_tip valid again')
