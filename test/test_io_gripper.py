@@ -185,5 +185,11 @@ def test_the_fingers_of_a_plant_are_followed():
     assert g.plant_command()[:2] == (0.0, CALIBRATION_SPEED)
     g.follow(0.0, '', 0.0)
     assert g.plant_command()[0] == MAX_POSITION and v(g, 'calibrate')
-    g.follow(MAX_POSITION, '', 0.0)
+    g.follow(MAX_POSITION, '', 0.0, now=20.0)
     assert v(g, 'is_calibrated') and not v(g, 'calibrate') and not v(g, 'is_moving')
+    # The plant's states stop (its world emptied): the device's own fingers again.
+    cmd(g, 'position_m', 0.02)
+    g.step(20.1)
+    assert g.plant and g.position == MAX_POSITION
+    trace, _ = run(g, 20.3)
+    assert not g.plant and g.position == pytest.approx(0.02)

@@ -31,6 +31,7 @@ MAX_OBJECT_KG = 4.0            # the arm's payload
 CALIBRATION_SPEED = 0.15       # m/s: one close-open sweep takes ~0.56 s
 REBOOT_TIME = 0.5              # s
 UPDATE_RATE = 50.0             # Hz the fingers are simulated at while moving
+PLANT_LAPSE = 0.2              # s without a plant state after which the device simulates again
 _EPS = 1e-9
 
 WRITABLE = ('position_m', 'speed_mps', 'dead_zone_m', 'holding_force_n', 'go', 'calibrate',
@@ -78,6 +79,7 @@ class ElectricGripper(Device):
         self._reboot_until = None
         self._last = None                 # time of the last step
         self.plant = False                # True: the fingers are a simulated plant's (follow)
+        self._followed = None             # time of the plant's last state
 
     # --- status ----------------------------------------------------------------------------
     def active(self):
@@ -180,12 +182,14 @@ class ElectricGripper(Device):
 
     # --- simulation ----------------------------------------------------------------------
     # --- a plant's fingers ------------------------------------------------------------------
-    def follow(self, separation, gripping, force):
+    def follow(self, separation, gripping, force, now=None):
         """The fingers of a simulated plant (a world with the gripper: docs/world.md) as
-        measured: from now on they are the device's, and its moves and calibrations become
-        targets for them (plant_command). Returns True when a value changed."""
+        measured at time `now` (s): from now on they are the device's, and its moves and
+        calibrations become targets for them (plant_command), until no state has come for
+        PLANT_LAPSE s (step: the device simulates its own again). Returns True when a value
+        changed."""
         before = self._snapshot()
-        self.plant = True
+        self.plant, self._followed = True, now
         self.position = min(max(float(separation), 0.0), MAX_POSITION)
         dead = self.signals['dead_zone_m'].value + _EPS
         # (an opening move lets go at once; the plant's next states may not know it yet)
@@ -234,6 +238,8 @@ class ElectricGripper(Device):
         dt = 0.0 if self._last is None else min(max(now - self._last, 0.0), 0.1)
         self._last = now
         phase = self._phase
+        if self.plant and self._followed is not None and now - self._followed > PLANT_LAPSE:
+            self.plant = False            # no plant states any more: the device's own fingers
         if self.plant and phase != 'reboot':
             return False                  # the plant moves them (follow)
         if phase == 'reboot':

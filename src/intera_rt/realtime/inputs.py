@@ -226,11 +226,9 @@ class CommandInputs:
         return True, 'physics %s' % ('paused' if self.paused else 'running')
 
     def world_frame(self):
-        """(body states, gripper state) while the world has models or the plant a gripper,
-        else None (the WorldFrame the core sends)."""
-        if 'world' not in self._capabilities:
+        """(body states, the plant's gripper state or None) while the world has models, else
+        None (the WorldFrame the core sends). Without models the gripper device simulates
+        its own fingers, as without a world."""
+        if not self._world_models or 'world' not in self._capabilities:
             return None
-        gripper = self.boards.gripper_state()
-        if not self._world_models and gripper is None:
-            return None
-        return self.boards.body_states(), gripper
+        return self.boards.body_states(), self.boards.gripper_state()

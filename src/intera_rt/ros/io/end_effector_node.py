@@ -84,7 +84,7 @@ class EndEffectorIO:
     def _on_plant(self, msg):
         """The plant's fingers: the device follows them, and tells them its target."""
         with self.io.lock:
-            if self.gripper.follow(msg.separation, msg.gripping, msg.force):
+            if self.gripper.follow(msg.separation, msg.gripping, msg.force, rospy.get_time()):
                 self.io.changed(self.gripper)
             self._command_plant()
 
