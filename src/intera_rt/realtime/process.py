@@ -28,6 +28,7 @@ import time
 
 import numpy as np
 
+from intera_rt.control import commands as cmds
 from intera_rt.model import RobotModel
 from intera_rt.realtime import pipe
 from intera_rt.realtime.core import PERIOD, RealtimeCore
@@ -241,6 +242,8 @@ def _loop(conn, core, stats, sim_time, clock_every, wall_period, lockstep):
         t0 = time.perf_counter()
         if not inbox.receive():
             return
+        if core.paused:                     # (paused by what it just received: no tick)
+            continue
         core.tick()
         n = core.tick_count
         clock = sim_time and not sim_clock and n % clock_every == 0
@@ -380,6 +383,9 @@ class Inbox:
             kind = type(command).__name__
             result = (False, '%s: %s' % (type(exc).__name__, exc))
             core.log('error', 'cmd-' + kind, '%s failed: %s' % (kind, result[1]))
+        if type(command) is cmds.SimPause and result[0]:
+            # The state it paused at, before the answer: what a client reads after it.
+            self.conn.send(pipe.StateFrame(state=core.state_vector(), wall_time=time.time(), clock=False))
         if type(command) in WORLD_COMMANDS:
             # The world as it changed, before the answer (and while paused, when no tick
             # sends it): a client reading it back after the answer sees the change.

@@ -157,9 +157,11 @@ class GazeboWorld:
         for link in self._robot_links:
             if link in poses:
                 snap.links[scoped(ROBOT_MODEL, link)] = ROBOT_POSE * Pose.from_matrix(poses[link])
-        with self._lock:
-            models = dict(self.world.models)
-            obstacles = dict(self.obstacles)
+        # No lock: the adapter's thread publishes from here while a service thread may hold
+        # the lock waiting for the core's answer, which that adapter thread delivers (each
+        # copy is atomic under the GIL).
+        models = dict(self.world.models)
+        obstacles = dict(self.obstacles)
         bodies = self.bodies
         for name, model in models.items():
             known = {b.name: bodies.get((name, b.name)) for b in model.bodies()}
