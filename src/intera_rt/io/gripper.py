@@ -31,6 +31,7 @@ MAX_OBJECT_KG = 4.0            # the arm's payload
 CALIBRATION_SPEED = 0.15       # m/s: one close-open sweep takes ~0.56 s
 REBOOT_TIME = 0.5              # s
 UPDATE_RATE = 50.0             # Hz the fingers are simulated at while moving
+PLANT_LAPSE = 0.2              # s without a plant state after which the device simulates again
 _EPS = 1e-9
 
 WRITABLE = ('position_m', 'speed_mps', 'dead_zone_m', 'holding_force_n', 'go', 'calibrate',
@@ -77,6 +78,8 @@ class ElectricGripper(Device):
         self._phase = None                # None, 'move', 'calibrate_close', 'calibrate_open', 'reboot'
         self._reboot_until = None
         self._last = None                 # time of the last step
+        self.plant = False                # True: the fingers are a simulated plant's (follow)
+        self._followed = None             # time of the plant's last state
 
     # --- status ----------------------------------------------------------------------------
     def active(self):
@@ -182,12 +185,67 @@ class ElectricGripper(Device):
         return 'object %.4f m wide, %.3f kg between the fingers' % (width, mass)
 
     # --- simulation ----------------------------------------------------------------------
+    # --- a plant's fingers ------------------------------------------------------------------
+    def follow(self, separation, gripping, force, now=None):
+        """The fingers of a simulated plant (a world with the gripper: docs/world.md) as
+        measured at time `now` (s): from now on they are the device's, and its moves and
+        calibrations become targets for them (plant_command), until no state has come for
+        PLANT_LAPSE s (step: the device simulates its own again). Returns True when a value
+        changed."""
+        before = self._snapshot()
+        self.plant, self._followed = True, now
+        self.position = min(max(float(separation), 0.0), MAX_POSITION)
+        dead = self.signals['dead_zone_m'].value + _EPS
+        # (an opening move lets go at once; the plant's next states may not know it yet)
+        opening = self._phase == 'move' and self.target > self.position + dead
+        held = bool(gripping) and not opening
+        if held != bool(self.signals['is_gripping'].value):
+            if held:
+                self._set('is_gripping', True)
+            else:
+                self._release()
+        if held:
+            self._set('force_response_n', float(force))
+        phase = self._phase
+        if phase == 'move' and (held or abs(self.position - self.target) <= dead):
+            self._phase = None
+            self._set('is_moving', False)
+        elif phase == 'calibrate_close' and (held or self.position <= dead):
+            if held:
+                self._phase = None
+                self.error = 'calibration blocked by an object %.4f m wide' % self.position
+                self._set('has_error', True)
+                self._set('calibrate', False)
+                self._set('is_moving', False)
+            else:
+                self._phase = 'calibrate_open'
+        elif phase == 'calibrate_open' and self.position >= MAX_POSITION - dead:
+            self._phase = None
+            self.target = MAX_POSITION
+            self.signals['position_m'].value = MAX_POSITION
+            self._set('is_calibrated', True)
+            self._set('calibrate', False)
+            self._set('is_moving', False)
+        self.signals['position_response_m'].value = _round(self.position)
+        return self._snapshot() != before
+
+    def plant_command(self):
+        """(separation m, speed m/s, force N) the plant's fingers are to go to now."""
+        target = {'calibrate_close': 0.0, 'calibrate_open': MAX_POSITION}.get(self._phase, self.target)
+        speed = CALIBRATION_SPEED if self._phase in ('calibrate_close', 'calibrate_open') \
+            else self.signals['speed_mps'].value
+        return (float(target), float(speed), float(self.signals['holding_force_n'].value))
+
     def step(self, now):
         """Advance the fingers to time `now` (s). Returns True when a value changed."""
         before = self._snapshot()
         dt = 0.0 if self._last is None else min(max(now - self._last, 0.0), 0.1)
         self._last = now
         phase = self._phase
+        if self.plant and self._followed is not None and now - self._followed > PLANT_LAPSE:
+            self.plant = False            # no plant states any more: the device's own fingers
+        if self.plant and phase != 'reboot':
+            return False                  # the plant moves them (follow)
         if phase == 'reboot':
             if self._reboot_until is None:
                 self._reboot_until = now + REBOOT_TIME

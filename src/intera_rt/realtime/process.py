@@ -28,9 +28,11 @@ import time
 
 import numpy as np
 
+from intera_rt.control import commands as cmds
 from intera_rt.model import RobotModel
 from intera_rt.realtime import pipe
 from intera_rt.realtime.core import PERIOD, RealtimeCore
+from intera_rt.realtime.inputs import WORLD_COMMANDS
 
 PUBLISH_EVERY = 10                    # ticks: state topics at 100 Hz
 STATS_EVERY = 1000                    # ticks per /diagnostics window
@@ -40,6 +42,7 @@ RUN_AHEAD = 2 * PUBLISH_EVERY         # ticks (sim time) past the last published
 MCL_CURRENT, MCL_FUTURE = 1, 2        # mlockall flags (Linux)
 BOARDS_WAIT = 10 * PERIOD             # s: the longest wait for boards that own the clock
 WAIT_SLICE = 0.002                    # s: a core waiting for the adapter looks at Lockstep again
+PAUSED_STATE_EVERY = 0.1              # s of wall time between the states of a paused core
 
 
 class TickStats:
@@ -167,6 +170,7 @@ def main(conn, config, lockstep):
     except Exception as exc:  # noqa: BLE001 - the adapter reports it and exits
         conn.send(pipe.Failed(reason='%s: %s' % (type(exc).__name__, exc)))
         return
+    core.paused = bool(config.get('paused', False))   # booted with physics paused
     try:
         _run(conn, core, config, lockstep)
     finally:
@@ -208,7 +212,21 @@ def _loop(conn, core, stats, sim_time, clock_every, wall_period, lockstep):
     shared = lockstep.slots
     boards_clock = core.boards.owns_clock  # wait for the boards' next state, tick on it
     sim_clock = core.boards.sim_clock      # ... a simulator that publishes /clock itself
+    paused_state_at = 0.0
     while True:
+        if core.paused:
+            # Physics paused (SimPause): no tick, no time passing; commands still answered,
+            # and the state (unchanged) sent every PAUSED_STATE_EVERY s of wall time, so
+            # that the robot is seen alive.
+            if not inbox.receive(timeout=WAIT_SLICE):
+                return
+            now = time.monotonic()
+            if now >= paused_state_at:
+                paused_state_at = now + PAUSED_STATE_EVERY
+                conn.send(pipe.StateFrame(state=core.state_vector(), wall_time=time.time(),
+                                          clock=sim_time and not sim_clock))
+            pacer.restart()
+            continue
         if boards_clock:
             # (a board silent past its own timeout reports a fault, which the tick sees)
             core.boards.wait_cycle(BOARDS_WAIT)
@@ -224,12 +242,17 @@ def _loop(conn, core, stats, sim_time, clock_every, wall_period, lockstep):
         t0 = time.perf_counter()
         if not inbox.receive():
             return
+        if core.paused:                     # (paused by what it just received: no tick)
+            continue
         core.tick()
         n = core.tick_count
         clock = sim_time and not sim_clock and n % clock_every == 0
         if n % PUBLISH_EVERY == 0:
             # (state and /clock in one message: each write that wakes the adapter costs
             # as much as a good part of a tick)
+            world = core.world_frame()
+            if world is not None:      # (first: the state's model_states go out with it)
+                conn.send(pipe.WorldFrame(time=core.now, bodies=world[0], gripper=world[1]))
             conn.send(pipe.StateFrame(state=core.state_vector(), wall_time=time.time(), clock=clock))
         elif clock:
             conn.send(pipe.Clock(t=core.now))
@@ -360,6 +383,15 @@ class Inbox:
             kind = type(command).__name__
             result = (False, '%s: %s' % (type(exc).__name__, exc))
             core.log('error', 'cmd-' + kind, '%s failed: %s' % (kind, result[1]))
+        if type(command) is cmds.SimPause and result[0]:
+            # The state it paused at, before the answer: what a client reads after it.
+            self.conn.send(pipe.StateFrame(state=core.state_vector(), wall_time=time.time(), clock=False))
+        if type(command) in WORLD_COMMANDS:
+            # The world as it changed, before the answer (and while paused, when no tick
+            # sends it): a client reading it back after the answer sees the change.
+            world = core.world_frame()
+            if world is not None:
+                self.conn.send(pipe.WorldFrame(time=core.now, bodies=world[0], gripper=world[1]))
         if msg.reply_id is not None:
             self.conn.send(pipe.Reply(reply_id=msg.reply_id, result=result))
         return True

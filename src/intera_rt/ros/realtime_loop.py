@@ -50,6 +50,7 @@ from intera_rt.ros import realtime_state_msgs as msgs
 from intera_rt.ros import robot_commands
 from intera_rt.ros.direct import Throttle, joint_command_key, periodic_publisher, raw_class
 from intera_rt.ros.node import init_node
+from intera_rt.ros.gazebo_world import GazeboWorld
 from intera_rt.ros.sim_control import SimControl
 from intera_rt.ros.tip_states import TipStates
 
@@ -65,6 +66,8 @@ def parse_pose(text, named=NAMED_POSES):
     text = str(text).strip()
     if text in named:
         return [float(x) for x in named[text]]
+    if text.startswith('-J'):
+        return _gazebo_joint_states(text)
     parts = text.replace(',', ' ').split()
     try:
         values = [float(p) for p in parts]
@@ -73,6 +76,29 @@ def parse_pose(text, named=NAMED_POSES):
     if len(values) != 7 or not all(math.isfinite(v) for v in values):
         raise ValueError('pose %r: expected neutral, shipping or 7 finite joint angles' % text)
     return values
+
+
+def _gazebo_joint_states(text):
+    """sawyer_simulator's initial_joint_states ("-J sawyer::right_j0 -0.27 -J ..."), as
+    gazebo_ros' spawn_model takes it: 7 arm angles, a joint not named at 0 (head_pan is
+    taken and ignored: the head boots at its neutral)."""
+    parts = text.split()
+    if len(parts) % 3:
+        raise ValueError('initial_joint_states %r: expected "-J sawyer::JOINT VALUE" triples' % text)
+    angles = dict.fromkeys(ARM_JOINTS, 0.0)
+    for flag, joint, value in zip(parts[0::3], parts[1::3], parts[2::3]):
+        name = joint.split('::', 1)[-1]
+        try:
+            angle = float(value)
+        except ValueError:
+            angle = math.nan
+        if flag != '-J' or (name not in angles and name != 'head_pan') or not math.isfinite(angle):
+            raise ValueError('initial_joint_states: %s %s %s: expected -J sawyer::JOINT VALUE with '
+                             'JOINT one of %s, head_pan and a finite value'
+                             % (flag, joint, value, ', '.join(ARM_JOINTS)))
+        if name in angles:
+            angles[name] = angle
+    return [angles[name] for name in ARM_JOINTS]
 
 
 class RealtimeLoop:
@@ -91,6 +117,9 @@ class RealtimeLoop:
         backend_options = check_backend(backend, backend_options)
         # A simulator that publishes /clock itself (Gazebo): this node does not.
         self._sim_clock = backend_class(backend).sim_clock
+        # Boards with a world serve Gazebo's world API (ros.gazebo_world).
+        self._has_world = 'world' in backend_class(backend).capabilities
+        self.paused = bool(rospy.get_param('~paused', False))
         urdf = rospy.get_param('/robot_description', None)
         self.model = RobotModel(urdf) if urdf else RobotModel.from_file()
         q_arm = parse_pose(rospy.get_param('~pose', 'neutral'))
@@ -99,6 +128,8 @@ class RealtimeLoop:
             if not lo <= v <= hi:
                 raise ValueError('pose: %s = %.4f is outside its limits [%.4f, %.4f]' % (name, v, lo, hi))
         q_head = HEAD_NAMED_POSES['neutral']
+        self.q_arm = q_arm
+        self._urdf = urdf or self.model.urdf_xml
         # The model terms SEAJointState reports are computed here, off the realtime path.
         self._armature = backend_class(backend).plant_model(self.model).limit_arrays(
             ARM_JOINTS)['armature']
@@ -118,6 +149,7 @@ class RealtimeLoop:
             if msgs.HAS_AVOIDANCE or msgs.HAS_SAFETY_STATUS else None
         self._status_key = None          # last safety_status sent
         self.state = None                # the core's latest state (a StateView)
+        self._published_any = False      # a state from the core is out
         self._state_wall = 0.0           # wall time of that state's tick
         self._joint_state_seq = 0        # header.seq of /robot/joint_states
         self._stats = {}
@@ -130,7 +162,7 @@ class RealtimeLoop:
             urdf=urdf, backend=backend, backend_options=backend_options, q_arm=q_arm,
             q_head=q_head, options=self._options,
             enabled=not rospy.get_param('~disabled', False),
-            homed=not rospy.get_param('~unhomed', False), sim_time=self.sim_time,
+            homed=not rospy.get_param('~unhomed', False), paused=self.paused, sim_time=self.sim_time,
             speed=self.speed, priority=int(rospy.get_param('~realtime_priority', 50)),
             tick_log=rospy.get_param('~tick_log', os.environ.get('INTERA_RT_TICK_LOG', ''))))
         # Boards that connect to something slow to start (Gazebo) may take their own timeout
@@ -146,7 +178,7 @@ class RealtimeLoop:
         self.simulated = ready.simulated
         self._handlers = {pipe.StateFrame: self._on_state, pipe.Clock: self._on_clock,
                           pipe.Logs: self._on_logs, pipe.Stats: self._on_stats,
-                          pipe.Reply: self._on_reply}
+                          pipe.Reply: self._on_reply, pipe.WorldFrame: self._on_world}
         rospy.loginfo('realtime_loop: %s backend%s, %s, %s%s; core process %d: %s', backend,
                       ' %s' % backend_options if backend_options else '',
                       'sim time at %s x real time' % ('max' if math.isinf(self.speed) else self.speed)
@@ -261,7 +293,14 @@ class RealtimeLoop:
             rospy.Service('/intera_rt/bypass_speed_scaling', SetBool, self._bypass_speed_scaling)
         # Sim control (/intera_rt/sim/*): E-stop button, error, external wrench, pose reset,
         # obstacles.
-        self.sim_control = SimControl(self._call) if self.simulated else None
+        # Gazebo's world API (/gazebo/*) where the boards have a world.
+        self.gazebo = GazeboWorld(self._call, self._urdf, self, self.q_arm, self.paused, self._send) \
+            if self.simulated and self._has_world else None
+        self.sim_control = SimControl(self._call, self.gazebo.obstacles_changed if self.gazebo else None) \
+            if self.simulated else None
+        self._world_file = rospy.get_param('~world', '')
+        if self._world_file and self.gazebo is None:
+            raise ValueError('~world: the %s backend has no world' % rospy.get_param('~backend', 'embedded'))
 
     # --- inputs -----------------------------------------------------------------------
     def _on_model_change(self, change):
@@ -314,6 +353,8 @@ class RealtimeLoop:
         if not self.sim_time:
             self._adapter_priority()
         rospy.on_shutdown(self._quit)
+        if self._world_file:            # (its spawns are answered by this loop)
+            threading.Thread(target=self._load_world, daemon=True).start()
         while not rospy.is_shutdown():
             try:
                 if not self.conn.poll(0.5):
@@ -335,19 +376,43 @@ class RealtimeLoop:
             else:
                 handler(msg)
 
+    def _load_world(self):
+        try:
+            loaded = self.gazebo.load(self._world_file)
+        except ValueError as exc:                       # (WorldError)
+            rospy.logfatal('realtime_loop: %s', exc)
+            rospy.signal_shutdown('bad world file')
+            return
+        rospy.loginfo('realtime_loop: world %s: %s', self._world_file, ', '.join(loaded.names()))
+
     def _on_clock(self, msg):
         self.pub_clock.publish(Clock(clock=rospy.Time.from_sec(msg.t)))
 
     def _on_state(self, msg):
+        if self._published_any and self.gazebo is not None and self.gazebo.paused \
+                and msg.state[0] == self.state.t:
+            # Physics paused: the same state again, to show the robot is alive (/robot/state
+            # only: the others would repeat their stamps on /tf and to their listeners).
+            if msg.clock:                # (the clock stands, as Gazebo's does paused)
+                self.pub_clock.publish(Clock(clock=rospy.Time.from_sec(self.state.t)))
+            self.pub_state.publish(msgs.robot_state_msg(self.state))
+            return
         self.state, self._state_wall = StateView(msg.state), msg.wall_time
+        self._published_any = True
         if msg.clock:                    # /clock first: the state's stamp is not in the future
             self.pub_clock.publish(Clock(clock=rospy.Time.from_sec(self.state.t)))
         self._publish_state()
+        if self.gazebo is not None:
+            self.gazebo.publish()
         if self.sim_time:                # lockstep: the core may go on (process.RUN_AHEAD)
             tick = int(self.state.tick)
             if self.proc.lockstep.published(tick):      # it waits for this: wake it
                 with self._send_lock:
                     self.conn.send(pipe.Published(tick=tick))
+
+    def _on_world(self, msg):
+        if self.gazebo is not None:
+            self.gazebo.on_world(msg)
 
     def _on_logs(self, msg):
         for level, key, text in msg.entries:
