@@ -15,8 +15,8 @@ import pytest
 
 from plant_scene import MODEL, Q0, WALL, WALL_NORMAL, run, torque_of
 
-from intera_rt.boards import (BACKENDS, BackendOption, BoardsError, BoardsReading, JointBoards,
-                              Unsupported, check_backend, make_boards, register_backend)
+from intera_rt.boards import (BACKENDS, BackendOption, BoardsError, BoardsReading, GripperCommand,
+                              JointBoards, Unsupported, check_backend, make_boards, register_backend)
 from intera_rt.boards.embedded import EmbeddedBoards
 from intera_rt.control import commands as cmds
 from intera_rt.realtime.core import RealtimeCore
@@ -184,13 +184,22 @@ def test_hardware_refuses_the_sim_abilities():
              'place obstacles': lambda: hw.add_obstacle('box', 'box', (1, 0, 0), (0, 0, 0, 1), (.1, .1, .1)),
              'remove obstacles': lambda: hw.remove_obstacle('box'),
              'report obstacles': hw.obstacles, 'report contacts': hw.contacts,
-             'simulate a board fault': lambda: hw.inject_fault('x')}
+             'simulate a board fault': lambda: hw.inject_fault('x'),
+             'spawn models': lambda: hw.spawn_model(None, None),
+             'delete models': lambda: hw.delete_model('block'),
+             'set model states': lambda: hw.set_model_state('block', None, (0,) * 6),
+             'report model states': hw.body_states,
+             'apply body wrenches': lambda: hw.apply_body_wrench('block', 'link', (0,) * 3, (0,) * 3,
+                                                                 (0,) * 3, 1.0),
+             'clear body wrenches': lambda: hw.clear_body_wrenches('block', 'link'),
+             'drive a gripper': lambda: hw.set_gripper(GripperCommand(0.04, 0.1, 10.0))}
     for what, call in calls.items():
         with pytest.raises(Unsupported, match='the hardware backend cannot %s' % what):
             call()
     with pytest.raises(BoardsError, match='owns the clock'):
         hw.advance(DT)
     assert not hw.capabilities and hw.read().position.tolist() == START.tolist()
+    assert hw.gripper_state() is None               # no gripper on the plant: the device simulates
 
 
 # --- obstacles, wrenches, contacts --------------------------------------------------------

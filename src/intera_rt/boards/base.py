@@ -26,7 +26,7 @@ Who owns the clock:
 
 Sim-only abilities, listed in `capabilities` (CAPABILITIES): teleport (reset_pose),
 wrench (apply_wrench), obstacles (add/remove_obstacle, obstacles), contacts,
-fault_injection (inject_fault). A backend without one refuses it with Unsupported, a
+fault_injection (inject_fault), world (spawned models and the gripper: docs/world.md). A backend without one refuses it with Unsupported, a
 NotImplementedError whose message names the backend and the ability.
 
 Backends are listed in intera_rt.boards.registry (make_boards, check_backend); their
@@ -48,7 +48,7 @@ OBSTACLE_SHAPES = {'box': 3, 'sphere': 1}
 MAX_OBSTACLE_SIZE = 10.0     # m: any larger is a typo (mm for m), not a workcell
 
 # The sim-only abilities a backend may have (JointBoards.capabilities).
-CAPABILITIES = ('teleport', 'wrench', 'obstacles', 'contacts', 'fault_injection')
+CAPABILITIES = ('teleport', 'wrench', 'obstacles', 'contacts', 'fault_injection', 'world')
 LIFECYCLE = ('unconfigured', 'inactive', 'active', 'finalized')
 
 
@@ -95,6 +95,30 @@ class Contact(NamedTuple):
                              # contact normal, away from the obstacle; zero while separating)
     point: np.ndarray        # m, in base: the link's point deepest in the obstacle, where
                              # the force acts
+
+
+class BodyState(NamedTuple):
+    """One rigid body of a spawned model (world.RigidBody, named by its root link), in base."""
+    model: str
+    body: str
+    pose: object             # intera_rt.world.Pose
+    twist: tuple             # linear xyz (m/s), angular xyz (rad/s), in base
+
+
+@dataclass(frozen=True)
+class GripperCommand:
+    """What the gripper device asks of the plant's fingers."""
+    separation: float        # m: the target gap between the fingers
+    speed: float             # m/s
+    force: float             # N: the most the fingers squeeze with
+
+
+@dataclass(frozen=True)
+class GripperState:
+    """The plant's fingers as measured."""
+    separation: float        # m: the gap between the fingers
+    gripping: str = ''       # the model held between them ('' when none)
+    force: float = 0.0       # N the fingers squeeze the held model with
 
 
 def _vector(field, value, n, what):
@@ -297,6 +321,43 @@ class JointBoards:
         """The contacts of the latest physics step: a list of Contact records."""
         self._require('contacts', 'report contacts')
 
+    # --- the world (capability 'world'): every pose and twist in base ------------------------
+    def spawn_model(self, model, pose):
+        """Place `model` (a validated world.Model; its frame at `pose`, a world.Pose in base)
+        with all its bodies (`model.bodies()`), at rest. WorldError naming the element when
+        this backend cannot simulate it (nothing changes)."""
+        self._require('world', 'spawn models')
+
+    def delete_model(self, name):
+        """Take model `name` out of the world; KeyError naming it when there is none."""
+        self._require('world', 'delete models')
+
+    def set_model_state(self, name, pose, twist):
+        """Put model `name`'s frame at `pose` (base) moving at `twist` (6 floats: linear xyz
+        m/s, angular xyz rad/s, base). KeyError naming it when there is none."""
+        self._require('world', 'set model states')
+
+    def body_states(self):
+        """A BodyState for every body of every spawned model (a tuple)."""
+        self._require('world', 'report model states')
+
+    def apply_body_wrench(self, model, body, force, torque, point, duration):
+        """Push `force` (N) and `torque` (N·m), base axes, at `point` (m, in the body's frame)
+        on `body` of `model` for `duration` s (< 0: until cleared, as gazebo_ros)."""
+        self._require('world', 'apply body wrenches')
+
+    def clear_body_wrenches(self, model, body):
+        """Drop every wrench applied on `body` of `model`."""
+        self._require('world', 'clear body wrenches')
+
+    def set_gripper(self, command):
+        """Drive the plant's fingers (a GripperCommand). Only with a gripper on the model."""
+        self._require('world', 'drive a gripper')
+
+    def gripper_state(self):
+        """The plant's GripperState, or None when the robot's model has no gripper."""
+        return None
+
 
 class SimulatedPlant(JointBoards):
     """Boards whose plant steps in this process (embedded, MuJoCo). Each step replaces its
@@ -305,7 +366,8 @@ class SimulatedPlant(JointBoards):
     (effort_limit, _neg_effort_limit), a non-finite value as 0."""
 
     simulated = True
-    capabilities = frozenset(CAPABILITIES)     # every sim-only ability
+    # every sim-only ability but the world, which a plant adds when it implements it
+    capabilities = frozenset(CAPABILITIES) - {'world'}
 
     def _init_plant(self, model, joint_names):
         """The state both plants start from: joints at 0, at rest, nothing commanded, the

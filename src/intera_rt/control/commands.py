@@ -3,7 +3,7 @@ realtime.pipe.Apply) and what it applies between two ticks through an explicit t
 (realtime.core). Plain data, validated by whoever applies them; built with keywords only
 (InteractionCommand has 14 fields: a positional call could swap two unnoticed)."""
 from dataclasses import dataclass, field
-from typing import Optional, Tuple
+from typing import Any, Optional, Tuple
 
 
 # --- the robot's interface ----------------------------------------------------------------
@@ -142,3 +142,57 @@ class SimAddObstacle:
 @dataclass(frozen=True, kw_only=True)
 class SimRemoveObstacle:
     name: str
+
+
+# --- the world (boards capability 'world'); poses are intera_rt.world.Pose in base --------------
+@dataclass(frozen=True, kw_only=True)
+class SimSpawnModel:
+    """Place a validated world.Model with its frame at `pose`."""
+    model: Any
+    pose: Any
+
+
+@dataclass(frozen=True, kw_only=True)
+class SimDeleteModel:
+    name: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class SimSetModelState:
+    """Model `name`'s frame at `pose`, moving at `twist` (linear xyz m/s, angular xyz rad/s)."""
+    name: str
+    pose: Any
+    twist: Tuple[float, ...] = (0.0,) * 6
+
+
+@dataclass(frozen=True, kw_only=True)
+class SimBodyWrench:
+    """Force (N) and torque (N·m), base axes, at `point` (m, the body's frame) on a model's
+    body for `duration` s (< 0: until cleared)."""
+    model: str
+    body: str
+    force: Tuple[float, ...]
+    torque: Tuple[float, ...]
+    point: Tuple[float, ...] = (0.0, 0.0, 0.0)
+    duration: float = -1.0
+
+
+@dataclass(frozen=True, kw_only=True)
+class SimClearBodyWrenches:
+    model: str
+    body: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class SimGripper:
+    """The gripper device's command to the plant's fingers (boards.base.GripperCommand's
+    fields)."""
+    separation: float
+    speed: float
+    force: float
+
+
+@dataclass(frozen=True, kw_only=True)
+class SimTool:
+    """The tool grafted at right_hand: a URDF fragment's XML, or None to take it off."""
+    urdf: Optional[str] = None

@@ -5,7 +5,7 @@ type → handler, as RealtimeCore.apply dispatches commands).
   adapter → core   Apply (a typed command, control.commands; its result answered with
                    a Reply when it carries a reply_id), Published, Quit
   core → adapter   Ready or Failed (once, after boot), StateFrame, Clock, Logs, Stats,
-                   Reply
+                   Reply, WorldFrame
 
 The encoding is the pipe's (multiprocessing.connection: pickle). Each class pickles as its
 constructor's arguments; a state vector travels as its float64 bytes (cheaper to pickle and
@@ -111,6 +111,16 @@ class Reply(_Message):
     result: Any
 
 
+@dataclass(frozen=True, slots=True)
+class WorldFrame(_Message):
+    """At 100 Hz of sim time while any model is spawned (or the plant has a gripper): the
+    plant's time, every spawned body's boards.base.BodyState (in base) and its
+    GripperState (None without a gripper)."""
+    time: float
+    bodies: Tuple[Any, ...]
+    gripper: Any = None
+
+
 def _ready(state, priority, simulated):
     return Ready(_vector(state), priority, simulated)
 
@@ -120,5 +130,5 @@ def _state_frame(state, wall_time, clock):
 
 
 TO_CORE = (Apply, Published, Quit)
-TO_ADAPTER = (Ready, Failed, StateFrame, Clock, Logs, Stats, Reply)
+TO_ADAPTER = (Ready, Failed, StateFrame, Clock, Logs, Stats, Reply, WorldFrame)
 MESSAGES = TO_CORE + TO_ADAPTER
