@@ -12,10 +12,11 @@ import pytest
 
 from intera_rt.boards import make_boards
 from intera_rt.boards.base import BoardsError, GripperCommand
-from intera_rt.boards.mujoco_boards import graft_tool, gripper_fragment
+from intera_rt.boards.mujoco_boards import gripper_fragment
 from intera_rt.control import commands as cmds
 from intera_rt.model import RobotModel
 from intera_rt.model.ik import IKSolver
+from intera_rt.model.urdf_fragments import FragmentManager
 from intera_rt.realtime.core import RealtimeCore
 from intera_rt.robot import ARM_JOINTS, NEUTRAL
 from intera_rt.world import Pose, Resolver, WorldError, parse_model_xml, parse_sdf
@@ -255,7 +256,8 @@ def test_the_gripper_is_a_tool_the_plant_puts_on_and_takes_off():
 
 
 # --- picking ------------------------------------------------------------------------------
-GRIPPER_MODEL = graft_tool(MODEL, gripper_fragment())
+GRIPPER_MODEL = FragmentManager(MODEL.urdf_xml).receive(
+    0, 'right_hand', 'right_gripper_base', gripper_fragment()).model
 
 
 class Picker:

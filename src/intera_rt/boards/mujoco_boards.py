@@ -22,10 +22,12 @@ and whose force is capped at the commanded squeeze: a block is held by friction 
 import math
 import os
 import threading
+import xml.etree.ElementTree as ET
 from typing import NamedTuple
 
 import mujoco
 import numpy as np
+from urdf_parser_py.urdf import URDF
 
 from intera_rt.boards import mujoco_world
 from intera_rt.boards.base import (CAPABILITIES, BackendOption, BodyState, BoardsError, Contact,
@@ -34,10 +36,10 @@ from intera_rt.boards.mjcf import (CONTACT_TIMECONST, FINGER_PREFIX, WORLD_BITS,
                                    mjcf_from_urdf)
 from intera_rt.numeric import clip as _clip
 from intera_rt.robot import BOARD_JOINTS, LOOP_PERIOD
+from intera_rt.model.fragment_parse import FragmentError, parse_xml
 from intera_rt.model.robot_model import default_urdf_path
 from intera_rt.world.model import Pose, WorldError
 
-TOOL_LINK = 'right_hand'      # where a tool hangs (URDFConfiguration.link's default)
 GRIPPER_BASE = 'right_gripper_base'    # the electric gripper's root link
 
 VIEWER_EVERY = 16             # ticks between viewer syncs (~60 Hz of sim time)
@@ -97,16 +99,16 @@ class MujocoBoards(SimulatedPlant):
         self._viewer = None
         self._viewer_threads = ()
         self.m = self.d = None
-        self._build(model)
+        self._build(model.urdf)
         self._fit_fingers(False)
         if gripper and not model.has_frame(GRIPPER_BASE):
             self.set_tool(gripper_fragment())
         self._hold()
 
-    def _build(self, model):
-        """(Re)build the MuJoCo model of `model` (a RobotModel: the arm, its tool) with the
+    def _build(self, urdf):
+        """(Re)build the MuJoCo model of `urdf` (urdf_parser_py: the robot, its tool) with the
         cell's obstacles and spawned models, keeping every joint's state that carries over."""
-        xml = mjcf_from_urdf(model.urdf, model.limits, self.joint_names, self.table,
+        xml = mjcf_from_urdf(urdf, self.model.limits, self.joint_names, self.table,
                              self._contact_tc, self.substeps)
         spec = mujoco.MjSpec.from_string(xml)
         for record in self._obstacles.values():
@@ -417,14 +419,16 @@ class MujocoBoards(SimulatedPlant):
                            % (name, ', '.join(self._models) or 'none')) from None
 
     # --- the gripper -------------------------------------------------------------------
-    def set_tool(self, urdf):
-        """The tool on right_hand: a URDF fragment (its root joint's parent right_hand), or
-        None to take it off. The plant is rebuilt with it (mass, inertia, collisions; its
-        prismatic joints as fingers the gripper commands drive, opened fully), keeping the
-        arm's and the world's state."""
-        model = self.model if urdf is None else graft_tool(self.model, urdf)
+    def set_tool(self, tool):
+        """See JointBoards.set_tool. `tool`: a model.tool.Tool (its `fragment`: the tool's
+        links and joints as one <robot>, hanging from the robot's links), a fragment's XML,
+        or None. The plant is rebuilt with it (mass, inertia, collisions; its prismatic
+        joints as fingers the gripper commands drive, opened fully), keeping the arm's and
+        the world's state."""
+        fragment = getattr(tool, 'fragment', tool)
+        urdf = self.model.urdf if fragment is None else _grafted(self.model.urdf_xml, fragment)
         had = bool(self._fingers)
-        self._build(model)
+        self._build(urdf)
         self._fit_fingers(had)
         self._hold()
 
@@ -647,19 +651,15 @@ def gripper_fragment():
         return f.read()
 
 
-def graft_tool(model, fragment):
-    """`model` (RobotModel) with the URDF `fragment` grafted at right_hand; BoardsError
-    naming what is wrong with it."""
-    from intera_rt.model.urdf_fragments import FragmentError, FragmentManager, parse_xml
+def _grafted(description, fragment):
+    """The robot's URDF (urdf_parser_py) with the tool `fragment`'s elements (a <robot>
+    already checked as /robot/urdf fragments are) inside it; BoardsError naming what the
+    parser refuses."""
     try:
         root = parse_xml(fragment, what='tool')
-    except FragmentError as exc:
+        inner = ''.join(ET.tostring(e, encoding='unicode') for e in root
+                        if e.tag in ('link', 'joint', 'material'))
+        end = description.rindex('</robot>')
+        return URDF.from_xml_string((description[:end] + inner + description[end:]).encode())
+    except (FragmentError, ValueError) as exc:
         raise BoardsError('tool: %s' % exc) from None
-    joints = [j.get('name') for j in root.findall('joint')
-              if j.find('parent') is not None and j.find('parent').get('link') == TOOL_LINK]
-    if not joints:
-        raise BoardsError('tool: no joint of the fragment hangs from %s' % TOOL_LINK)
-    change = FragmentManager(model.urdf_xml).receive(0, TOOL_LINK, joints[0], fragment)
-    if change.model is None:
-        raise BoardsError('tool: %s' % change.error)
-    return change.model
