@@ -10,14 +10,20 @@ from multiprocessing.connection import Connection
 import numpy as np
 import pytest
 
+from intera_rt.boards.base import BodyState, GripperState
 from intera_rt.control import commands as cmds
 from intera_rt.control.base import ArmState, Suppressions
 from intera_rt.control.registry import ADDITIVES, CONTROLLERS, MONITORS
 from intera_rt.realtime import pipe
 from intera_rt.realtime.state import STATE_SIZE, StateView, view_class
 from intera_rt.robot import NEUTRAL
+from intera_rt.world import Pose, parse_model_xml
 
 STATE = np.arange(STATE_SIZE, dtype=float) * 0.5
+
+BLOCK = parse_model_xml('<sdf version="1.6"><model name="block"><link name="block"><collision '
+                        'name="c"><geometry><box><size>0.05 0.05 0.05</size></box></geometry>'
+                        '</collision></link></model></sdf>')
 
 COMMANDS = [
     cmds.JointCommand(mode=4, names=('right_j0', 'right_j1'), position=(0.1, -0.2),
@@ -41,6 +47,16 @@ COMMANDS = [
     cmds.SimAddObstacle(name='table', shape='box', position=(0.6, 0.0, 0.0),
                         quaternion=(0.0, 0.0, 0.0, 1.0), size=(0.4, 0.4, 0.2)),
     cmds.SimRemoveObstacle(name='table'),
+    cmds.SimSpawnModel(model=BLOCK, pose=Pose((0.7, 0.0, -0.1))),
+    cmds.SimDeleteModel(name='block'),
+    cmds.SimSetModelState(name='block', pose=Pose((0.5, 0.1, -0.1), (0.0, 0.0, 0.6, 0.8)),
+                          twist=(0.0, 0.0, -1.0, 0.0, 0.0, 0.5)),
+    cmds.SimBodyWrench(model='block', body='block', force=(1.0, 0.0, 0.0), torque=(0.0, 0.0, 0.1),
+                       point=(0.0, 0.0, 0.025), duration=-1.0),
+    cmds.SimClearBodyWrenches(model='block', body='block'),
+    cmds.SimGripper(separation=0.02, speed=0.5, force=20.0),
+    cmds.SimPause(paused=True),
+    cmds.SimTool(urdf='<robot name="tool"/>'),
 ]
 
 MESSAGES = [
@@ -54,6 +70,9 @@ MESSAGES = [
     pipe.Stats(summary={'mean_us': 80.5, 'p99_us': 210.0, 'overruns': 0, 'ticks': 1000,
                         'command_timeouts': 2}),
     pipe.Reply(reply_id=3, result=(False, "unknown joint 'right_j9'")),
+    pipe.WorldFrame(time=1.25, bodies=(BodyState('block', 'block', Pose((0.7, 0.0, -0.18)),
+                                                 (0.0, 0.0, -0.5, 0.0, 0.0, 0.0)),),
+                    gripper=GripperState(0.03, 'block', 20.0)),
 ]
 
 

@@ -16,6 +16,7 @@ about right_j0's origin against the obstacle's bounding sphere, when it is place
 obstacle out of reach, and no obstacle, cost nothing per step. Design notes:
 docs/backends.md.
 """
+import itertools
 import math
 
 import hppfcl
@@ -24,11 +25,17 @@ import pinocchio as pin
 from scipy.linalg.blas import dsymv
 from scipy.linalg.lapack import dposv, dpotrs
 
-from intera_rt.boards.base import (BackendOption, Contact, SimulatedPlant,
+from intera_rt.boards.base import (CAPABILITIES, BackendOption, Contact, Obstacle, SimulatedPlant,
                                    check_obstacle)
+from intera_rt.boards.embedded_world import EmbeddedWorld
 from intera_rt.numeric import clip as _clip
 from intera_rt.robot import ARM_JOINTS, HARD_STOP_MARGIN, HEAD_JOINTS
+from intera_rt.world.frames import placed_collisions
+from intera_rt.world.model import Pose
 
+GRIPPER_TIP = 'right_gripper_tip'   # the frame the fingers close about (a grafted gripper)
+PLANE_THICKNESS = 0.05        # m: a <plane> is a slab this thick under its surface
+PLANE_EXTENT = 100.0          # m: ... and this wide (physics takes a plane as infinite)
 CONTACT_STIFFNESS = 5e4       # N/m
 CONTACT_DAMPING = 500.0       # N·s/m
 
@@ -45,6 +52,7 @@ class _LinkShape:
 
 class EmbeddedBoards(SimulatedPlant):
     name = 'embedded'
+    capabilities = frozenset(CAPABILITIES)
     OPTIONS = {
         'substeps': BackendOption(int, 1, 'physics steps per 1 ms tick'),
         'contact_stiffness': BackendOption(float, CONTACT_STIFFNESS, 'obstacle contact stiffness k (N/m)'),
@@ -100,6 +108,12 @@ class EmbeddedBoards(SimulatedPlant):
         self._contacts = []
         # Obstacles and contacts are in base, which need not be the URDF's root.
         self._world_base = models.world_base
+        # The world (spawned models; embedded_world): static models' collisions are
+        # obstacles too, named "model::link::collision".
+        self._world_shapes = {}
+        has_gripper = self.pin.existFrame(GRIPPER_TIP)
+        self._tip = self.pin.getFrameId(GRIPPER_TIP) if has_gripper else None
+        self._world = EmbeddedWorld(has_gripper)
 
     # --- joint-boards interface -------------------------------------------------------
     def set_brakes(self, engaged):
@@ -112,6 +126,9 @@ class EmbeddedBoards(SimulatedPlant):
         for _ in range(self.substeps):
             self._step(h)
         self.time += dt
+        world = self._world
+        if world.models or world.has_gripper:
+            world.step(dt, self._tip_pose())
         if self._wrenches:
             for w in self._wrenches:
                 w[2] -= dt
@@ -168,6 +185,99 @@ class EmbeddedBoards(SimulatedPlant):
         list of Contact (obstacle, link, depth m, force N in base, point m in base)."""
         return list(self._contacts)
 
+    # --- the world (embedded_world) ---------------------------------------------------------
+    def spawn_model(self, model, pose):
+        shapes = self._static_shapes(model, pose) if model.anchored else {}
+        self._world.spawn(model, pose)
+        if shapes:
+            if self._link_shapes is None:
+                self._link_shapes = self._build_link_shapes()
+            self._world_shapes.update(shapes)
+            self._rebuild_pairs()
+
+    def delete_model(self, name):
+        self._world.delete(name)
+        prefix = name + '::'
+        if any(k.startswith(prefix) for k in self._world_shapes):
+            self._world_shapes = {k: v for k, v in self._world_shapes.items() if not k.startswith(prefix)}
+            self._rebuild_pairs()
+
+    def set_model_state(self, name, pose, twist):
+        placed = self._world.models.get(name)
+        if placed is not None and placed.static:
+            shapes = self._static_shapes(placed.model, pose)
+            self._world.set_state(name, pose, twist)
+            prefix = name + '::'
+            self._world_shapes = {k: v for k, v in self._world_shapes.items() if not k.startswith(prefix)}
+            self._world_shapes.update(shapes)
+            self._rebuild_pairs()
+            return
+        self._world.set_state(name, pose, twist)
+
+    def body_states(self):
+        return self._world.body_states()
+
+    def apply_body_wrench(self, model, body, force, torque, point, duration):
+        self._world.apply_wrench(model, body, force, duration)
+
+    def clear_body_wrenches(self, model, body):
+        self._world.clear_wrenches(model, body)
+
+    def set_gripper(self, command):
+        self._world.command_gripper(command)
+
+    def gripper_state(self):
+        return self._world.gripper_state()
+
+    def _tip_pose(self):
+        """The gripper tip's 4×4 pose in base (None without a gripper)."""
+        if self._tip is None:
+            return None
+        self._full_q[self._idx] = self.q
+        pin.framesForwardKinematics(self.pin, self.data, self._full_q)
+        placement = self.data.oMf[self._tip]
+        if self._world_base is not None:
+            placement = self._world_base.actInv(placement)
+        return placement.homogeneous
+
+    def _static_shapes(self, model, pose):
+        """A static model's collisions as obstacle shapes: name → (Obstacle record, hpp-fcl
+        shape, placement in the URDF's world, bounding radius)."""
+        shapes = {}
+        for c in placed_collisions(model, pose, Pose()):
+            g = c.geometry
+            pose_c = c.pose
+            if g.kind == 'box':
+                geometry, radius, size = hppfcl.Box(*g.size), 0.5 * math.sqrt(sum(s * s for s in g.size)), g.size
+            elif g.kind == 'sphere':
+                geometry, radius, size = hppfcl.Sphere(g.radius), g.radius, (g.radius,)
+            elif g.kind == 'cylinder':
+                geometry = hppfcl.Cylinder(g.radius, g.length)
+                radius, size = math.hypot(g.radius, 0.5 * g.length), (g.radius, g.length)
+            elif g.kind == 'mesh':
+                points = np.asarray(g.hull_vertices, dtype=float)
+                vertices = hppfcl.StdVec_Vec3f()
+                for point in points:
+                    vertices.append(point)
+                geometry = hppfcl.Convex.convexHull(vertices, False, None)
+                radius, size = float(np.linalg.norm(points, axis=1).max()), ()
+            else:                                   # plane: a wide slab under its surface
+                n = np.asarray(g.normal, dtype=float)
+                geometry = hppfcl.Box(PLANE_EXTENT, PLANE_EXTENT, PLANE_THICKNESS)
+                turn = pin.Quaternion.FromTwoVectors(np.array((0.0, 0.0, 1.0)), n)
+                q = turn.coeffs()                   # x, y, z, w
+                pose_c = pose_c * Pose((float(-0.5 * PLANE_THICKNESS * n[0]), float(-0.5 * PLANE_THICKNESS * n[1]),
+                                        float(-0.5 * PLANE_THICKNESS * n[2])),
+                                       (float(q[0]), float(q[1]), float(q[2]), float(q[3])))
+                radius, size = PLANE_EXTENT, ()
+            x, y, z, w = pose_c.quaternion
+            placement = pin.SE3(pin.Quaternion(w, x, y, z).toRotationMatrix(), np.array(pose_c.position))
+            if self._world_base is not None:
+                placement = self._world_base * placement
+            record = Obstacle(c.name, g.kind, pose_c.position, pose_c.quaternion, tuple(size))
+            shapes[c.name] = (record, geometry, placement, radius)
+        return shapes
+
     # --- obstacles: what each step checks ------------------------------------------------
     def _build_link_shapes(self):
         """The moving links' collision shapes, each with its reach about the first joint of
@@ -204,7 +314,8 @@ class EmbeddedBoards(SimulatedPlant):
         # fixes the direction of hpp-fcl's normal (from the first into the second).
         for shape in self._link_shapes or ():
             geom.addGeometryObject(shape.obj)
-        for name, (record, geometry, placement, radius) in self._obstacles.items():
+        for name, (record, geometry, placement, radius) in itertools.chain(
+                self._obstacles.items(), self._world_shapes.items()):
             centre = placement.translation
             near = [i for i, shape in enumerate(self._link_shapes)
                     if np.linalg.norm(centre - shape.reach_centre) <= shape.reach + radius]

@@ -81,6 +81,8 @@ class RealtimeCore(CommandInputs):
         self._halt_kind = ''
         self._halt_collision = False
         self._obstacles = 0             # sim obstacles placed
+        self._world_models = 0          # models spawned in the world
+        self.paused = False             # SimPause: the process does not tick
         self._in_contact = False        # sim truth: the arm touches an obstacle
         self._contact_at = math.nan     # loop time the latest contact began
         self._cuff = {}                 # input source → pressed (CuffInput)
@@ -99,6 +101,11 @@ class RealtimeCore(CommandInputs):
             cmds.SimWrench: self._sim_wrench, cmds.SimJointPositions: self._sim_positions,
             cmds.SimAddObstacle: self._sim_add_obstacle,
             cmds.SimRemoveObstacle: self._sim_remove_obstacle,
+            cmds.SimSpawnModel: self._sim_spawn_model, cmds.SimDeleteModel: self._sim_delete_model,
+            cmds.SimSetModelState: self._sim_set_model_state,
+            cmds.SimBodyWrench: self._sim_body_wrench,
+            cmds.SimClearBodyWrenches: self._sim_clear_body_wrenches,
+            cmds.SimGripper: self._sim_gripper, cmds.SimPause: self._sim_pause,
         }
         reading = self.boards.read()
         # Loop time starts at boot; boards that own the clock may count from anywhere.
@@ -341,7 +348,7 @@ class RealtimeCore(CommandInputs):
         if not self._owns_clock:
             boards.advance(PERIOD)
             self.now = self.tick_count * PERIOD
-        if self._obstacles and 'contacts' in self._capabilities:
+        if (self._obstacles or self._world_models) and 'contacts' in self._capabilities:
             # The simulator's truth, for benches and tests that time contact → stop.
             touching = bool(self.boards.contacts())
             if touching and not self._in_contact:

@@ -1,7 +1,8 @@
 """RealtimeCore's handlers of the typed commands (control.commands) that set the robot's
 state rather than choose a controller: enable, stop, reset, the command timeout, the speed
 ratio, suppressions, the head, homing and the zero-G inputs; and the sim-control commands
-(/intera_rt/sim/*: E-stop button, error, external wrench, pose reset, obstacles), which
+(/intera_rt/sim/*: E-stop button, error, external wrench, pose reset, obstacles; the world's
+models, body wrenches, the gripper's fingers and pausing, for the Gazebo world API), which
 answer (success, message) and act only through the boards' interface where their
 `capabilities` allow it (a backend without an ability refuses, saying which).
 
@@ -10,8 +11,13 @@ log line (RealtimeCore.log) or a (False, why) answer, never a change of state.
 """
 import math
 
+from intera_rt.boards.base import GripperCommand
+from intera_rt.control import commands as cmds
 from intera_rt.control.base import CommandRejected
 from intera_rt.robot import ARM_JOINTS, SUPPRESS_TOPICS
+
+# The commands that change the world's models (their new states go out at once).
+WORLD_COMMANDS = (cmds.SimSpawnModel, cmds.SimDeleteModel, cmds.SimSetModelState)
 
 
 class CommandInputs:
@@ -166,3 +172,65 @@ class CommandInputs:
             return False, exc.args[0] if exc.args else str(exc)
         self._obstacles = len(self.boards.obstacles())
         return True, 'obstacle %r removed' % (c.name,)
+
+    # --- the world (boards capability 'world'; ros.gazebo_world validates the requests) ------
+    def _world_call(self, what, call):
+        """(True, what) after `call()`, or (False, why) when the boards cannot or refuse."""
+        if 'world' not in self._capabilities:
+            return False, '%s has no world: it cannot %s' % (self.boards.describe(), what)
+        try:
+            call()
+        except (ValueError, KeyError, NotImplementedError) as exc:
+            return False, exc.args[0] if exc.args else str(exc)
+        return True, what
+
+    def _count_world(self):
+        self._world_models = len({b.model for b in self.boards.body_states()})
+
+    def _sim_spawn_model(self, c):
+        result = self._world_call('spawned %s' % c.model.name,
+                                  lambda: self.boards.spawn_model(c.model, c.pose))
+        if result[0]:
+            self._count_world()
+        return result
+
+    def _sim_delete_model(self, c):
+        result = self._world_call('deleted %s' % c.name, lambda: self.boards.delete_model(c.name))
+        if result[0]:
+            self._count_world()
+        return result
+
+    def _sim_set_model_state(self, c):
+        return self._world_call('set %s' % c.name,
+                                lambda: self.boards.set_model_state(c.name, c.pose, tuple(c.twist)))
+
+    def _sim_body_wrench(self, c):
+        return self._world_call('applying a wrench on %s::%s' % (c.model, c.body),
+                                lambda: self.boards.apply_body_wrench(c.model, c.body, c.force, c.torque,
+                                                                      c.point, c.duration))
+
+    def _sim_clear_body_wrenches(self, c):
+        return self._world_call('cleared the wrenches on %s::%s' % (c.model, c.body),
+                                lambda: self.boards.clear_body_wrenches(c.model, c.body))
+
+    def _sim_gripper(self, c):
+        if self.boards.gripper_state() is None:
+            return False, '%s has no gripper on its model' % self.boards.describe()
+        return self._world_call('gripper to %.4f m' % c.separation, lambda: self.boards.set_gripper(
+            GripperCommand(c.separation, c.speed, c.force)))
+
+    def _sim_pause(self, c):
+        if self._owns_clock:
+            return False, '%s owns the clock: it cannot be paused here' % self.boards.describe()
+        self.paused = bool(c.paused)
+        return True, 'physics %s' % ('paused' if self.paused else 'running')
+
+    def world_frame(self):
+        """(body states, gripper state) while the world has models or the plant a gripper,
+        else None (the WorldFrame the core sends)."""
+        if 'world' not in self._capabilities:
+            return None
+        gripper = self.boards.gripper_state()
+        if not self._world_models and gripper is None:
+            return None
+        return self.boards.body_states(), gripper

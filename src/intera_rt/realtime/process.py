@@ -31,6 +31,7 @@ import numpy as np
 from intera_rt.model import RobotModel
 from intera_rt.realtime import pipe
 from intera_rt.realtime.core import PERIOD, RealtimeCore
+from intera_rt.realtime.inputs import WORLD_COMMANDS
 
 PUBLISH_EVERY = 10                    # ticks: state topics at 100 Hz
 STATS_EVERY = 1000                    # ticks per /diagnostics window
@@ -167,6 +168,7 @@ def main(conn, config, lockstep):
     except Exception as exc:  # noqa: BLE001 - the adapter reports it and exits
         conn.send(pipe.Failed(reason='%s: %s' % (type(exc).__name__, exc)))
         return
+    core.paused = bool(config.get('paused', False))   # booted with physics paused
     try:
         _run(conn, core, config, lockstep)
     finally:
@@ -209,6 +211,12 @@ def _loop(conn, core, stats, sim_time, clock_every, wall_period, lockstep):
     boards_clock = core.boards.owns_clock  # wait for the boards' next state, tick on it
     sim_clock = core.boards.sim_clock      # ... a simulator that publishes /clock itself
     while True:
+        if core.paused:
+            # Physics paused (SimPause): no tick, no time passing; commands still answered.
+            if not inbox.receive(timeout=WAIT_SLICE):
+                return
+            pacer.restart()
+            continue
         if boards_clock:
             # (a board silent past its own timeout reports a fault, which the tick sees)
             core.boards.wait_cycle(BOARDS_WAIT)
@@ -230,6 +238,9 @@ def _loop(conn, core, stats, sim_time, clock_every, wall_period, lockstep):
         if n % PUBLISH_EVERY == 0:
             # (state and /clock in one message: each write that wakes the adapter costs
             # as much as a good part of a tick)
+            world = core.world_frame()
+            if world is not None:      # (first: the state's model_states go out with it)
+                conn.send(pipe.WorldFrame(time=core.now, bodies=world[0], gripper=world[1]))
             conn.send(pipe.StateFrame(state=core.state_vector(), wall_time=time.time(), clock=clock))
         elif clock:
             conn.send(pipe.Clock(t=core.now))
@@ -360,6 +371,12 @@ class Inbox:
             kind = type(command).__name__
             result = (False, '%s: %s' % (type(exc).__name__, exc))
             core.log('error', 'cmd-' + kind, '%s failed: %s' % (kind, result[1]))
+        if type(command) in WORLD_COMMANDS:
+            # The world as it changed, before the answer (and while paused, when no tick
+            # sends it): a client reading it back after the answer sees the change.
+            world = core.world_frame()
+            if world is not None:
+                self.conn.send(pipe.WorldFrame(time=core.now, bodies=world[0], gripper=world[1]))
         if msg.reply_id is not None:
             self.conn.send(pipe.Reply(reply_id=msg.reply_id, result=result))
         return True

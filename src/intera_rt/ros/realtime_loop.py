@@ -49,6 +49,7 @@ from intera_rt.ros import realtime_state_msgs as msgs
 from intera_rt.ros import robot_commands
 from intera_rt.ros.direct import Throttle, joint_command_key, periodic_publisher, raw_class
 from intera_rt.ros.node import init_node
+from intera_rt.ros.gazebo_world import GazeboWorld
 from intera_rt.ros.sim_control import SimControl
 from intera_rt.ros.tip_states import TipStates
 
@@ -90,6 +91,9 @@ class RealtimeLoop:
         backend_options = check_backend(backend, backend_options)
         # A simulator that publishes /clock itself (Gazebo): this node does not.
         self._sim_clock = backend_class(backend).sim_clock
+        # Boards with a world serve Gazebo's world API (ros.gazebo_world).
+        self._has_world = 'world' in backend_class(backend).capabilities
+        self.paused = bool(rospy.get_param('~paused', False))
         urdf = rospy.get_param('/robot_description', None)
         self.model = RobotModel(urdf) if urdf else RobotModel.from_file()
         q_arm = parse_pose(rospy.get_param('~pose', 'neutral'))
@@ -98,6 +102,8 @@ class RealtimeLoop:
             if not lo <= v <= hi:
                 raise ValueError('pose: %s = %.4f is outside its limits [%.4f, %.4f]' % (name, v, lo, hi))
         q_head = HEAD_NAMED_POSES['neutral']
+        self.q_arm = q_arm
+        self._urdf = urdf or self.model.urdf_xml
         # The model terms SEAJointState reports are computed here, off the realtime path.
         self._armature = self.model.limit_arrays(ARM_JOINTS)['armature']
         self._zero_g_inputs = {}         # device → pressed, as last sent to the core
@@ -122,7 +128,7 @@ class RealtimeLoop:
             urdf=urdf, backend=backend, backend_options=backend_options, q_arm=q_arm,
             q_head=q_head, options=self._stage_options(),
             enabled=not rospy.get_param('~disabled', False),
-            homed=not rospy.get_param('~unhomed', False), sim_time=self.sim_time,
+            homed=not rospy.get_param('~unhomed', False), paused=self.paused, sim_time=self.sim_time,
             speed=self.speed, priority=int(rospy.get_param('~realtime_priority', 50)),
             tick_log=rospy.get_param('~tick_log', os.environ.get('INTERA_RT_TICK_LOG', ''))))
         if not self.conn.poll(BOOT_TIMEOUT):
@@ -135,7 +141,7 @@ class RealtimeLoop:
         self.simulated = ready.simulated
         self._handlers = {pipe.StateFrame: self._on_state, pipe.Clock: self._on_clock,
                           pipe.Logs: self._on_logs, pipe.Stats: self._on_stats,
-                          pipe.Reply: self._on_reply}
+                          pipe.Reply: self._on_reply, pipe.WorldFrame: self._on_world}
         rospy.loginfo('realtime_loop: %s backend%s, %s, %s%s; core process %d: %s', backend,
                       ' %s' % backend_options if backend_options else '',
                       'sim time at %s x real time' % ('max' if math.isinf(self.speed) else self.speed)
@@ -243,7 +249,11 @@ class RealtimeLoop:
             queue_size=10)
         # Sim control (/intera_rt/sim/*): E-stop button, error, external wrench, pose reset,
         # obstacles.
-        self.sim_control = SimControl(self._call) if self.simulated else None
+        # Gazebo's world API (/gazebo/*) where the boards have a world.
+        self.gazebo = GazeboWorld(self._call, self._urdf, self, self.q_arm, self.paused) \
+            if self.simulated and self._has_world else None
+        self.sim_control = SimControl(self._call, self.gazebo.obstacles_changed if self.gazebo else None) \
+            if self.simulated else None
 
     # --- inputs -----------------------------------------------------------------------
     def _on_joint_commands(self, raws, connection):
@@ -307,11 +317,17 @@ class RealtimeLoop:
         if msg.clock:                    # /clock first: the state's stamp is not in the future
             self.pub_clock.publish(Clock(clock=rospy.Time.from_sec(self.state.t)))
         self._publish_state()
+        if self.gazebo is not None:
+            self.gazebo.publish()
         if self.sim_time:                # lockstep: the core may go on (process.RUN_AHEAD)
             tick = int(self.state.tick)
             if self.proc.lockstep.published(tick):      # it waits for this: wake it
                 with self._send_lock:
                     self.conn.send(pipe.Published(tick=tick))
+
+    def _on_world(self, msg):
+        if self.gazebo is not None:
+            self.gazebo.on_world(msg)
 
     def _on_logs(self, msg):
         for level, key, text in msg.entries:

@@ -23,10 +23,12 @@ SIM_NS = '/intera_rt/sim/'
 
 class SimControl:
     """The services, registered at construction. call: a sim command → the core's
-    (success, message)."""
+    (success, message); on_obstacles: told the obstacles (name → Obstacle) on each change
+    (the Gazebo world shows them as models)."""
 
-    def __init__(self, call):
+    def __init__(self, call, on_obstacles=None):
         self._call = call
+        self._on_obstacles = on_obstacles
         self._obstacles = {}
         self._lock = threading.Lock()
         rospy.Service(SIM_NS + 'estop_button', SetBool, self._estop)
@@ -81,3 +83,5 @@ class SimControl:
         add_obstacle took them (quaternion normalised)."""
         self._pub_obstacles.publish(String(json.dumps(
             [o._asdict() for o in self._obstacles.values()])))
+        if self._on_obstacles is not None:
+            self._on_obstacles(dict(self._obstacles))
