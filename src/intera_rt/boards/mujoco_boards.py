@@ -44,6 +44,8 @@ GRIPPER_BASE = 'right_gripper_base'    # the electric gripper's root link
 
 VIEWER_EVERY = 16             # ticks between viewer syncs (~60 Hz of sim time)
 GRIP_CONTACT_FORCE = 0.2      # N: a finger pressing a model harder than this touches it
+_SEVEN, _SIX = np.arange(7), np.arange(6)
+_REST = (0.0,) * 6
 
 
 class MujocoBoards(SimulatedPlant):
@@ -91,6 +93,7 @@ class MujocoBoards(SimulatedPlant):
         self._obstacles = {}            # name → Obstacle record, in the order first added
         self._models = {}               # name → world.Model spawned, in the order spawned
         self._grip = None               # the latest GripperCommand
+        self._grip_moving = False       # the fingers' setpoint or force still to be updated
         self._grip_target = 0.0         # m: the fingers' separation setpoint, slewed
         self._grip_at = -1
         self._grip_state = None
@@ -169,7 +172,7 @@ class MujocoBoards(SimulatedPlant):
         d = self.d
         if self._wrenches:
             self._apply_wrenches()
-        if self._fingers:
+        if self._grip_moving:
             self._drive_fingers(dt)
         if self.brakes:
             if self._models or self._fingers:
@@ -378,20 +381,22 @@ class MujocoBoards(SimulatedPlant):
         self._contacts_at = self._grip_at = -1
 
     def body_states(self):
-        d = self.d
+        d, m = self.d, self.m
+        qa, da = self._free_qadr, self._free_dadr
+        q = d.qpos[qa[:, None] + _SEVEN]                  # x y z, w, qx qy qz
+        v = d.qvel[da[:, None] + _SIX]                    # linear (world), angular (body axes)
+        w, u, a = q[:, 3:4], q[:, 4:7], v[:, 3:]
+        t = 2.0 * np.cross(u, a)                          # the angular velocity into base axes
+        rows = np.hstack((q[:, :3], u, w, v[:, :3], a + w * t + np.cross(u, t))).tolist()
         out = []
-        for model, body, bid, qa, da in self._bodies:
-            if qa < 0:
-                pos, quat = self.m.body_pos[bid], self.m.body_quat[bid]
-                twist = (0.0,) * 6
+        free = iter(rows)
+        for model, body, bid, qadr, _ in self._bodies:
+            if qadr < 0:
+                pos, (qw, qx, qy, qz) = m.body_pos[bid].tolist(), m.body_quat[bid].tolist()
+                out.append(BodyState(model, body, Pose(tuple(pos), (qx, qy, qz, qw)), _REST))
             else:
-                pos, quat = d.qpos[qa:qa + 3], d.qpos[qa + 3:qa + 7]
-                rot = np.empty(9)
-                mujoco.mju_quat2Mat(rot, quat)
-                ang = rot.reshape(3, 3) @ d.qvel[da + 3:da + 6]
-                twist = tuple(d.qvel[da:da + 3].tolist() + ang.tolist())
-            w, x, y, z = quat.tolist()
-            out.append(BodyState(model, body, Pose(tuple(pos.tolist()), (x, y, z, w)), twist))
+                r = next(free)
+                out.append(BodyState(model, body, Pose(tuple(r[:3]), tuple(r[3:7])), tuple(r[7:])))
         return tuple(out)
 
     def apply_body_wrench(self, model, body, force, torque, point, duration):
@@ -455,6 +460,7 @@ class MujocoBoards(SimulatedPlant):
             if not (isinstance(value, (int, float)) and value >= 0.0 and not math.isnan(value)):
                 raise ValueError('gripper %s must be a number >= 0, got %r' % (field, value))
         self._grip = command
+        self._grip_moving = True
 
     def gripper_state(self):
         """The fingers' separation (m), the model both press on ('' if none) and the force
@@ -472,6 +478,7 @@ class MujocoBoards(SimulatedPlant):
         step = cmd.speed * dt
         self._grip_target += min(max(target - self._grip_target, -step), step)
         self._finger_ctrl()
+        self._grip_moving = self._grip_target != target      # until the setpoint arrives
 
     def _finger_ctrl(self):
         """Each finger's setpoint (half the separation, on its side) and force limit."""
@@ -556,6 +563,9 @@ class MujocoBoards(SimulatedPlant):
                 qa = m.jnt_qposadr[jnt] if jnt >= 0 else -1
                 da = m.jnt_dofadr[jnt] if jnt >= 0 else -1
                 self._bodies.append((name, body.name, bid, qa, da))
+        self._free_qadr = np.array([b[3] for b in self._bodies if b[3] >= 0], dtype=int)
+        self._free_dadr = np.array([b[4] for b in self._bodies if b[3] >= 0], dtype=int)
+        self._grip_moving = bool(self._fingers)           # a recompile resets the force limits
         wrenches = []
         for w in self._wrenches:
             bid = 0 if w[4] == 'world' else mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_BODY, w[4])
