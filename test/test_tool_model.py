@@ -76,11 +76,12 @@ def run_torque_mode(core, seconds):
         core.tick()
 
 
+@pytest.mark.parametrize('backend', ['embedded', 'mujoco'])
 @pytest.mark.parametrize('fragment, joint', [(electric_gripper_fragment(), ''), (HEAVY, 'payload_joint')],
                          ids=['gripper', '2kg'])
-def test_an_arm_carrying_a_tool_holds_still_in_torque_mode(model, fragment, joint):
+def test_an_arm_carrying_a_tool_holds_still_in_torque_mode(model, fragment, joint, backend):
     manager, _ = grafted(model, fragment, joint)
-    core = RealtimeCore(model, q_arm=NEUTRAL)
+    core = RealtimeCore(model, backend=backend, q_arm=NEUTRAL)
     for _ in range(300):
         core.tick()
     core.apply(cmds.SetTool(tool=manager.tool()))
@@ -91,6 +92,23 @@ def test_an_arm_carrying_a_tool_holds_still_in_torque_mode(model, fragment, join
     assert abs(hand_z(core) - z0) < 1e-3
     assert view.collision == 0.0
     assert np.abs(view.collision_detection.external_torque).max() < 1.0
+
+
+def test_the_mujoco_plant_builds_the_tool_as_bodies_and_takes_it_off(model):
+    import mujoco
+    from intera_rt.boards.mujoco_boards import MujocoBoards
+    manager, _ = grafted(model, electric_gripper_fragment())
+    boards = MujocoBoards(model)
+    bare = boards.m.body_subtreemass[0]
+    boards.set_tool(manager.tool())
+    assert boards.m.body_subtreemass[0] - bare == pytest.approx(0.59)
+    for link in ('right_gripper_base', 'right_gripper_l_finger', 'right_gripper_tip'):
+        assert mujoco.mj_name2id(boards.m, mujoco.mjtObj.mjOBJ_BODY, link) >= 0
+    assert 'right_gripper_l_finger' in boards._geom_link.values()      # it touches the world
+    assert boards.m.nq == len(boards.joint_names)                      # the fingers welded
+    boards.set_tool(None)
+    assert boards.m.body_subtreemass[0] == pytest.approx(bare)
+    assert mujoco.mj_name2id(boards.m, mujoco.mjtObj.mjOBJ_BODY, 'right_gripper_base') < 0
 
 
 def test_without_the_tool_in_its_dynamics_the_arm_sags(model):

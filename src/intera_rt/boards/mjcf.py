@@ -76,7 +76,7 @@ def _floor_height(robot):
 
 
 def mjcf_from_urdf(robot, limits, joint_names=BOARD_JOINTS, table=False,
-                   contact_timeconst=CONTACT_TIMECONST, substeps=1):
+                   contact_timeconst=CONTACT_TIMECONST, substeps=1, welded=()):
     """MJCF text of the Sawyer and its cell.
 
     Args:
@@ -87,6 +87,7 @@ def mjcf_from_urdf(robot, limits, joint_names=BOARD_JOINTS, table=False,
         table: put the table in the cell.
         contact_timeconst: s, MuJoCo's solref time constant of the arm's contacts.
         substeps: physics steps per 1 ms tick.
+        welded: joints built as fixed ones (a tool's fingers, at rest).
     """
     children = {}
     for joint in robot.joints:
@@ -158,7 +159,7 @@ def mjcf_from_urdf(robot, limits, joint_names=BOARD_JOINTS, table=False,
             out.append('%s<joint name="%s" type="hinge" axis="%s" %s damping="%.10g" '
                        'frictionloss="%.10g" armature="%.10g"/>'
                        % (inner, joint.name, _fmt(axis), rng, lim.damping, lim.friction, lim.armature))
-        elif joint.type != 'fixed':
+        elif joint.type != 'fixed' and joint.name not in welded:
             raise ValueError('URDF joint %s: type %s is not supported by the MuJoCo backend'
                              % (joint.name, joint.type))
         bits = INERT_BITS if link.name in PEDESTAL_LINKS else ARM_BITS

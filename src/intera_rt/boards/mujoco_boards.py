@@ -10,15 +10,19 @@ as on the robot's SEA and in the embedded plant: motor torque less viscous dampi
 friction; contacts and wrenches show in it through the arm's dynamics. Braked: the joints do
 not move and the drive carries the static load. External wrenches go in as xfrc_applied
 (moved from the link origin to the body's centre of mass). A MuJoCo instability is reported as
-a board fault and the arm braked where it was. Option `viewer`: MuJoCo's passive viewer in
+a board fault and the arm braked where it was. A tool (set_tool: a gripper, a /robot/urdf
+fragment) becomes bodies under the links it hangs from, with its mass, inertia and
+collision shapes, its own joints (the fingers) welded at rest. Option `viewer`: MuJoCo's passive viewer in
 this process (needs a display).
 """
 import math
 import os
 import threading
+import xml.etree.ElementTree as ET
 
 import mujoco
 import numpy as np
+from urdf_parser_py.urdf import URDF
 
 from intera_rt.boards.base import (BackendOption, BoardsError, Contact,
                                    SimulatedPlant, check_obstacle)
@@ -62,6 +66,9 @@ class MujocoBoards(SimulatedPlant):
         self.substeps = substeps
         self.table = bool(table)
         self.viewer = bool(viewer)
+        self._model = model
+        self._contact_timeconst_arg = contact_timeconst
+        self._tool_bodies = []          # names of the tool's root bodies (set_tool)
         self.xml = mjcf_from_urdf(model.urdf, model.limits, self.joint_names, self.table,
                                   contact_timeconst, substeps)
         self._spec = mujoco.MjSpec.from_string(self.xml)
@@ -233,6 +240,36 @@ class MujocoBoards(SimulatedPlant):
         geom.rgba = [0.2, 0.45, 0.8, 0.6]
         self._recompile()
         self._obstacles[record.name] = record
+
+    def set_tool(self, tool):
+        """See JointBoards.set_tool: the fragment's links as bodies under the robot's links
+        (recompiled, keeping the state), its joints welded at rest."""
+        for name in self._tool_bodies:
+            self._spec.delete(self._spec.body(name))
+        self._tool_bodies = []
+        if tool is not None:
+            fragment = ET.fromstring(tool.fragment)
+            links = {e.get('name') for e in fragment.findall('link')}
+            joints = fragment.findall('joint')
+            roots = [(j.find('parent').get('link'), j.find('child').get('link')) for j in joints
+                     if j.find('parent').get('link') not in links]
+            # The robot's description with the fragment grafted (its elements before </robot>).
+            base = self._model.urdf_xml
+            inner = ''.join(ET.tostring(e, encoding='unicode') for e in fragment)
+            robot = URDF.from_xml_string((base[:base.rfind('</robot>')] + inner + '</robot>').encode())
+            welded = {j.get('name') for j in joints if j.get('type') != 'fixed'}
+            child = mujoco.MjSpec.from_string(mjcf_from_urdf(
+                robot, self._model.limits, self.joint_names, False,
+                self._contact_timeconst_arg, self.substeps, welded=welded))
+            for item in list(child.textures) + list(child.materials) + list(child.actuators):
+                child.delete(item)              # the cell's and arm's, which this model has
+            for parent, link in roots:
+                target = self._spec.body(parent)
+                if target is None:
+                    raise KeyError('the tool hangs from %r, which the MuJoCo model lacks' % parent)
+                target.add_frame().attach_body(child.body(link), '', '')
+                self._tool_bodies.append(link)
+        self._recompile()
 
     def remove_obstacle(self, name):
         if name not in self._obstacles:
