@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 import PyKDL as kdl
 
-from clients import Arm, Series, arm_positions, collisions, now, realtime_state, stamp  # noqa: F401
+from clients import Arm, Series, cams, collisions, now, realtime_state  # noqa: F401 - fixtures
 from contract import ARM, NEUTRAL
 from rosharness import wait_connected, wait_for
 from intera_rt.model import RobotModel
@@ -203,3 +203,42 @@ def test_a_2kg_tool_on_robot_urdf_is_carried(ros, realtime_state):
         send_fragment(ros, '', HEAVY_JOINT)
         arm.set_timeout(0.2)
     arm.sea.wait(lambda m: abs(m.gravity_only[1] - before[1]) < 1e-3, 10.0, 'the tool taken off')
+
+
+def hand_image(xml, brightness=1.0):
+    """The hand camera's image rendered here from description `xml`, at the joint angles the
+    robot reports now, as the robot renders it (half resolution, scaled up)."""
+    from sensor_msgs.msg import JointState
+    from intera_rt.io.camera import CAMERAS
+    from intera_rt.io.render import Camera, Scene, render, resize_nearest, to_mono8
+    from rosharness import wait_for_message
+    js = wait_for_message('/robot/joint_states', JointState, 5.0)
+    positions = dict(zip(js.name, js.position))
+    spec = CAMERAS['right_hand_camera']
+    scene = Scene(xml)
+    cam = Camera(spec['width'] // 2, spec['height'] // 2, spec['hfov'], spec['near'])
+    rgb, _ = render(scene, positions, scene.link_poses(positions)[spec['frame']], cam)
+    return resize_nearest(to_mono8(rgb, brightness), spec['height'], spec['width']).astype(int)
+
+
+def test_the_hand_camera_sees_the_gripper(ros, cams):
+    """Where the gripper changes the hand camera's view (its fingertips at the image's edge),
+    the robot's image shows the gripper."""
+    import rospy
+    from clients import Frames, pixels, stream
+    from contract import CAMERA_NS
+    ros['arm'].reset_pose(NEUTRAL)
+    hand = cams['right_hand_camera']
+    frames = Frames(CAMERA_NS + 'right_hand_camera/image_rect')
+    try:
+        stream(hand, True)
+        msg = frames.wait(2, 5.0, 'hand camera frames')
+        img = pixels(msg)[..., 0].astype(int)
+    finally:
+        frames.close()
+        stream(hand, False)
+    with_gripper = hand_image(rospy.get_param('/robot_description'))
+    bare = hand_image(RobotModel.from_file().urdf_xml)
+    where = np.abs(with_gripper - bare) > 20
+    assert where.mean() > 0.002, 'the gripper is not in the hand camera\'s view'
+    assert np.abs(img - with_gripper)[where].mean() < 0.25 * np.abs(img - bare)[where].mean()
