@@ -242,3 +242,28 @@ def test_the_hand_camera_sees_the_gripper(ros, cams):
     where = np.abs(with_gripper - bare) > 20
     assert where.mean() > 0.002, 'the gripper is not in the hand camera\'s view'
     assert np.abs(img - with_gripper)[where].mean() < 0.25 * np.abs(img - bare)[where].mean()
+
+
+def test_a_rebooted_gripper_puts_itself_back_in_the_model(ros):
+    """Taken off the model (an empty fragment for right_gripper_base), the gripper comes back
+    with its weight when it is rebooted, as a real one describes itself again."""
+    import rospy
+    from io_client import IODevice
+    bare = RobotModel.from_file().arm_dynamics
+    arm = ros['arm']
+
+    def carries_gripper(m):
+        return abs(m.gravity_only[1] - bare.gravity(np.array(m.actual_position))[1]) > 1.0
+    send_fragment(ros, '', 'right_gripper_base', link='right_hand')
+    wait_for(lambda: TIP not in rospy.get_param('/robot_description'), 10.0, 'the gripper taken off')
+    arm.sea.wait(lambda m: not carries_gripper(m), 10.0, 'the bare arm\'s gravity torques')
+    assert not fk(ros, NEUTRAL)[0]
+    gripper = IODevice('end_effector', 'right_gripper')
+    try:
+        assert gripper.set('reboot', True) == ''
+        gripper.wait(lambda: gripper.state.device.status.tag == 'ready', 5.0, 'ready after reboot')
+    finally:
+        gripper.close()
+    wait_for(lambda: TIP in rospy.get_param('/robot_description'), 10.0, 'the gripper back')
+    arm.sea.wait(carries_gripper, 10.0, 'the gripper\'s weight back in the gravity torques')
+    assert fk(ros, NEUTRAL)[0]
