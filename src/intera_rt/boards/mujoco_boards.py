@@ -31,6 +31,9 @@ from intera_rt.numeric import clip as _clip
 from intera_rt.robot import BOARD_JOINTS, LOOP_PERIOD
 
 VIEWER_EVERY = 16             # ticks between viewer syncs (~60 Hz of sim time)
+TOOL_PREFIX = 'tool:'
+TOOL_OBJECTS = (mujoco.mjtObj.mjOBJ_BODY, mujoco.mjtObj.mjOBJ_GEOM, mujoco.mjtObj.mjOBJ_SITE,
+                mujoco.mjtObj.mjOBJ_JOINT)
 
 
 class MujocoBoards(SimulatedPlant):
@@ -267,7 +270,10 @@ class MujocoBoards(SimulatedPlant):
                 target = self._spec.body(parent)
                 if target is None:
                     raise KeyError('the tool hangs from %r, which the MuJoCo model lacks' % parent)
-                target.add_frame().attach_body(child.body(link), '', '')
+                body = target.add_frame().attach_body(child.body(link), TOOL_PREFIX, '')
+                # (attached under a prefix, as MuJoCo wants; the URDF's names back)
+                for item in [body] + [x for kind in TOOL_OBJECTS for x in body.find_all(kind)]:
+                    item.name = item.name[len(TOOL_PREFIX):]
                 self._tool_bodies.append(link)
         self._recompile()
 
