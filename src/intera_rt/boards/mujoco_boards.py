@@ -12,8 +12,8 @@ not move and the drive carries the static load. External wrenches go in as xfrc_
 (moved from the link origin to the body's centre of mass). A MuJoCo instability is reported as
 a board fault and the arm braked where it was. A tool (set_tool: a gripper, a /robot/urdf
 fragment) becomes bodies under the links it hangs from, with its mass, inertia and
-collision shapes, its own joints (the fingers) welded at rest. Option `viewer`: MuJoCo's passive viewer in
-this process (needs a display).
+collision shapes, its own joints (the fingers) welded at rest. Option `viewer`: MuJoCo's
+passive viewer in this process (needs a display).
 """
 import math
 import os

@@ -52,8 +52,8 @@ def tool_of(base_xml, description_xml, fragment_xml):
         description_xml: the same with the fragments grafted (FragmentManager.description()).
         fragment_xml: the fragments' elements as one <robot> (Tool.fragment).
     Raises:
-        ValueError when the grafted description moves one of the boot model's joints
-        elsewhere (it never does: fragments only add links below the robot's)."""
+        ValueError when the grafted description lacks a joint of the boot one, or has a
+        joint below none of them (FragmentManager never builds such a description)."""
     base = pinocchio_models(base_xml).full
     grafted = pin.buildModelFromXML(description_xml)
     params = {}                      # boot joint → what the tool adds to its body
