@@ -14,6 +14,7 @@ from intera_rt.boards.base import BodyState, GripperState
 from intera_rt.control import commands as cmds
 from intera_rt.control.base import ArmState, Suppressions
 from intera_rt.control.registry import ADDITIVES, CONTROLLERS, MONITORS
+from intera_rt.model.tool import Tool
 from intera_rt.realtime import pipe
 from intera_rt.realtime.state import STATE_SIZE, StateView, view_class
 from intera_rt.robot import NEUTRAL
@@ -41,6 +42,8 @@ COMMANDS = [
     cmds.HeadCommand(target=0.5, speed_ratio=0.2, pan_mode=None),
     cmds.HomingCommand(names=('right_j0',), commands=(2,)),
     cmds.CuffInput(source='navigator', pressed=True),
+    cmds.SetTool(tool=Tool(fragment='<robot name="fragments"/>', mass=0.5,
+                           loads=(('right_j6', (0.5, 0.0, 0.0, 0.01) + (1e-4,) * 6),))),
     cmds.SimEstop(pressed=True), cmds.SimError(on=True),
     cmds.SimWrench(link='right_hand', wrench=(0.0, 15.0, 0.0, 0.0, 0.0, 0.0), duration=0.5),
     cmds.SimJointPositions(names=(), positions=tuple(NEUTRAL)),

@@ -133,7 +133,8 @@ def build_parser():
     parser.add_argument(
         '--gripper', action='store_true',
         help='an electric parallel gripper on the flange (the end_effector IO node '
-             'reports right_gripper; default: nothing attached)')
+             'reports right_gripper and puts its URDF fragment, right_gripper_tip and its '
+             'mass, in the robot\'s model; default: nothing attached)')
     parser.add_argument(
         '--velocity-scaling', action='store_true',
         help='beyond the robot: slow position and velocity moves that close in on a '

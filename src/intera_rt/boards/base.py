@@ -358,6 +358,13 @@ class JointBoards:
         """The plant's GripperState, or None when the robot's model has no gripper."""
         return None
 
+    def set_tool(self, tool):
+        """The arm carries `tool` (model.tool.Tool: its fragment's links grafted on the
+        robot's, their mass, inertia and shapes; None: nothing) from now on, where it is,
+        at rest as it was. A plant without it refuses (Unsupported): hardware weighs its
+        own tool."""
+        raise Unsupported('%s cannot carry a tool in its model' % self.describe())
+
 
 class SimulatedPlant(JointBoards):
     """Boards whose plant steps in this process (embedded, MuJoCo). Each step replaces its

@@ -81,7 +81,7 @@ class EmbeddedBoards(SimulatedPlant):
         if self.substeps < 1:
             raise ValueError('substeps must be >= 1, got %r' % (substeps,))
         self._urdf_xml = model.urdf_xml
-        models = model.pinocchio
+        models = self._models = model.pinocchio
         self.pin = models.full                  # the robot's (shared, read-only) ...
         self.data = self.pin.createData()       # ... and the plant's own data
         self._idx = models.idx_v(self.joint_names)      # (idx_q: the same, revolute joints)
@@ -142,6 +142,12 @@ class EmbeddedBoards(SimulatedPlant):
             raise KeyError('no link named %r' % link)
         frame_id = self.pin.getFrameId(link, pin.FrameType.BODY)
         self._wrenches.append([frame_id, np.asarray(wrench, float), float(duration)])
+
+    def set_tool(self, tool):
+        """See JointBoards.set_tool: the tool's mass and inertia on the bodies it hangs from
+        (model.tool: its fingers welded at rest). Its shapes do not touch obstacles."""
+        self.pin = self._models.full if tool is None else tool.apply(self._models.full)
+        self.data = self.pin.createData()
 
     def reset_pose(self, positions):
         """At rest at `positions` (clipped to the limits); drops the external wrenches and the

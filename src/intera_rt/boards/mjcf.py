@@ -102,7 +102,7 @@ def _floor_height(robot):
 
 
 def mjcf_from_urdf(robot, limits, joint_names=BOARD_JOINTS, table=False,
-                   contact_timeconst=CONTACT_TIMECONST, substeps=1):
+                   contact_timeconst=CONTACT_TIMECONST, substeps=1, welded=()):
     """MJCF text of the Sawyer and its cell.
 
     Args:
@@ -113,6 +113,7 @@ def mjcf_from_urdf(robot, limits, joint_names=BOARD_JOINTS, table=False,
         table: put the table in the cell.
         contact_timeconst: s, MuJoCo's solref time constant of the arm's contacts.
         substeps: physics steps per 1 ms tick.
+        welded: joints built as fixed ones (a tool's fingers, at rest).
     """
     children = {}
     for joint in robot.joints:
@@ -174,7 +175,8 @@ def mjcf_from_urdf(robot, limits, joint_names=BOARD_JOINTS, table=False,
         out = ['%s<body name="%s" %s>' % (indent, link.name, _origin(joint.origin))]
         inner = indent + '  '
         out += inertial(link, inner)
-        if joint.type in ('revolute', 'continuous'):
+        finger = joint.type == 'prismatic' and joint.name not in welded
+        if joint.type in ('revolute', 'continuous') and joint.name not in welded:
             lim = limits[joint.name]
             axis = joint.axis if joint.axis is not None else (1.0, 0.0, 0.0)
             rng = ''
@@ -184,18 +186,18 @@ def mjcf_from_urdf(robot, limits, joint_names=BOARD_JOINTS, table=False,
             out.append('%s<joint name="%s" type="hinge" axis="%s" %s damping="%.10g" '
                        'frictionloss="%.10g" armature="%.10g"/>'
                        % (inner, joint.name, _fmt(axis), rng, lim.damping, lim.friction, lim.armature))
-        elif joint.type == 'prismatic':           # a gripper's finger
+        elif finger:                              # a gripper's finger
             lo, hi = _slide_range(joint)
             axis = joint.axis if joint.axis is not None else (1.0, 0.0, 0.0)
             out.append('%s<joint name="%s" type="slide" axis="%s" range="%.10g %.10g" '
                        'armature="%.10g"/>' % (inner, joint.name, _fmt(axis), lo, hi, FINGER_ARMATURE))
             fingers.append(joint)
-        elif joint.type != 'fixed':
+        elif joint.type != 'fixed' and joint.name not in welded:
             raise ValueError('URDF joint %s: type %s is not supported by the MuJoCo backend'
                              % (joint.name, joint.type))
         bits = INERT_BITS if link.name in PEDESTAL_LINKS else ARM_BITS
         surface = ''
-        if joint.type == 'prismatic':
+        if finger:
             surface = ' condim="%d" friction="%s"' % (FINGER_CONDIM, _fmt(FINGER_FRICTION))
         out += geoms(link, inner, bits, surface)
         for child in children.get(link.name, []):

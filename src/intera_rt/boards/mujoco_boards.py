@@ -111,8 +111,11 @@ class MujocoBoards(SimulatedPlant):
     def _build(self, urdf):
         """(Re)build the MuJoCo model of `urdf` (urdf_parser_py: the robot, its tool) with the
         cell's obstacles and spawned models, keeping every joint's state that carries over."""
+        # A tool's joints other than fingers (prismatic) are welded at rest.
+        welded = {j.name for j in urdf.joints
+                  if j.type not in ('fixed', 'prismatic') and j.name not in self.model.limits}
         xml = mjcf_from_urdf(urdf, self.model.limits, self.joint_names, self.table,
-                             self._contact_tc, self.substeps)
+                             self._contact_tc, self.substeps, welded=welded)
         spec = mujoco.MjSpec.from_string(xml)
         for record in self._obstacles.values():
             self._place_obstacle(spec, record)

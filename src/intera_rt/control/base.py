@@ -164,6 +164,11 @@ class Stage:
         """The arm was put somewhere without moving there (boot, brakes released, pose
         reset): drop whatever history the stage keeps."""
 
+    def set_tool(self, tool):
+        """The arm carries `tool` (model.tool.Tool; None: nothing) from now on. Stages that
+        keep a dynamics model of their own follow it (the shared ArmState.dynamics already
+        does)."""
+
     def speed_scale(self, state, velocity):
         """The fraction (0..1) of its speed a controller with speed_scaling may use,
         heading for `velocity` (its heading(); e.g. slowing only motion that closes a

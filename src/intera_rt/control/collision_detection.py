@@ -307,6 +307,10 @@ class CollisionDetection(Monitor):
         """True while `kind` (impact, squish, hand_overwrench) holds the arm."""
         return self._now < self._hold_until[kind]
 
+    def set_tool(self, tool):
+        self.observer.set_tool(tool)
+        self._pin, self._data = self.observer.pin, self.observer.data
+
     def report(self, put):
         for kind in KINDS:
             put(kind, float(self.holding(kind)))

@@ -101,6 +101,14 @@ class CuffInput:
     pressed: bool
 
 
+@dataclass(frozen=True, kw_only=True)
+class SetTool:
+    """The robot's model changed what it carries (a gripper, a /robot/urdf fragment):
+    `tool` is a model.tool.Tool, None for nothing. The dynamics (gravity compensation,
+    collision detection's expected torques) and a simulated plant carry it from the next tick."""
+    tool: object = None
+
+
 # --- sim control: each answers (success, message) --------------------------------------------
 @dataclass(frozen=True, kw_only=True)
 class SimEstop:

@@ -30,7 +30,7 @@ class MomentumObserver:
     def __init__(self, model, gain):
         self.gain = gain
         # The plant's model: every inertia of the URDF, the head's too (shared; our own data).
-        models = model.pinocchio
+        models = self._models = model.pinocchio
         self._pin = models.full
         self._data = self._pin.createData()
         nv = self._pin.nv
@@ -61,6 +61,13 @@ class MomentumObserver:
         self._on_stop = False
         self._h_cached = None
         self._k_fast = 0.0
+
+    def set_tool(self, tool):
+        """The plant carries `tool` (model.tool.Tool, None: nothing) from now on: its mass
+        and inertia enter the expected torques. r keeps its value."""
+        self._pin = self._models.full if tool is None else tool.apply(self._models.full)
+        self._data = self._pin.createData()
+        self.pin, self.data = self._pin, self._data
 
     @property
     def q(self):

@@ -84,6 +84,10 @@ class ElectricGripper(Device):
         return self._phase is not None
 
     @property
+    def rebooting(self):
+        return self._phase == 'reboot'
+
+    @property
     def calibrated(self):
         return self.signals['is_calibrated'].value
 

@@ -22,6 +22,7 @@ class ArmDynamics:
     """
 
     def __init__(self, models):
+        self._models = models
         self.model = models.arm
         self.data = self.model.createData()
         self._idx_q = models.idx_q(ARM_JOINTS)
@@ -30,6 +31,13 @@ class ArmDynamics:
         self._v = np.zeros(self.model.nv)
         self._a = np.zeros(self.model.nv)
         self._base_inv = models.base_inv
+
+    def set_tool(self, tool):
+        """Carry `tool` (model.tool.Tool; None: nothing) from now on: the same joints and
+        frames, the tool's mass and inertia on the bodies it hangs from. Data made from the
+        previous `model` stays valid (same sizes)."""
+        self.model = self._models.arm if tool is None else tool.apply(self._models.arm)
+        self.data = self.model.createData()
 
     def inverse_dynamics(self, q, qd, qdd):
         """Joint torques for the motion (gravity included), by recursive Newton-Euler."""

@@ -13,6 +13,7 @@ one message at 5 Hz with the same `time`: it is applied once, the repeats cost a
 No ROS here. Design notes: docs/urdf_fragments.md.
 """
 import hashlib
+import os
 import re
 from collections import OrderedDict
 from dataclasses import dataclass, field
@@ -22,12 +23,23 @@ from intera_rt.model.fragment_parse import (  # noqa: F401 (re-exported)
     MAX_BYTES, MAX_DEPTH, MAX_ELEMENTS, FragmentError, parse_fragment, parse_xml)
 from intera_rt.model.joint_frames import JointFrames
 from intera_rt.model.robot_model import RobotModel
+from intera_rt.model.tool import tool_of
 from intera_rt.robot import ARM_JOINTS
 
 DEFAULT_LINK = 'right_hand'            # URDFConfiguration.link when empty
 DEFAULT_JOINT = 'right_gripper_base'   # URDFConfiguration.joint when empty
 MAX_TIPS = 16                          # tips reported beyond the robot's own (100 Hz each)
 SEEN_KEYS = 64                         # messages remembered for the republished bursts
+# The electric gripper's description, which the gripper device puts on /robot/urdf (as the
+# real robot's does when one is attached), hung from DEFAULT_LINK at DEFAULT_JOINT.
+ELECTRIC_GRIPPER = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), '..',
+                                                 '..', '..', 'urdf', 'fragments', 'electric_gripper.urdf'))
+
+
+def electric_gripper_fragment():
+    """The electric gripper's URDF fragment (text)."""
+    with open(ELECTRIC_GRIPPER) as f:
+        return f.read()
 
 
 # --- the robot's model with its fragments ------------------------------------------------
@@ -104,6 +116,13 @@ class FragmentManager:
     def description(self):
         """The robot's description now (the boot one with every fragment grafted)."""
         return self._xml
+
+    def tool(self):
+        """What the fragments weigh: a model.tool.Tool (None without fragments, or when they
+        carry no <inertial>). Builds Pinocchio models: call it off the realtime path."""
+        if not self.fragments:
+            return None
+        return tool_of(self.base_xml, self._xml, self._compose(self.fragments, standalone=True))
 
     def fragment_links(self):
         """Links of every fragment, fragments in the order applied."""
@@ -252,15 +271,17 @@ class FragmentManager:
     def _dropped_text(dropped):
         return ('; also removed the fragment(s) hanging from it: %s' % ', '.join(dropped)) if dropped else ''
 
-    def _compose(self, fragments):
-        if not fragments:
+    def _compose(self, fragments, standalone=False):
+        """The boot description with `fragments` grafted; standalone: the fragments' elements
+        alone, as one <robot> (their parent links are the robot's)."""
+        if not fragments and not standalone:
             return self.base_xml
         defined = set(self.base_materials)
-        parts = [self._head.rstrip() + '\n\n']
+        parts = ['<robot name="fragments">\n' if standalone else self._head.rstrip() + '\n\n']
         for f in fragments.values():
             parts.append(f.xml(skip_materials=defined))
             defined.update(f.materials)
-        parts.append(self._tail)
+        parts.append('</robot>\n' if standalone else self._tail)
         return ''.join(parts)
 
     def _build(self, fragments):

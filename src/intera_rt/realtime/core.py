@@ -96,7 +96,7 @@ class RealtimeCore(CommandInputs):
             cmds.SetSpeedRatio: self._set_speed_ratio, cmds.Suppress: self._suppress,
             cmds.HeadCommand: self._head_command, cmds.CuffInput: self._cuff_input,
             cmds.HomingCommand: self._homing_command,
-            cmds.InteractionCommand: self._interaction_command,
+            cmds.InteractionCommand: self._interaction_command, cmds.SetTool: self._set_tool,
             cmds.SimEstop: self._sim_estop, cmds.SimError: self._sim_error,
             cmds.SimWrench: self._sim_wrench, cmds.SimJointPositions: self._sim_positions,
             cmds.SimAddObstacle: self._sim_add_obstacle,

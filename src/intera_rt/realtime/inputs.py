@@ -52,6 +52,25 @@ class CommandInputs:
         if why:
             self.log('warn', 'reset', 'set_super_reset: ' + why)
 
+    def _set_tool(self, c):
+        """The robot's model carries a new tool: the controllers' dynamics and the stages
+        that keep their own (collision detection's observer) at once, and a simulated plant
+        (hardware weighs what it carries)."""
+        self.dynamics.set_tool(c.tool)
+        for stage in self._stages:
+            stage.set_tool(c.tool)
+        what = 'a tool of %.3f kg' % c.tool.mass if c.tool is not None else 'no tool'
+        try:
+            self.boards.set_tool(c.tool)
+        except NotImplementedError:
+            self.log('info', 'tool', 'the dynamics carry %s (%s: not its plant)'
+                     % (what, self.boards.describe()))
+            return
+        except (ValueError, KeyError) as exc:
+            self.log('error', 'tool', 'the plant cannot carry the tool (%s); the dynamics do' % exc)
+            return
+        self.log('info', 'tool', 'the dynamics and the plant carry %s' % what)
+
     def _set_timeout(self, c):
         try:
             value = self.arm.set_timeout(c.seconds)

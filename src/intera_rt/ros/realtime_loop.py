@@ -106,6 +106,9 @@ class RealtimeLoop:
         self._urdf = urdf or self.model.urdf_xml
         # The model terms SEAJointState reports are computed here, off the realtime path.
         self._armature = self.model.limit_arrays(ARM_JOINTS)['armature']
+        # The arm's dynamics with the tool it carries (the core's), for the published gravity
+        # and wrench terms; replaced whole when the tool changes.
+        self._dynamics = self.model.dynamics()
         self._zero_g_inputs = {}         # device → pressed, as last sent to the core
         self._realtime_key, self._realtime_at = None, -math.inf   # last realtime_state sent
         self._homing_key, self._homing_at = None, -math.inf       # last homing_states sent
@@ -237,8 +240,9 @@ class RealtimeLoop:
             sub(ns + topic, Empty, lambda _, what=what: send(cmds.Suppress(what=what)), queue_size=10)
         sub('/robot/head/command_head_pan', HeadPanCommand,
             lambda m: send(robot_commands.head_command(m)), queue_size=10)
-        # URDF fragments (/robot/urdf) and the tips clients ask for: tip_states.
-        self.tips = TipStates(self.model)
+        # URDF fragments (/robot/urdf; the gripper device sends its own) and the tips clients
+        # ask for: tip_states; what the fragments weigh: the core's dynamics and plant.
+        self.tips = TipStates(self.model, on_change=self._on_model_change)
         sub(ns + 'interaction_control_command', InteractionControlCommand,
             lambda m: send(robot_commands.interaction_command(m)), queue_size=10)
         # Zero-G inputs, as the IO devices report them.
@@ -256,6 +260,17 @@ class RealtimeLoop:
             if self.simulated else None
 
     # --- inputs -----------------------------------------------------------------------
+    def _on_model_change(self, change):
+        """A fragment changed the robot's model (model.urdf_fragments.Change): the core's
+        dynamics and a simulated plant carry what the fragments weigh from the next tick."""
+        tool = self.tips.fragments.manager.tool()
+        dynamics = self.model.dynamics()
+        dynamics.set_tool(tool)
+        self._send(cmds.SetTool(tool=tool))
+        self._dynamics = dynamics
+        rospy.loginfo('realtime_loop: the arm carries %s', 'a tool of %.3f kg (on %s)' % (
+            tool.mass, ', '.join(name for name, _ in tool.loads)) if tool else 'no tool')
+
     def _on_joint_commands(self, raws, connection):
         """The joint commands one read of a connection brought (wire form), in order: the
         latest of each (mode, names) is applied, in the order of those latest ones."""
@@ -378,12 +393,12 @@ class RealtimeLoop:
             self._joint_state_seq += 1
             self.pub_joints.publish(msgs.joint_state_msg(view, header.stamp, self._joint_state_seq))
         if wanted(self.pub_sea):
-            self.pub_sea.publish(msgs.sea_msg(view, header, self.model, self._armature))
+            self.pub_sea.publish(msgs.sea_msg(view, header, self._dynamics, self._armature))
         all_tips = wanted(self.pub_tips)
         if all_tips or wanted(self.pub_endpoint):
-            model, names = self.tips.view    # (gravity stays the boot model's)
+            model, names = self.tips.view
             names = names if all_tips else names[:1]
-            tips = [msgs.endpoint_msg(view, model, self.model, tip, header.stamp) for tip in names]
+            tips = [msgs.endpoint_msg(view, model, self._dynamics, tip, header.stamp) for tip in names]
             self.pub_endpoint.publish(tips[0])
             if all_tips:
                 self.pub_tips.publish(EndpointStates(header=Header(stamp=header.stamp, frame_id='base'),

@@ -52,17 +52,17 @@ def joint_state_msg(view, stamp, seq):
         _JS_COUNT, view.effort[_JS_INDEX].astype('<f8').tobytes())))
 
 
-def endpoint_msg(view, model, boot_model, tip, stamp):
+def endpoint_msg(view, model, dynamics, tip, stamp):
     """EndpointState of `tip` by `model`'s kinematics. The wrench is what the joints
-    transmit beyond the arm's weight by `boot_model` (the core and plant carry no URDF
-    fragment's mass)."""
+    transmit beyond the arm's weight by `dynamics` (an ArmDynamics carrying the robot's
+    tool, as the core does)."""
     q, qd, eff = view.q[:7], view.qd[:7], view.effort[:7]
     n = model.chain(tip).n                       # the joints that move the tip
     p, quat, jac = model.arm_dynamics.tip(tip, q)
     jac = jac[:, :n]
     twist = jac @ qd[:n]
     # Links past the tip included: their weight is not external.
-    tau_ext = (eff - boot_model.arm_dynamics.gravity(q))[:n]
+    tau_ext = (eff - dynamics.gravity(q))[:n]
     # τ = Jᵀ w, solved in the least-squares sense with a little damping (it stays
     # bounded at a singular wrist instead of blowing up along the lost direction).
     jjt = jac @ jac.T
@@ -85,9 +85,9 @@ def robot_state_msg(view):
                               estop_source=int(view.estop_source))
 
 
-def sea_msg(view, header, model, armature):
+def sea_msg(view, header, dynamics, armature):
     """SEAJointState as seed 000 defines its fields: gravity_only is the model's gravity
-    torque (even while suppressed), gravity_model_effort what was applied of the model
+    torque (`dynamics`: an ArmDynamics carrying the robot's tool, as the core does) (even while suppressed), gravity_model_effort what was applied of the model
     terms, interaction_torque the interaction controller's torques and what the plugins
     added (collision avoidance, ...)."""
     q, qd, eff = view.q[:7], view.qd[:7], view.effort[:7]
@@ -101,11 +101,11 @@ def sea_msg(view, header, model, armature):
                         commanded_acceleration=view.cmd_a.tolist(),
                         commanded_effort=view.cmd_effort.tolist())
     if view.controlled:
-        applied, gravity = model_effort(model.arm_dynamics, armature, q, view.cmd_a,
+        applied, gravity = model_effort(dynamics, armature, q, view.cmd_a,
                                         bool(view.gravity_compensation.suppressed))
         msg.gravity_model_effort, msg.gravity_only = applied.tolist(), gravity.tolist()
     else:                                  # brakes on: nothing commanded
-        msg.gravity_model_effort, msg.gravity_only = zeros, model.arm_dynamics.gravity(q).tolist()
+        msg.gravity_model_effort, msg.gravity_only = zeros, dynamics.gravity(q).tolist()
     return msg
 
 

@@ -15,10 +15,12 @@ TIP_NAMES = ('right_hand', 'right_hand_camera')   # the robot's own
 
 
 class TipStates:
-    """view: (model, tip names). Subscribes at construction."""
+    """view: (model, tip names). Subscribes at construction; `on_change(change)` is called
+    after tip_states follows a fragment's change."""
 
-    def __init__(self, model):
+    def __init__(self, model, on_change=None):
         self.view = (model, TIP_NAMES)
+        self._on_change = on_change
         self._requested = []             # tips clients asked IK/FK for
         self._lock = threading.Lock()
         self.fragments = UrdfFragments(model.urdf_xml, self._on_model_change)
@@ -27,6 +29,8 @@ class TipStates:
     def _on_model_change(self, change):
         """A fragment changed the robot's description: tip_states follows it."""
         self._set(change.model)
+        if self._on_change is not None:
+            self._on_change(change)
 
     def _on_requested(self, msg):
         normal_priority()                # builds KDL chains: not at the adapter's priority

@@ -12,7 +12,8 @@ Images, while a camera streams (camera_streaming true; one camera at a time):
   both               camera_info                  sensor_msgs/CameraInfo (no distortion)
 under /io/internal_camera/<camera>/, header.frame_id the camera's optical frame in the URDF
 (head_camera; right_hand_camera_optical), stamped with the joint state they show.
-They are rendered (intera_rt.io.render) from the robot's visual shapes at its current
+They are rendered (intera_rt.io.render) from the robot's visual shapes (those of
+/robot_description, and of the URDF fragments grafted later: a gripper) at its current
 joint angles (/robot/joint_states, subscribed only while a camera streams) seen from the
 camera's frame, then scaled by exposure, gain and strobe; the head's screen shows what
 /robot/head_display last showed (HeadDisplayIO), when a camera sees it.
@@ -38,6 +39,7 @@ from intera_rt.io.camera import CAMERAS, InternalCamera
 from intera_rt.io.render import Camera, Scene, intrinsics, render, resize_nearest, to_bgr8, to_mono8
 from intera_rt.model import default_urdf_path
 from intera_rt.ros.io.framework import IONode
+from intera_rt.ros.urdf_fragments import DESCRIPTION_TOPIC
 
 NS = '/io/internal_camera/'
 POSITION_RESOLUTION = 1e-4        # rad: a joint moving less than this does not re-render
@@ -85,8 +87,9 @@ class CameraStream:
             if self.mujoco is not None:
                 rgb = self.mujoco.render(self.device.name, positions)
             else:
-                poses = self.scene.link_poses(positions)
-                rgb, _ = render(self.scene, positions, poses[self.frame], self.camera, screens[1])
+                scene = self.scene          # (one scene for the frame: a new one may arrive)
+                poses = scene.link_poses(positions)
+                rgb, _ = render(scene, positions, poses[self.frame], self.camera, screens[1])
             img = to_bgr8(rgb, brightness) if self.color else to_mono8(rgb, brightness)
             self._data = resize_nearest(img, self.height, self.width).tobytes()
             self._key = key
@@ -148,7 +151,21 @@ class CameraIO:
         self.renderer = 'software'
         self._obstacles = None          # the latest /intera_rt/sim/obstacles list (MuJoCo)
         threading.Thread(target=self._loop, name='cameras', daemon=True).start()
+        rospy.Subscriber(DESCRIPTION_TOPIC, String, self._on_description, queue_size=1)
         self.io.start()
+
+    def _on_description(self, msg):
+        """A URDF fragment changed the robot's description (a gripper attached): the
+        software renderer draws its shapes from the next frame."""
+        try:
+            scene = Scene(msg.data)
+        except Exception as exc:       # noqa: BLE001 - realtime_loop checked it; keep drawing
+            rospy.logwarn('io_internal_camera: the new robot description cannot be drawn (%s); '
+                          'the images keep the previous one', exc)
+            return
+        for stream in self.streams.values():
+            stream.scene, stream._key = scene, None
+        self._wake.set()
 
     def _streaming_other(self, name):
         return next((n for n, d in self.devices.items() if n != name and d.streaming), None)

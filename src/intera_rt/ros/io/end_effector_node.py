@@ -18,6 +18,11 @@ the fingers reach the position (within dead_zone_m) or stop on an object (stalle
 object gripped); aborted with a reason when the gripper is not calibrated, has an error, the
 position is out of range or another client stops the fingers; a cancel stops them.
 
+The gripper's description: while it is attached the node keeps its URDF fragment
+(model.urdf_fragments.ELECTRIC_GRIPPER: right_gripper_base, the fingers, right_gripper_tip)
+on /robot/urdf, latched, as the real robot's gripper does; realtime_loop grafts it into the
+robot's model (docs/urdf_fragments.md). It is sent again when a reboot ends.
+
 Sim control: /intera_rt/sim/gripper_object (intera_rt_msgs/PlaceObject) puts an object of a
 width (m) and mass (kg) between the fingers, width 0 takes it away. The mass is reported in
 the answer only: it is not (yet) a payload of the simulated arm.
@@ -29,13 +34,16 @@ import threading
 import actionlib
 import rospy
 from control_msgs.msg import GripperCommandAction, GripperCommandFeedback, GripperCommandResult
+from intera_core_msgs.msg import URDFConfiguration
 from intera_rt_msgs.srv import PlaceObject, PlaceObjectResponse
 
 from intera_rt.io.gripper import MAX_FORCE, MAX_POSITION, ElectricGripper
+from intera_rt.model.urdf_fragments import DEFAULT_JOINT, DEFAULT_LINK, electric_gripper_fragment
 from intera_rt.ros.io.framework import IONode
 
 ACTION = '/robot/end_effector/right_gripper/gripper_action'
 SIM_OBJECT = '/intera_rt/sim/gripper_object'
+URDF_TOPIC = '/robot/urdf'
 ACTION_TIMEOUT = 10.0          # s of ROS time a gripper move may take
 
 
@@ -53,6 +61,9 @@ class EndEffectorIO:
             self._server = actionlib.SimpleActionServer(ACTION, GripperCommandAction,
                                                         execute_cb=self._execute, auto_start=False)
             self._server.start()
+            # Latched: realtime_loop (and a realtime_loop that connects later) gets it.
+            self._urdf = rospy.Publisher(URDF_TOPIC, URDFConfiguration, queue_size=1, latch=True)
+            self._announce()
         rospy.Service(SIM_OBJECT, PlaceObject, self._sim_object)
         self.io.start()
 
@@ -71,6 +82,11 @@ class EndEffectorIO:
                 ', '.join(map(repr, unknown)), ', '.join(self.io.endpoints) or 'none')
         return None
 
+    def _announce(self):
+        """Put the gripper's fragment on /robot/urdf (a new `time`: a new message)."""
+        self._urdf.publish(URDFConfiguration(time=rospy.Time.now(), link=DEFAULT_LINK,
+                                             joint=DEFAULT_JOINT, urdf=electric_gripper_fragment()))
+
     # --- the fingers' simulation ----------------------------------------------------------------
     def _wake(self):
         """After a command: run the finger simulation while the gripper is active."""
@@ -82,8 +98,11 @@ class EndEffectorIO:
         period = 1.0 / self.gripper.update_rate
         while not rospy.is_shutdown():
             with self.io.lock:
+                rebooting = self.gripper.rebooting
                 if self.gripper.step(rospy.get_time()):
                     self.io.changed(self.gripper)
+                if rebooting and not self.gripper.rebooting:
+                    self._announce()            # a rebooted gripper describes itself again
                 if not self.gripper.active():
                     return
             try:
