@@ -88,7 +88,8 @@ class MujocoBoards(SimulatedPlant):
         self.viewer = bool(viewer)
         self._contact_tc = float(contact_timeconst)
         self._steps = 0                 # physics steps taken (contacts are cached per step)
-        # [body id, force (3), torque about the origin (3), s left, body name, (model, body)]
+        # [body id, force (3), torque (3), s left, body name, (model, body) or None for an
+        #  arm link, point of application (3, in the body's frame)]
         self._wrenches = []
         self._obstacles = {}            # name → Obstacle record, in the order first added
         self._models = {}               # name → world.Model spawned, in the order spawned
@@ -439,6 +440,10 @@ class MujocoBoards(SimulatedPlant):
         self._build(urdf)
         self._fit_fingers(had)
         self._hold()
+        self._contacts_at = self._grip_at = -1
+        if self._viewer is not None:            # the viewer shows one model: reopen it
+            self._close_viewer()
+            self._open_viewer()
 
     def _fit_fingers(self, had):
         """Fingers new to the model start fully open, as the gripper device boots."""
