@@ -316,9 +316,8 @@ class EmbeddedBoards(SimulatedPlant):
             geom.addGeometryObject(shape.obj)
         for name, (record, geometry, placement, radius) in itertools.chain(
                 self._obstacles.items(), self._world_shapes.items()):
-            centre = placement.translation
             near = [i for i, shape in enumerate(self._link_shapes)
-                    if np.linalg.norm(centre - shape.reach_centre) <= shape.reach + radius]
+                    if self._reaches(shape, record, placement, radius)]
             if not near:
                 continue
             oid = geom.addGeometryObject(
@@ -342,6 +341,16 @@ class EmbeddedBoards(SimulatedPlant):
         # computeCollisions updates in place (cheaper than indexing the vector each step).
         results = [gdata.collisionResults[k] for k in range(len(info))]
         self._geom, self._gdata, self._pairs = geom, gdata, tuple(zip(results, info))
+
+    @staticmethod
+    def _reaches(shape, record, placement, radius):
+        """Can the link shape ever touch the obstacle (its reach against the obstacle's
+        bounding sphere; a plane's slab: against its distance from the plane)?"""
+        if record.shape == 'plane':
+            normal = placement.rotation[:, 2]
+            gap = abs(float(normal @ (shape.reach_centre - placement.translation))) - 0.5 * PLANE_THICKNESS
+            return gap <= shape.reach
+        return np.linalg.norm(placement.translation - shape.reach_centre) <= shape.reach + radius
 
     # --- physics ----------------------------------------------------------------------
     def _touching(self):

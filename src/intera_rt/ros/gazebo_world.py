@@ -31,7 +31,7 @@ from intera_rt.control import commands as cmds
 from intera_rt.model.joint_frames import JointFrames, link_poses
 from intera_rt.robot import BASE_FRAME, BOARD_JOINTS
 from intera_rt.world import (ROBOT_MODEL, ROBOT_POSE, Pose, Resolver, Snapshot, World,
-                             WorldError, parse_model_xml, world_to_base)
+                             WorldError, load_world, parse_model_xml, world_to_base)
 from intera_rt.world.frames import (model_frames, obstacle_model, parse_reference, scoped,
                                     spawn_pose, twist_to_world)
 
@@ -177,27 +177,48 @@ class GazeboWorld:
                 name=names, pose=[pose_msg(snap.links[n]) for n in names],
                 twist=[twist_msg(snap.link_twists.get(n, zero)) for n in names]))
 
-    # --- services -----------------------------------------------------------------------
-    def _spawn(self, req):
+    def load(self, path):
+        """Spawn the models of the SDF world file `path` (scripts/sawyer --world);
+        WorldError naming what is wrong."""
+        world = load_world(path, self.resolver, reserved=(ROBOT_MODEL,))
+        for model in world.models.values():
+            ok, message = self.spawn(model)
+            if not ok:
+                raise WorldError('world file %s: model %r: %s' % (path, model.name, message))
+        return world
+
+    def spawn(self, placed):
+        """Add `placed` (a Model at its pose in the world) to the world and the plant:
+        (success, message)."""
         with self._lock:
             try:
-                name = req.model_name
-                if name in self.obstacles:
-                    raise WorldError('model_name: a model named %r already exists' % name)
-                model = parse_model_xml(req.model_xml, self.resolver, name or None)
-                if name and model.name != name:
-                    model = model.with_pose(model.pose, name)
-                frame, _ = self.snapshot().frame(req.reference_frame)
-                initial = pose_of(req.initial_pose, 'initial_pose')
-                placed = model.with_pose(spawn_pose(model.pose, initial, frame))
+                if placed.name in self.obstacles:
+                    raise WorldError('model_name: a model named %r already exists' % placed.name)
                 self.world.add(placed)
             except WorldError as exc:
-                return SpawnModelResponse(False, 'SpawnModel: Failure - %s' % exc)
+                return False, str(exc)
             ok, message = self._call(cmds.SimSpawnModel(model=placed, pose=world_to_base(placed.pose)))
             if not ok:
                 self.world.remove(placed.name)
-                return SpawnModelResponse(False, 'SpawnModel: Failure - %s' % message)
+                return False, message
             self.spawned[placed.name] = placed.pose
+        return True, message
+
+    # --- services -----------------------------------------------------------------------
+    def _spawn(self, req):
+        try:
+            name = req.model_name
+            model = parse_model_xml(req.model_xml, self.resolver, name or None)
+            if name and model.name != name:
+                model = model.with_pose(model.pose, name)
+            frame, _ = self.snapshot().frame(req.reference_frame)
+            initial = pose_of(req.initial_pose, 'initial_pose')
+            placed = model.with_pose(spawn_pose(model.pose, initial, frame))
+        except WorldError as exc:
+            return SpawnModelResponse(False, 'SpawnModel: Failure - %s' % exc)
+        ok, message = self.spawn(placed)
+        if not ok:
+            return SpawnModelResponse(False, 'SpawnModel: Failure - %s' % message)
         return SpawnModelResponse(True, 'SpawnModel: Successfully spawned entity')
 
     def _delete(self, req):
