@@ -24,6 +24,7 @@ from gazebo_msgs.srv import (ApplyBodyWrench, ApplyBodyWrenchResponse, BodyReque
                              SetModelStateResponse, SpawnModel, SpawnModelResponse)
 from geometry_msgs.msg import Point, Pose as PoseMsg, Quaternion, Transform, TransformStamped, Twist, Vector3
 from std_msgs.msg import Header
+from intera_rt_msgs.msg import GripperCommand, GripperState
 from std_srvs.srv import Empty, EmptyResponse
 from tf2_msgs.msg import TFMessage
 
@@ -36,6 +37,7 @@ from intera_rt.world.frames import (model_frames, obstacle_model, parse_referenc
                                     spawn_pose, twist_to_world)
 
 NS = '/gazebo/'
+SIM_NS = '/intera_rt/sim/'
 WORLD_FRAME = 'world'
 
 
@@ -68,10 +70,12 @@ class GazeboWorld:
         urdf: the robot's description (its links' poses in link_states).
         loop: the realtime_loop (its latest `state` and `stamp()`).
         boot_pose: the arm's 7 joint angles at boot (reset_simulation).
-        paused: booted with physics paused."""
+        paused: booted with physics paused.
+        send: a sim command → sent, no answer awaited (the gripper's targets)."""
 
-    def __init__(self, call, urdf, loop, boot_pose, paused=False):
+    def __init__(self, call, urdf, loop, boot_pose, paused=False, send=None):
         self._call = call
+        self._send = send
         self._loop = loop
         self.boot_pose = tuple(boot_pose)
         self._lock = threading.RLock()
@@ -101,6 +105,10 @@ class GazeboWorld:
         S(NS + 'reset_world', Empty, lambda _: self._reset(False))
         S(NS + 'reset_simulation', Empty, lambda _: self._reset(True))
         rospy.Subscriber(NS + 'set_model_state', ModelState, self._set_model_state_topic, queue_size=10)
+        # The plant's gripper fingers ↔ the end_effector IO node's gripper device.
+        self.pub_gripper = rospy.Publisher(SIM_NS + 'gripper_state', GripperState, queue_size=1)
+        rospy.Subscriber(SIM_NS + 'gripper_command', GripperCommand, self._on_gripper_command,
+                         queue_size=10)
         self.pub_models = rospy.Publisher(NS + 'model_states', ModelStates, queue_size=1)
         self.pub_links = rospy.Publisher(NS + 'link_states', LinkStates, queue_size=1)
         self._pub_tf = rospy.Publisher('/tf_static', TFMessage, queue_size=1, latch=True)
@@ -110,8 +118,20 @@ class GazeboWorld:
 
     # --- the core's world ---------------------------------------------------------------
     def on_world(self, frame):
-        """A WorldFrame from the core: the bodies' states (in base)."""
+        """A WorldFrame from the core: the bodies' states (in base), the gripper's."""
         self.bodies = {(b.model, b.body): b for b in frame.bodies}
+        g = frame.gripper
+        if g is not None:
+            self.pub_gripper.publish(GripperState(Header(stamp=self._loop.stamp()), g.separation,
+                                                  g.gripping, g.force))
+
+    def _on_gripper_command(self, msg):
+        values = (msg.separation, msg.speed, msg.force)
+        if not all(math.isfinite(v) for v in values):
+            rospy.logerr('%sgripper_command: separation, speed and force must be finite, got %s',
+                         SIM_NS, list(values))
+            return
+        self._send(cmds.SimGripper(separation=msg.separation, speed=msg.speed, force=msg.force))
 
     def obstacles_changed(self, obstacles):
         """/intera_rt/sim/add_obstacle's obstacles (name → boards.Obstacle) as static models

@@ -276,7 +276,7 @@ class RealtimeLoop:
         # Sim control (/intera_rt/sim/*): E-stop button, error, external wrench, pose reset,
         # obstacles.
         # Gazebo's world API (/gazebo/*) where the boards have a world.
-        self.gazebo = GazeboWorld(self._call, self._urdf, self, self.q_arm, self.paused) \
+        self.gazebo = GazeboWorld(self._call, self._urdf, self, self.q_arm, self.paused, self._send) \
             if self.simulated and self._has_world else None
         self.sim_control = SimControl(self._call, self.gazebo.obstacles_changed if self.gazebo else None) \
             if self.simulated else None

@@ -20,7 +20,10 @@ position is out of range or another client stops the fingers; a cancel stops the
 
 Sim control: /intera_rt/sim/gripper_object (intera_rt_msgs/PlaceObject) puts an object of a
 width (m) and mass (kg) between the fingers, width 0 takes it away. The mass is reported in
-the answer only: it is not (yet) a payload of the simulated arm.
+the answer only: it is not (yet) a payload of the simulated arm. When the robot's plant has
+the gripper's fingers (a simulated world: /intera_rt/sim/gripper_state arrives), the device
+follows them instead of simulating its own, and sends its targets on
+/intera_rt/sim/gripper_command.
 """
 import json
 import math
@@ -29,6 +32,7 @@ import threading
 import actionlib
 import rospy
 from control_msgs.msg import GripperCommandAction, GripperCommandFeedback, GripperCommandResult
+from intera_rt_msgs.msg import GripperCommand, GripperState
 from intera_rt_msgs.srv import PlaceObject, PlaceObjectResponse
 
 from intera_rt.io.gripper import MAX_FORCE, MAX_POSITION, ElectricGripper
@@ -36,6 +40,8 @@ from intera_rt.ros.io.framework import IONode
 
 ACTION = '/robot/end_effector/right_gripper/gripper_action'
 SIM_OBJECT = '/intera_rt/sim/gripper_object'
+PLANT_STATE = '/intera_rt/sim/gripper_state'
+PLANT_COMMAND = '/intera_rt/sim/gripper_command'
 ACTION_TIMEOUT = 10.0          # s of ROS time a gripper move may take
 
 
@@ -53,6 +59,9 @@ class EndEffectorIO:
             self._server = actionlib.SimpleActionServer(ACTION, GripperCommandAction,
                                                         execute_cb=self._execute, auto_start=False)
             self._server.start()
+            self._plant_sent = None
+            self._pub_plant = rospy.Publisher(PLANT_COMMAND, GripperCommand, queue_size=10, latch=True)
+            rospy.Subscriber(PLANT_STATE, GripperState, self._on_plant, queue_size=1)
         rospy.Service(SIM_OBJECT, PlaceObject, self._sim_object)
         self.io.start()
 
@@ -72,8 +81,26 @@ class EndEffectorIO:
         return None
 
     # --- the fingers' simulation ----------------------------------------------------------------
+    def _on_plant(self, msg):
+        """The plant's fingers: the device follows them, and tells them its target."""
+        with self.io.lock:
+            if self.gripper.follow(msg.separation, msg.gripping, msg.force):
+                self.io.changed(self.gripper)
+            self._command_plant()
+
+    def _command_plant(self):
+        """Send the device's target to the plant's fingers when it changed (io.lock held)."""
+        if not self.gripper.plant:
+            return
+        command = self.gripper.plant_command()
+        if command != self._plant_sent:
+            self._plant_sent = command
+            self._pub_plant.publish(GripperCommand(*command))
+
     def _wake(self):
         """After a command: run the finger simulation while the gripper is active."""
+        with self.io.lock:
+            self._command_plant()
         if self.gripper.active() and (self._worker is None or not self._worker.is_alive()):
             self._worker = threading.Thread(target=self._simulate, name='gripper', daemon=True)
             self._worker.start()
