@@ -10,6 +10,7 @@ state it sends; both are published as /gazebo/model_states and /gazebo/link_stat
 every robot state (100 Hz of loop time). Frames: the robot is model `sawyer`, its base at
 ROBOT_POSE in `world` (world → base on /tf_static).
 """
+import json
 import math
 import threading
 
@@ -23,7 +24,7 @@ from gazebo_msgs.srv import (ApplyBodyWrench, ApplyBodyWrenchResponse, BodyReque
                              GetWorldProperties, GetWorldPropertiesResponse, SetModelState,
                              SetModelStateResponse, SpawnModel, SpawnModelResponse)
 from geometry_msgs.msg import Point, Pose as PoseMsg, Quaternion, Transform, TransformStamped, Twist, Vector3
-from std_msgs.msg import Header
+from std_msgs.msg import Header, String
 from intera_rt_msgs.msg import GripperCommand, GripperState
 from std_srvs.srv import Empty, EmptyResponse
 from tf2_msgs.msg import TFMessage
@@ -109,6 +110,9 @@ class GazeboWorld:
         self.pub_gripper = rospy.Publisher(SIM_NS + 'gripper_state', GripperState, queue_size=1)
         rospy.Subscriber(SIM_NS + 'gripper_command', GripperCommand, self._on_gripper_command,
                          queue_size=10)
+        # What the spawned models look like (for viewers: rviz_markers).
+        self._pub_scene = rospy.Publisher(SIM_NS + 'world', String, queue_size=1, latch=True)
+        self._publish_scene()
         self.pub_models = rospy.Publisher(NS + 'model_states', ModelStates, queue_size=1)
         self.pub_links = rospy.Publisher(NS + 'link_states', LinkStates, queue_size=1)
         self._pub_tf = rospy.Publisher('/tf_static', TFMessage, queue_size=1, latch=True)
@@ -222,6 +226,7 @@ class GazeboWorld:
                 self.world.remove(placed.name)
                 return False, message
             self.spawned[placed.name] = placed.pose
+            self._publish_scene()
         return True, message
 
     # --- services -----------------------------------------------------------------------
@@ -257,8 +262,19 @@ class GazeboWorld:
                 return DeleteModelResponse(False, 'DeleteModel: %s' % message)
             self.world.remove(req.model_name)
             self.spawned.pop(req.model_name, None)
+            self._publish_scene()
             self.bodies = {k: v for k, v in self.bodies.items() if k[0] != req.model_name}
         return DeleteModelResponse(True, 'DeleteModel: successfully deleted model')
+
+    def _publish_scene(self):
+        """The latched /intera_rt/sim/world: a JSON list of the spawned models, each {name,
+        links: [{name, visuals: [{shape, size, position, quaternion (x, y, z, w) in the
+        link's frame, path (a mesh's file)}]}]}; republished on every spawn and delete."""
+        with self._lock:
+            models = list(self.world.models.values())
+        self._pub_scene.publish(String(json.dumps([
+            {'name': m.name, 'links': [{'name': l.name, 'visuals': [_visual(v) for v in l.visuals]}
+                                       for l in m.links]} for m in models])))
 
     def _get_model_state(self, req):
         header = Header(stamp=self._loop.stamp(), frame_id=req.relative_entity_name or WORLD_FRAME)
@@ -413,6 +429,15 @@ class GazeboWorld:
             if not ok:
                 rospy.logerr('/gazebo/reset_simulation: the arm: %s', message)
         return EmptyResponse()
+
+
+def _visual(visual):
+    g = visual.geometry
+    size = {'box': lambda: list(g.size), 'sphere': lambda: [g.radius],
+            'cylinder': lambda: [g.radius, g.length], 'plane': lambda: list(g.size),
+            'mesh': lambda: list(g.scale)}[g.kind]()
+    return {'shape': g.kind, 'size': size, 'position': list(visual.pose.position),
+            'quaternion': list(visual.pose.quaternion), 'path': getattr(g, 'path', '')}
 
 
 def _transform(pose):
