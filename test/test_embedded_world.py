@@ -177,3 +177,14 @@ def test_duplicate_and_unknown_names_change_nothing():
     with pytest.raises(KeyError, match='no such body'):
         boards.apply_body_wrench('block', 'wheel', (1, 0, 0), (0, 0, 0), (0, 0, 0), 1.0)
     assert [s.model for s in boards.body_states()] == ['block']
+
+
+def test_body_poses_keep_any_rotation():
+    """body_states' matrix → Pose conversion (no KDL on the tick), half turns included."""
+    from intera_rt.boards.embedded_world import _pose
+    rng = np.random.default_rng(7)
+    quats = [rng.normal(size=4) for _ in range(200)] + [
+        np.array(q, float) for q in ((1, -1, 0, 0), (0, 1, -1, 0), (1, 0, 0, 0), (0, 0, 1, 0), (0, 0, 0, 1))]
+    for q in quats:
+        pose = Pose((0.1, -0.2, 0.3), tuple(q / np.linalg.norm(q)))
+        np.testing.assert_allclose(_pose(pose.matrix()).matrix(), pose.matrix(), atol=1e-9)

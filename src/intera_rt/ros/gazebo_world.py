@@ -14,7 +14,6 @@ import json
 import math
 import threading
 
-import numpy as np
 import rospy
 from gazebo_msgs.msg import LinkState, LinkStates, ModelState, ModelStates
 from gazebo_msgs.srv import (ApplyBodyWrench, ApplyBodyWrenchResponse, BodyRequest,
