@@ -59,7 +59,6 @@ COMMANDS = [
     cmds.SimClearBodyWrenches(model='block', body='block'),
     cmds.SimGripper(separation=0.02, speed=0.5, force=20.0),
     cmds.SimPause(paused=True),
-    cmds.SimTool(urdf='<robot name="tool"/>'),
 ]
 
 MESSAGES = [

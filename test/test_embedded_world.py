@@ -109,8 +109,29 @@ def test_the_arm_is_pushed_out_of_a_static_model():
     assert not boards.contacts()
 
 
-def test_the_gripper_picks_carries_and_drops_a_block(gripper_model):
-    boards = EmbeddedBoards(gripper_model)
+@pytest.fixture(params=['grafted', 'carried'])
+def gripper_boards(request, gripper_model):
+    """A plant with the gripper: in its model (grafted), or carried as a tool's fragment."""
+    if request.param == 'grafted':
+        return EmbeddedBoards(gripper_model)
+    boards = EmbeddedBoards(RobotModel.from_file())
+    assert boards.gripper_state() is None
+    with open(GRIPPER) as f:
+        boards.carry_gripper(f.read())
+    return boards
+
+
+def test_a_carried_gripper_has_the_grafted_ones_tip(gripper_model):
+    grafted, carried = EmbeddedBoards(gripper_model), EmbeddedBoards(RobotModel.from_file())
+    with open(GRIPPER) as f:
+        carried.carry_gripper(f.read())
+    np.testing.assert_allclose(carried._tip_pose(), grafted._tip_pose(), atol=1e-9)
+    carried.carry_gripper(None)
+    assert carried.gripper_state() is None
+
+
+def test_the_gripper_picks_carries_and_drops_a_block(gripper_boards):
+    boards = gripper_boards
     boards.reset_pose(np.array(list(NEUTRAL) + [0.0]))
     boards.set_brakes(True)                   # the arm holds still; the fingers move
     assert boards.gripper_state().separation == pytest.approx(MAX_POSITION)
@@ -156,3 +177,14 @@ def test_duplicate_and_unknown_names_change_nothing():
     with pytest.raises(KeyError, match='no such body'):
         boards.apply_body_wrench('block', 'wheel', (1, 0, 0), (0, 0, 0), (0, 0, 0), 1.0)
     assert [s.model for s in boards.body_states()] == ['block']
+
+
+def test_body_poses_keep_any_rotation():
+    """body_states' matrix → Pose conversion (no KDL on the tick), half turns included."""
+    from intera_rt.boards.embedded_world import _pose
+    rng = np.random.default_rng(7)
+    quats = [rng.normal(size=4) for _ in range(200)] + [
+        np.array(q, float) for q in ((1, -1, 0, 0), (0, 1, -1, 0), (1, 0, 0, 0), (0, 0, 1, 0), (0, 0, 0, 1))]
+    for q in quats:
+        pose = Pose((0.1, -0.2, 0.3), tuple(q / np.linalg.norm(q)))
+        np.testing.assert_allclose(_pose(pose.matrix()).matrix(), pose.matrix(), atol=1e-9)

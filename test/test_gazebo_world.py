@@ -102,6 +102,26 @@ def test_spawned_models_are_in_the_world(scene):
     assert not gz['get_model_properties']('block').is_static
 
 
+def test_the_scene_viewers_draw(scene):
+    """/intera_rt/sim/world describes the spawned models' visuals; rviz_markers' builder puts
+    them where /gazebo/link_states has their links."""
+    import json
+    from gazebo_msgs.msg import LinkStates
+    from std_msgs.msg import String
+    from intera_rt.ros.rviz_markers import world_markers
+    models = json.loads(wait_for_message('/intera_rt/sim/world', String, TIMEOUT).data)
+    assert [m['name'] for m in models] == ['table', 'block']
+    links = wait_for_message('/gazebo/link_states', LinkStates, TIMEOUT)
+    poses = {n: ((p.position.x, p.position.y, p.position.z),
+                 (p.orientation.x, p.orientation.y, p.orientation.z, p.orientation.w))
+             for n, p in zip(links.name, links.pose)}
+    markers = world_markers(models, poses)
+    cube = [m for m in markers if m.ns == 'world/block'][0]
+    assert near((cube.pose.position.x, cube.pose.position.y, cube.pose.position.z), (0.7, 0.1, 0.775))
+    assert (cube.scale.x, cube.scale.y, cube.scale.z) == (0.05, 0.05, 0.05)
+    assert cube.header.frame_id == 'world'
+
+
 def test_model_states_and_link_states_topics(scene):
     from gazebo_msgs.msg import LinkStates, ModelStates
     models = wait_for_message('/gazebo/model_states', ModelStates, TIMEOUT)

@@ -156,3 +156,32 @@ def test_defaults_as_the_sdk_expects():
     assert v(g, 'holding_force_n') == DEFAULT_FORCE
     assert json.loads(g.config_json())['props']['type'] == 'ElectricParallelGripper'
     assert isinstance(v(g, 'position_response_m'), float)
+
+
+def test_the_fingers_of_a_plant_are_followed():
+    """With a simulated world's fingers (ros: /intera_rt/sim/gripper_state) the device no
+    longer moves its own: it reports the plant's and asks them for its targets."""
+    g = ElectricGripper()
+    assert not g.plant
+    g.follow(MAX_POSITION, '', 0.0)
+    assert g.plant
+    cmd(g, 'speed_mps', 0.5)
+    cmd(g, 'position_m', 0.0)
+    assert g.plant_command() == (0.0, 0.5, DEFAULT_FORCE)
+    assert not g.step(10.0) and g.position == MAX_POSITION          # the plant moves them
+    assert g.follow(0.035, '', 0.0) and v(g, 'is_moving') and v(g, 'position_response_m') == 0.035
+    g.follow(0.03, 'block', 18.0)                                    # met the block: gripping
+    assert v(g, 'is_gripping') and not v(g, 'is_moving') and v(g, 'force_response_n') == 18.0
+    cmd(g, 'position_m', MAX_POSITION)                               # open: released
+    assert g.plant_command()[0] == MAX_POSITION
+    g.follow(0.032, '', 0.0)
+    assert not v(g, 'is_gripping') and v(g, 'force_response_n') == 0.0 and v(g, 'is_moving')
+    g.follow(MAX_POSITION, '', 0.0)
+    assert not v(g, 'is_moving') and g.reached()
+    # Calibration: closed, then open, by the plant's fingers.
+    cmd(g, 'calibrate', True)
+    assert g.plant_command()[:2] == (0.0, CALIBRATION_SPEED)
+    g.follow(0.0, '', 0.0)
+    assert g.plant_command()[0] == MAX_POSITION and v(g, 'calibrate')
+    g.follow(MAX_POSITION, '', 0.0)
+    assert v(g, 'is_calibrated') and not v(g, 'calibrate') and not v(g, 'is_moving')

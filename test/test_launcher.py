@@ -30,6 +30,10 @@ SAWYER = Path(__file__).resolve().parents[1] / 'scripts' / 'sawyer'
      "collision_detection option hold must be a number, got 'long'"),
     (['--stage-option', 'collision_detection=0.5'],
      "--stage-option 'collision_detection=0.5': expected STAGE.KEY=VALUE"),
+    (['--world', '/no/such.world'], '--world: '),
+    (['--world', str(Path(__file__).resolve().parent / 'data' / 'world' / 'bad' / 'zero_box.world')],
+     '<size>'),
+    (['--backend', 'gazebo', '--paused'], 'need a backend with a world'),
 ])
 def test_bad_options_are_refused(args, fragment):
     env = dict(os.environ, ROS_MASTER_URI='http://127.0.0.1:9')   # nothing may be started

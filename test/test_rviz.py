@@ -5,6 +5,7 @@ is placed. Plus the endpoint pose rviz_markers derives and its marker builders (
 
 The 3D view is found in each screenshot as the rows and columns mostly of RViz's background
 colour (config: 48; 48; 48), so the panels' text and icons are never counted."""
+import math
 import os
 import tempfile
 
@@ -217,3 +218,26 @@ def test_rviz_options_are_checked_before_starting_anything(args, fragment, displ
     assert proc.returncode == 2, proc.stdout + proc.stderr
     assert fragment in proc.stderr
     assert 'roslaunch' not in proc.stdout
+
+
+def test_world_markers_follow_their_links():
+    from visualization_msgs.msg import Marker
+    from intera_rt.ros.rviz_markers import world_markers
+    s = math.sqrt(0.5)
+    models = [{'name': 'm', 'links': [
+        {'name': 'l', 'visuals': [
+            {'shape': 'cylinder', 'size': [0.1, 0.4], 'position': [0.1, 0, 0], 'quaternion': [0, 0, 0, 1], 'path': ''},
+            {'shape': 'mesh', 'size': [1, 1, 1], 'position': [0, 0, 0], 'quaternion': [0, 0, s, s],
+             'path': '/models/part.stl'}]},
+        {'name': 'unseen', 'visuals': [
+            {'shape': 'box', 'size': [1, 1, 1], 'position': [0, 0, 0], 'quaternion': [0, 0, 0, 1], 'path': ''}]}]}]
+    # link l at (1, 0, 0.5) turned 90° about z
+    markers = world_markers(models, {'m::l': ((1.0, 0.0, 0.5), (0.0, 0.0, s, s))})
+    assert markers[0].action == Marker.DELETEALL and len(markers) == 3      # 'unseen' has no pose
+    cylinder, mesh = markers[1], markers[2]
+    p = cylinder.pose.position
+    assert cylinder.type == Marker.CYLINDER and abs(p.x - 1.0) < 1e-12 and abs(p.y - 0.1) < 1e-12
+    assert (cylinder.scale.x, cylinder.scale.z) == (0.2, 0.4)
+    q = mesh.pose.orientation                                               # 180° about z
+    assert mesh.type == Marker.MESH_RESOURCE and mesh.mesh_resource == 'file:///models/part.stl'
+    assert abs(abs(q.z) - 1.0) < 1e-12 and abs(q.w) < 1e-12

@@ -6,14 +6,15 @@ Usage (normally through ``scripts/sawyer``, which sets up the environment):
                    [--backend-option KEY=VALUE ...] [--viewer]
                    [--stage-option STAGE.KEY=VALUE ...]
                    [--pose neutral|shipping|A0,A1,...,A6] [--disabled]
-                   [--unhomed] [--gripper] [--velocity-scaling] [--no-jtas]
+                   [--unhomed] [--gripper] [--world FILE] [--paused]
+                   [--velocity-scaling] [--no-jtas]
                    [--rviz [--rviz-config FILE]] [--screen]
 
 Validates the options, then runs
 
     roslaunch intera_rt sawyer.launch sim_time:=... speed:=... backend:=...
               backend_options:={...} stage_options:={...} pose:=... disabled:=... unhomed:=... gripper:=...
-              jtas:=... rviz:=... [rviz_config:=...]
+              world:=... paused:=... jtas:=... rviz:=... [rviz_config:=...]
 
 in the foreground.  Options can also come from SAWYER_* environment variables (a
 container's way to take them; see ``env_args``); options on the command line win.
@@ -136,6 +137,14 @@ def build_parser():
              'reports right_gripper and puts its URDF fragment, right_gripper_tip and its '
              'mass, in the robot\'s model; default: nothing attached)')
     parser.add_argument(
+        '--world', default='', metavar='FILE',
+        help="an SDF world (its <model> and <include> elements; model:// on "
+             'GAZEBO_MODEL_PATH) spawned at boot, as Gazebo loads a .world (docs/world.md)')
+    parser.add_argument(
+        '--paused', action='store_true',
+        help="boot with physics paused (Gazebo's paused:=true; /gazebo/unpause_physics "
+             'starts it)')
+    parser.add_argument(
         '--velocity-scaling', action='store_true',
         help='beyond the robot: slow position and velocity moves that close in on a '
              'self-collision (distance-aware, directional; default: off, as the robot)')
@@ -254,6 +263,8 @@ def parse_args(argv=None):
     except (ValueError, ImportError) as exc:
         parser.error(str(exc))
     args.stage_options = _stage_options(parser, args.stage_options)
+    if args.world or args.paused:
+        _check_world(parser, args)
     if args.pose not in NAMED_POSES:
         # Check limits here: a required node that exits makes roslaunch stop with code 0.
         from intera_rt.model import ARM_JOINTS, RobotModel
@@ -264,6 +275,22 @@ def parse_args(argv=None):
                 parser.error('--pose: %s = %g is outside its limits [%g, %g]'
                              % (name, angle, lim.lower, lim.upper))
     return args
+
+
+def _check_world(parser, args):
+    """--world and --paused need a backend with a world; the world file is parsed here, so
+    that a bad one stops boot with the element named."""
+    from intera_rt.boards import backend_class
+    if 'world' not in backend_class(args.backend).capabilities:
+        parser.error('--world and --paused need a backend with a world (embedded, mujoco); '
+                     '%s has none' % args.backend)
+    if args.world:
+        from intera_rt.world import ROBOT_MODEL, WorldError, load_world
+        try:
+            load_world(args.world, reserved=(ROBOT_MODEL,))
+        except WorldError as exc:
+            parser.error('--world: %s' % exc)
+        args.world = os.path.abspath(args.world)
 
 
 def _stage_options(parser, items):
@@ -304,6 +331,8 @@ def roslaunch_command(args):
         'disabled:=%s' % ('true' if args.disabled else 'false'),
         'unhomed:=%s' % ('true' if args.unhomed else 'false'),
         'gripper:=%s' % ('true' if args.gripper else 'false'),
+        'world:=%s' % (getattr(args, 'world', '') or ''),
+        'paused:=%s' % ('true' if getattr(args, 'paused', False) else 'false'),
         'velocity_scaling:=%s' % ('true' if args.velocity_scaling else 'false'),
         'jtas:=%s' % ('true' if args.jtas else 'false'),
         'rviz:=%s' % ('true' if getattr(args, 'rviz', False) else 'false'),

@@ -28,6 +28,7 @@ from scipy.linalg.lapack import dposv, dpotrs
 from intera_rt.boards.base import (CAPABILITIES, BackendOption, Contact, Obstacle, SimulatedPlant,
                                    check_obstacle)
 from intera_rt.boards.embedded_world import EmbeddedWorld
+from intera_rt.model.joint_frames import JointFrames, pose_matrix
 from intera_rt.numeric import clip as _clip
 from intera_rt.robot import ARM_JOINTS, HARD_STOP_MARGIN, HEAD_JOINTS
 from intera_rt.world.frames import placed_collisions
@@ -113,6 +114,7 @@ class EmbeddedBoards(SimulatedPlant):
         self._world_shapes = {}
         has_gripper = self.pin.existFrame(GRIPPER_TIP)
         self._tip = self.pin.getFrameId(GRIPPER_TIP) if has_gripper else None
+        self._tip_offset = np.eye(4)   # the tip in frame _tip (a gripper carried as a tool)
         self._world = EmbeddedWorld(has_gripper)
 
     # --- joint-boards interface -------------------------------------------------------
@@ -235,6 +237,23 @@ class EmbeddedBoards(SimulatedPlant):
     def gripper_state(self):
         return self._world.gripper_state()
 
+    def carry_gripper(self, fragment_xml):
+        """The fingers of a gripper carried as a tool (a URDF fragment with right_gripper_tip
+        on a link of the robot, e.g. urdf/fragments/electric_gripper.urdf; None or one
+        without it: no gripper). set_tool calls it with the tool's fragment."""
+        self._tip, self._tip_offset = None, np.eye(4)
+        if fragment_xml:
+            frames = JointFrames.from_xml(fragment_xml)
+            parents = {child: (parent, pose_matrix(xyz, quat)) for parent, child, xyz, quat in frames.fixed}
+            link, offset = GRIPPER_TIP, np.eye(4)
+            while link in parents and not self.pin.existFrame(link, pin.FrameType.BODY):
+                link, m = parents[link]
+                offset = m @ offset
+            if link != GRIPPER_TIP and self.pin.existFrame(link, pin.FrameType.BODY):
+                self._tip = self.pin.getFrameId(link, pin.FrameType.BODY)
+                self._tip_offset = offset
+        self._world.has_gripper = self._tip is not None
+
     def _tip_pose(self):
         """The gripper tip's 4×4 pose in base (None without a gripper)."""
         if self._tip is None:
@@ -244,7 +263,7 @@ class EmbeddedBoards(SimulatedPlant):
         placement = self.data.oMf[self._tip]
         if self._world_base is not None:
             placement = self._world_base.actInv(placement)
-        return placement.homogeneous
+        return placement.homogeneous @ self._tip_offset
 
     def _static_shapes(self, model, pose):
         """A static model's collisions as obstacle shapes: name → (Obstacle record, hpp-fcl
@@ -322,9 +341,8 @@ class EmbeddedBoards(SimulatedPlant):
             geom.addGeometryObject(shape.obj)
         for name, (record, geometry, placement, radius) in itertools.chain(
                 self._obstacles.items(), self._world_shapes.items()):
-            centre = placement.translation
             near = [i for i, shape in enumerate(self._link_shapes)
-                    if np.linalg.norm(centre - shape.reach_centre) <= shape.reach + radius]
+                    if self._reaches(shape, record, placement, radius)]
             if not near:
                 continue
             oid = geom.addGeometryObject(
@@ -348,6 +366,16 @@ class EmbeddedBoards(SimulatedPlant):
         # computeCollisions updates in place (cheaper than indexing the vector each step).
         results = [gdata.collisionResults[k] for k in range(len(info))]
         self._geom, self._gdata, self._pairs = geom, gdata, tuple(zip(results, info))
+
+    @staticmethod
+    def _reaches(shape, record, placement, radius):
+        """Can the link shape ever touch the obstacle (its reach against the obstacle's
+        bounding sphere; a plane's slab: against its distance from the plane)?"""
+        if record.shape == 'plane':
+            normal = placement.rotation[:, 2]
+            gap = abs(float(normal @ (shape.reach_centre - placement.translation))) - 0.5 * PLANE_THICKNESS
+            return gap <= shape.reach
+        return np.linalg.norm(placement.translation - shape.reach_centre) <= shape.reach + radius
 
     # --- physics ----------------------------------------------------------------------
     def _touching(self):

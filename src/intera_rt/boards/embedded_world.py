@@ -37,7 +37,24 @@ def _matrix(pose):
 
 
 def _pose(m):
-    return Pose.from_matrix(m)
+    """A 4×4 transform as a Pose, without KDL (body_states runs on the realtime tick):
+    Shepperd's method, stable for any rotation."""
+    r = m[:3, :3]
+    trace = r[0, 0] + r[1, 1] + r[2, 2]
+    if trace > 0.0:
+        k = 2.0 * math.sqrt(trace + 1.0)
+        q = ((r[2, 1] - r[1, 2]) / k, (r[0, 2] - r[2, 0]) / k, (r[1, 0] - r[0, 1]) / k, 0.25 * k)
+    elif r[0, 0] > r[1, 1] and r[0, 0] > r[2, 2]:
+        k = 2.0 * math.sqrt(1.0 + r[0, 0] - r[1, 1] - r[2, 2])
+        q = (0.25 * k, (r[0, 1] + r[1, 0]) / k, (r[0, 2] + r[2, 0]) / k, (r[2, 1] - r[1, 2]) / k)
+    elif r[1, 1] > r[2, 2]:
+        k = 2.0 * math.sqrt(1.0 + r[1, 1] - r[0, 0] - r[2, 2])
+        q = ((r[0, 1] + r[1, 0]) / k, 0.25 * k, (r[1, 2] + r[2, 1]) / k, (r[0, 2] - r[2, 0]) / k)
+    else:
+        k = 2.0 * math.sqrt(1.0 + r[2, 2] - r[0, 0] - r[1, 1])
+        q = ((r[0, 2] + r[2, 0]) / k, (r[1, 2] + r[2, 1]) / k, 0.25 * k, (r[1, 0] - r[0, 1]) / k)
+    n = math.sqrt(sum(v * v for v in q))
+    return Pose((float(m[0, 3]), float(m[1, 3]), float(m[2, 3])), tuple(float(v / n) for v in q))
 
 
 def _points(collision):
@@ -68,7 +85,8 @@ class Placed:
         self.model = model
         self.bodies = model.bodies()
         self.static = model.anchored
-        self.frame = frame                  # model frame in base
+        self.frame = frame                  # model frame in base (replaced, never written into)
+        self.states, self.states_of = [], None   # body_states of `frame` (its velocity with it)
         self.velocity = np.zeros(3)         # m/s, base
         self.resting = True
         self.grip = None                    # 4×4 model frame in the tip frame, while held
@@ -140,9 +158,12 @@ class EmbeddedWorld:
     def body_states(self):
         out = []
         for name, placed in self.models.items():
-            twist = tuple(float(v) for v in placed.velocity) + (0.0, 0.0, 0.0)
-            for body, offset in zip(placed.bodies, placed.body_offsets):
-                out.append(BodyState(name, body.name, _pose(placed.frame @ offset), twist))
+            if placed.states_of is not placed.frame:        # (moved since: computed again)
+                twist = tuple(float(v) for v in placed.velocity) + (0.0, 0.0, 0.0)
+                placed.states = [BodyState(name, body.name, _pose(placed.frame @ offset), twist)
+                                 for body, offset in zip(placed.bodies, placed.body_offsets)]
+                placed.states_of = placed.frame
+            out.extend(placed.states)
         return tuple(out)
 
     def apply_wrench(self, model, body, force, duration):

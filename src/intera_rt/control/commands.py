@@ -204,9 +204,3 @@ class SimGripper:
 class SimPause:
     """Physics (and, under sim time, time) stops while paused: the core does not tick."""
     paused: bool
-
-
-@dataclass(frozen=True, kw_only=True)
-class SimTool:
-    """The tool grafted at right_hand: a URDF fragment's XML, or None to take it off."""
-    urdf: Optional[str] = None

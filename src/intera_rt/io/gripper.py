@@ -77,6 +77,7 @@ class ElectricGripper(Device):
         self._phase = None                # None, 'move', 'calibrate_close', 'calibrate_open', 'reboot'
         self._reboot_until = None
         self._last = None                 # time of the last step
+        self.plant = False                # True: the fingers are a simulated plant's (follow)
 
     # --- status ----------------------------------------------------------------------------
     def active(self):
@@ -182,12 +183,61 @@ class ElectricGripper(Device):
         return 'object %.4f m wide, %.3f kg between the fingers' % (width, mass)
 
     # --- simulation ----------------------------------------------------------------------
+    # --- a plant's fingers ------------------------------------------------------------------
+    def follow(self, separation, gripping, force):
+        """The fingers of a simulated plant (a world with the gripper: docs/world.md) as
+        measured: from now on they are the device's, and its moves and calibrations become
+        targets for them (plant_command). Returns True when a value changed."""
+        before = self._snapshot()
+        self.plant = True
+        self.position = min(max(float(separation), 0.0), MAX_POSITION)
+        dead = self.signals['dead_zone_m'].value + _EPS
+        held = bool(gripping)
+        if held != bool(self.signals['is_gripping'].value):
+            if held:
+                self._set('is_gripping', True)
+            else:
+                self._release()
+        if held:
+            self._set('force_response_n', float(force))
+        phase = self._phase
+        if phase == 'move' and (held or abs(self.position - self.target) <= dead):
+            self._phase = None
+            self._set('is_moving', False)
+        elif phase == 'calibrate_close' and (held or self.position <= dead):
+            if held:
+                self._phase = None
+                self.error = 'calibration blocked by an object %.4f m wide' % self.position
+                self._set('has_error', True)
+                self._set('calibrate', False)
+                self._set('is_moving', False)
+            else:
+                self._phase = 'calibrate_open'
+        elif phase == 'calibrate_open' and self.position >= MAX_POSITION - dead:
+            self._phase = None
+            self.target = MAX_POSITION
+            self.signals['position_m'].value = MAX_POSITION
+            self._set('is_calibrated', True)
+            self._set('calibrate', False)
+            self._set('is_moving', False)
+        self.signals['position_response_m'].value = _round(self.position)
+        return self._snapshot() != before
+
+    def plant_command(self):
+        """(separation m, speed m/s, force N) the plant's fingers are to go to now."""
+        target = {'calibrate_close': 0.0, 'calibrate_open': MAX_POSITION}.get(self._phase, self.target)
+        speed = CALIBRATION_SPEED if self._phase in ('calibrate_close', 'calibrate_open') \
+            else self.signals['speed_mps'].value
+        return (float(target), float(speed), float(self.signals['holding_force_n'].value))
+
     def step(self, now):
         """Advance the fingers to time `now` (s). Returns True when a value changed."""
         before = self._snapshot()
         dt = 0.0 if self._last is None else min(max(now - self._last, 0.0), 0.1)
         self._last = now
         phase = self._phase
+        if self.plant and phase != 'reboot':
+            return False                  # the plant moves them (follow)
         if phase == 'reboot':
             if self._reboot_until is None:
                 self._reboot_until = now + REBOOT_TIME

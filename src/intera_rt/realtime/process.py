@@ -41,6 +41,7 @@ RUN_AHEAD = 2 * PUBLISH_EVERY         # ticks (sim time) past the last published
 MCL_CURRENT, MCL_FUTURE = 1, 2        # mlockall flags (Linux)
 BOARDS_WAIT = 10 * PERIOD             # s: the longest wait for boards that own the clock
 WAIT_SLICE = 0.002                    # s: a core waiting for the adapter looks at Lockstep again
+PAUSED_STATE_EVERY = 0.1              # s of wall time between the states of a paused core
 
 
 class TickStats:
@@ -210,11 +211,19 @@ def _loop(conn, core, stats, sim_time, clock_every, wall_period, lockstep):
     shared = lockstep.slots
     boards_clock = core.boards.owns_clock  # wait for the boards' next state, tick on it
     sim_clock = core.boards.sim_clock      # ... a simulator that publishes /clock itself
+    paused_state_at = 0.0
     while True:
         if core.paused:
-            # Physics paused (SimPause): no tick, no time passing; commands still answered.
+            # Physics paused (SimPause): no tick, no time passing; commands still answered,
+            # and the state (unchanged) sent every PAUSED_STATE_EVERY s of wall time, so
+            # that the robot is seen alive.
             if not inbox.receive(timeout=WAIT_SLICE):
                 return
+            now = time.monotonic()
+            if now >= paused_state_at:
+                paused_state_at = now + PAUSED_STATE_EVERY
+                conn.send(pipe.StateFrame(state=core.state_vector(), wall_time=time.time(),
+                                          clock=sim_time and not sim_clock))
             pacer.restart()
             continue
         if boards_clock:

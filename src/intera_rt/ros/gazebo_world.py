@@ -10,10 +10,10 @@ state it sends; both are published as /gazebo/model_states and /gazebo/link_stat
 every robot state (100 Hz of loop time). Frames: the robot is model `sawyer`, its base at
 ROBOT_POSE in `world` (world → base on /tf_static).
 """
+import json
 import math
 import threading
 
-import numpy as np
 import rospy
 from gazebo_msgs.msg import LinkState, LinkStates, ModelState, ModelStates
 from gazebo_msgs.srv import (ApplyBodyWrench, ApplyBodyWrenchResponse, BodyRequest,
@@ -23,7 +23,8 @@ from gazebo_msgs.srv import (ApplyBodyWrench, ApplyBodyWrenchResponse, BodyReque
                              GetWorldProperties, GetWorldPropertiesResponse, SetModelState,
                              SetModelStateResponse, SpawnModel, SpawnModelResponse)
 from geometry_msgs.msg import Point, Pose as PoseMsg, Quaternion, Transform, TransformStamped, Twist, Vector3
-from std_msgs.msg import Header
+from std_msgs.msg import Header, String
+from intera_rt_msgs.msg import GripperCommand, GripperState
 from std_srvs.srv import Empty, EmptyResponse
 from tf2_msgs.msg import TFMessage
 
@@ -31,11 +32,12 @@ from intera_rt.control import commands as cmds
 from intera_rt.model.joint_frames import JointFrames, link_poses
 from intera_rt.robot import BASE_FRAME, BOARD_JOINTS
 from intera_rt.world import (ROBOT_MODEL, ROBOT_POSE, Pose, Resolver, Snapshot, World,
-                             WorldError, parse_model_xml, world_to_base)
+                             WorldError, load_world, parse_model_xml, world_to_base)
 from intera_rt.world.frames import (model_frames, obstacle_model, parse_reference, scoped,
                                     spawn_pose, twist_to_world)
 
 NS = '/gazebo/'
+SIM_NS = '/intera_rt/sim/'
 WORLD_FRAME = 'world'
 
 
@@ -68,10 +70,12 @@ class GazeboWorld:
         urdf: the robot's description (its links' poses in link_states).
         loop: the realtime_loop (its latest `state` and `stamp()`).
         boot_pose: the arm's 7 joint angles at boot (reset_simulation).
-        paused: booted with physics paused."""
+        paused: booted with physics paused.
+        send: a sim command → sent, no answer awaited (the gripper's targets)."""
 
-    def __init__(self, call, urdf, loop, boot_pose, paused=False):
+    def __init__(self, call, urdf, loop, boot_pose, paused=False, send=None):
         self._call = call
+        self._send = send
         self._loop = loop
         self.boot_pose = tuple(boot_pose)
         self._lock = threading.RLock()
@@ -101,6 +105,13 @@ class GazeboWorld:
         S(NS + 'reset_world', Empty, lambda _: self._reset(False))
         S(NS + 'reset_simulation', Empty, lambda _: self._reset(True))
         rospy.Subscriber(NS + 'set_model_state', ModelState, self._set_model_state_topic, queue_size=10)
+        # The plant's gripper fingers ↔ the end_effector IO node's gripper device.
+        self.pub_gripper = rospy.Publisher(SIM_NS + 'gripper_state', GripperState, queue_size=1)
+        rospy.Subscriber(SIM_NS + 'gripper_command', GripperCommand, self._on_gripper_command,
+                         queue_size=10)
+        # What the spawned models look like (for viewers: rviz_markers).
+        self._pub_scene = rospy.Publisher(SIM_NS + 'world', String, queue_size=1, latch=True)
+        self._publish_scene()
         self.pub_models = rospy.Publisher(NS + 'model_states', ModelStates, queue_size=1)
         self.pub_links = rospy.Publisher(NS + 'link_states', LinkStates, queue_size=1)
         self._pub_tf = rospy.Publisher('/tf_static', TFMessage, queue_size=1, latch=True)
@@ -110,8 +121,20 @@ class GazeboWorld:
 
     # --- the core's world ---------------------------------------------------------------
     def on_world(self, frame):
-        """A WorldFrame from the core: the bodies' states (in base)."""
+        """A WorldFrame from the core: the bodies' states (in base), the gripper's."""
         self.bodies = {(b.model, b.body): b for b in frame.bodies}
+        g = frame.gripper
+        if g is not None:
+            self.pub_gripper.publish(GripperState(Header(stamp=self._loop.stamp()), g.separation,
+                                                  g.gripping, g.force))
+
+    def _on_gripper_command(self, msg):
+        values = (msg.separation, msg.speed, msg.force)
+        if not all(math.isfinite(v) for v in values):
+            rospy.logerr('%sgripper_command: separation, speed and force must be finite, got %s',
+                         SIM_NS, list(values))
+            return
+        self._send(cmds.SimGripper(separation=msg.separation, speed=msg.speed, force=msg.force))
 
     def obstacles_changed(self, obstacles):
         """/intera_rt/sim/add_obstacle's obstacles (name → boards.Obstacle) as static models
@@ -177,27 +200,49 @@ class GazeboWorld:
                 name=names, pose=[pose_msg(snap.links[n]) for n in names],
                 twist=[twist_msg(snap.link_twists.get(n, zero)) for n in names]))
 
-    # --- services -----------------------------------------------------------------------
-    def _spawn(self, req):
+    def load(self, path):
+        """Spawn the models of the SDF world file `path` (scripts/sawyer --world);
+        WorldError naming what is wrong."""
+        world = load_world(path, self.resolver, reserved=(ROBOT_MODEL,))
+        for model in world.models.values():
+            ok, message = self.spawn(model)
+            if not ok:
+                raise WorldError('world file %s: model %r: %s' % (path, model.name, message))
+        return world
+
+    def spawn(self, placed):
+        """Add `placed` (a Model at its pose in the world) to the world and the plant:
+        (success, message)."""
         with self._lock:
             try:
-                name = req.model_name
-                if name in self.obstacles:
-                    raise WorldError('model_name: a model named %r already exists' % name)
-                model = parse_model_xml(req.model_xml, self.resolver, name or None)
-                if name and model.name != name:
-                    model = model.with_pose(model.pose, name)
-                frame, _ = self.snapshot().frame(req.reference_frame)
-                initial = pose_of(req.initial_pose, 'initial_pose')
-                placed = model.with_pose(spawn_pose(model.pose, initial, frame))
+                if placed.name in self.obstacles:
+                    raise WorldError('model_name: a model named %r already exists' % placed.name)
                 self.world.add(placed)
             except WorldError as exc:
-                return SpawnModelResponse(False, 'SpawnModel: Failure - %s' % exc)
+                return False, str(exc)
             ok, message = self._call(cmds.SimSpawnModel(model=placed, pose=world_to_base(placed.pose)))
             if not ok:
                 self.world.remove(placed.name)
-                return SpawnModelResponse(False, 'SpawnModel: Failure - %s' % message)
+                return False, message
             self.spawned[placed.name] = placed.pose
+            self._publish_scene()
+        return True, message
+
+    # --- services -----------------------------------------------------------------------
+    def _spawn(self, req):
+        try:
+            name = req.model_name
+            model = parse_model_xml(req.model_xml, self.resolver, name or None)
+            if name and model.name != name:
+                model = model.with_pose(model.pose, name)
+            frame, _ = self.snapshot().frame(req.reference_frame)
+            initial = pose_of(req.initial_pose, 'initial_pose')
+            placed = model.with_pose(spawn_pose(model.pose, initial, frame))
+        except WorldError as exc:
+            return SpawnModelResponse(False, 'SpawnModel: Failure - %s' % exc)
+        ok, message = self.spawn(placed)
+        if not ok:
+            return SpawnModelResponse(False, 'SpawnModel: Failure - %s' % message)
         return SpawnModelResponse(True, 'SpawnModel: Successfully spawned entity')
 
     def _delete(self, req):
@@ -216,8 +261,19 @@ class GazeboWorld:
                 return DeleteModelResponse(False, 'DeleteModel: %s' % message)
             self.world.remove(req.model_name)
             self.spawned.pop(req.model_name, None)
+            self._publish_scene()
             self.bodies = {k: v for k, v in self.bodies.items() if k[0] != req.model_name}
         return DeleteModelResponse(True, 'DeleteModel: successfully deleted model')
+
+    def _publish_scene(self):
+        """The latched /intera_rt/sim/world: a JSON list of the spawned models, each {name,
+        links: [{name, visuals: [{shape, size, position, quaternion (x, y, z, w) in the
+        link's frame, path (a mesh's file)}]}]}; republished on every spawn and delete."""
+        with self._lock:
+            models = list(self.world.models.values())
+        self._pub_scene.publish(String(json.dumps([
+            {'name': m.name, 'links': [{'name': l.name, 'visuals': [_visual(v) for v in l.visuals]}
+                                       for l in m.links]} for m in models])))
 
     def _get_model_state(self, req):
         header = Header(stamp=self._loop.stamp(), frame_id=req.relative_entity_name or WORLD_FRAME)
@@ -372,6 +428,15 @@ class GazeboWorld:
             if not ok:
                 rospy.logerr('/gazebo/reset_simulation: the arm: %s', message)
         return EmptyResponse()
+
+
+def _visual(visual):
+    g = visual.geometry
+    size = {'box': lambda: list(g.size), 'sphere': lambda: [g.radius],
+            'cylinder': lambda: [g.radius, g.length], 'plane': lambda: list(g.size),
+            'mesh': lambda: list(g.scale)}[g.kind]()
+    return {'shape': g.kind, 'size': size, 'position': list(visual.pose.position),
+            'quaternion': list(visual.pose.quaternion), 'path': getattr(g, 'path', '')}
 
 
 def _transform(pose):

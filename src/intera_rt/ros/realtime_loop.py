@@ -65,6 +65,8 @@ def parse_pose(text, named=NAMED_POSES):
     text = str(text).strip()
     if text in named:
         return [float(x) for x in named[text]]
+    if text.startswith('-J'):
+        return _gazebo_joint_states(text)
     parts = text.replace(',', ' ').split()
     try:
         values = [float(p) for p in parts]
@@ -73,6 +75,29 @@ def parse_pose(text, named=NAMED_POSES):
     if len(values) != 7 or not all(math.isfinite(v) for v in values):
         raise ValueError('pose %r: expected neutral, shipping or 7 finite joint angles' % text)
     return values
+
+
+def _gazebo_joint_states(text):
+    """sawyer_simulator's initial_joint_states ("-J sawyer::right_j0 -0.27 -J ..."), as
+    gazebo_ros' spawn_model takes it: 7 arm angles, a joint not named at 0 (head_pan is
+    taken and ignored: the head boots at its neutral)."""
+    parts = text.split()
+    if len(parts) % 3:
+        raise ValueError('initial_joint_states %r: expected "-J sawyer::JOINT VALUE" triples' % text)
+    angles = dict.fromkeys(ARM_JOINTS, 0.0)
+    for flag, joint, value in zip(parts[0::3], parts[1::3], parts[2::3]):
+        name = joint.split('::', 1)[-1]
+        try:
+            angle = float(value)
+        except ValueError:
+            angle = math.nan
+        if flag != '-J' or (name not in angles and name != 'head_pan') or not math.isfinite(angle):
+            raise ValueError('initial_joint_states: %s %s %s: expected -J sawyer::JOINT VALUE with '
+                             'JOINT one of %s, head_pan and a finite value'
+                             % (flag, joint, value, ', '.join(ARM_JOINTS)))
+        if name in angles:
+            angles[name] = angle
+    return [angles[name] for name in ARM_JOINTS]
 
 
 class RealtimeLoop:
@@ -120,6 +145,7 @@ class RealtimeLoop:
                 armnav = f.read()
         self._avoidance_links = shape_links(armnav) if msgs.HAS_AVOIDANCE else None
         self.state = None                # the core's latest state (a StateView)
+        self._published_any = False      # a state from the core is out
         self._state_wall = 0.0           # wall time of that state's tick
         self._joint_state_seq = 0        # header.seq of /robot/joint_states
         self._stats = {}
@@ -254,10 +280,13 @@ class RealtimeLoop:
         # Sim control (/intera_rt/sim/*): E-stop button, error, external wrench, pose reset,
         # obstacles.
         # Gazebo's world API (/gazebo/*) where the boards have a world.
-        self.gazebo = GazeboWorld(self._call, self._urdf, self, self.q_arm, self.paused) \
+        self.gazebo = GazeboWorld(self._call, self._urdf, self, self.q_arm, self.paused, self._send) \
             if self.simulated and self._has_world else None
         self.sim_control = SimControl(self._call, self.gazebo.obstacles_changed if self.gazebo else None) \
             if self.simulated else None
+        self._world_file = rospy.get_param('~world', '')
+        if self._world_file and self.gazebo is None:
+            raise ValueError('~world: the %s backend has no world' % rospy.get_param('~backend', 'embedded'))
 
     # --- inputs -----------------------------------------------------------------------
     def _on_model_change(self, change):
@@ -303,6 +332,8 @@ class RealtimeLoop:
         if not self.sim_time:
             self._adapter_priority()
         rospy.on_shutdown(self._quit)
+        if self._world_file:            # (its spawns are answered by this loop)
+            threading.Thread(target=self._load_world, daemon=True).start()
         while not rospy.is_shutdown():
             try:
                 if not self.conn.poll(0.5):
@@ -324,11 +355,29 @@ class RealtimeLoop:
             else:
                 handler(msg)
 
+    def _load_world(self):
+        try:
+            loaded = self.gazebo.load(self._world_file)
+        except ValueError as exc:                       # (WorldError)
+            rospy.logfatal('realtime_loop: %s', exc)
+            rospy.signal_shutdown('bad world file')
+            return
+        rospy.loginfo('realtime_loop: world %s: %s', self._world_file, ', '.join(loaded.names()))
+
     def _on_clock(self, msg):
         self.pub_clock.publish(Clock(clock=rospy.Time.from_sec(msg.t)))
 
     def _on_state(self, msg):
+        if self._published_any and self.gazebo is not None and self.gazebo.paused \
+                and msg.state[0] == self.state.t:
+            # Physics paused: the same state again, to show the robot is alive (/robot/state
+            # only: the others would repeat their stamps on /tf and to their listeners).
+            if msg.clock:                # (the clock stands, as Gazebo's does paused)
+                self.pub_clock.publish(Clock(clock=rospy.Time.from_sec(self.state.t)))
+            self.pub_state.publish(msgs.robot_state_msg(self.state))
+            return
         self.state, self._state_wall = StateView(msg.state), msg.wall_time
+        self._published_any = True
         if msg.clock:                    # /clock first: the state's stamp is not in the future
             self.pub_clock.publish(Clock(clock=rospy.Time.from_sec(self.state.t)))
         self._publish_state()

@@ -10,6 +10,9 @@ Started by ``scripts/sawyer --rviz`` with RViz (config/sawyer.rviz); not part of
         obstacles (/intera_rt/sim/obstacles, the realtime_loop's list of what
         /intera_rt/sim/add_obstacle placed) in base, each with its name above it; rebuilt
         whole on every change.
+  /intera_rt/rviz/world  visualization_msgs/MarkerArray: the world's spawned models
+        (/intera_rt/sim/world: their visuals) where /gazebo/link_states puts their links, in
+        `world`, at most WORLD_RATE Hz of wall-clock time.
   /intera_rt/rviz/endpoint_pose  geometry_msgs/PoseStamped: /robot/limb/right/endpoint_state's
         pose in base, at most ~endpoint_rate Hz (default 20) of wall-clock time.
 
@@ -21,6 +24,7 @@ import time
 import xml.etree.ElementTree as ET
 
 import rospy
+from gazebo_msgs.msg import LinkStates
 from geometry_msgs.msg import Point, Pose, PoseStamped, Quaternion, Vector3
 from intera_core_msgs.msg import EndpointState
 from std_msgs.msg import ColorRGBA, Header, String
@@ -28,6 +32,11 @@ from visualization_msgs.msg import Marker, MarkerArray
 
 ARMNAV_PARAM = '/robot/armnav_robot_description'
 OBSTACLES_TOPIC = '/intera_rt/sim/obstacles'
+WORLD_TOPIC = '/intera_rt/sim/world'
+LINK_STATES_TOPIC = '/gazebo/link_states'
+WORLD_FRAME = 'world'
+WORLD_RATE = 10.0                                      # Hz of wall time, at most
+WORLD_COLOR = ColorRGBA(0.85, 0.6, 0.25, 1.0)          # wood-ish: the world's models
 ENDPOINT_TOPIC = '/robot/limb/right/endpoint_state'
 NS = '/intera_rt/rviz/'
 BASE_FRAME = 'base'
@@ -125,6 +134,52 @@ def obstacle_markers(obstacles, color=OBSTACLE_COLOR):
     return markers
 
 
+def _compose(p1, q1, p2, q2):
+    """(p1, q1) ∘ (p2, q2): positions and x y z w quaternions."""
+    x1, y1, z1, w1 = q1
+    x2, y2, z2, w2 = q2
+    q = (w1 * x2 + x1 * w2 + y1 * z2 - z1 * y2, w1 * y2 - x1 * z2 + y1 * w2 + z1 * x2,
+         w1 * z2 + x1 * y2 - y1 * x2 + z1 * w2, w1 * w2 - x1 * x2 - y1 * y2 - z1 * z2)
+    # rotate p2 by q1: v + 2w (u × v) + 2 u × (u × v)
+    u, v = (x1, y1, z1), p2
+    c = (u[1] * v[2] - u[2] * v[1], u[2] * v[0] - u[0] * v[2], u[0] * v[1] - u[1] * v[0])
+    cc = (u[1] * c[2] - u[2] * c[1], u[2] * c[0] - u[0] * c[2], u[0] * c[1] - u[1] * c[0])
+    p = tuple(p1[i] + v[i] + 2 * w1 * c[i] + 2 * cc[i] for i in range(3))
+    return p, q
+
+
+def world_markers(models, link_poses, color=WORLD_COLOR):
+    """Markers for the world's models (/intera_rt/sim/world's list) at their links' poses
+    ("model::link" → (position, quaternion) in the world, from /gazebo/link_states): a
+    DELETEALL first, then one marker per visual; a link without a pose is left out."""
+    markers = [Marker(action=Marker.DELETEALL)]
+    header = Header(frame_id=WORLD_FRAME)
+    for model in models:
+        for link in model['links']:
+            at = link_poses.get('%s::%s' % (model['name'], link['name']))
+            if at is None:
+                continue
+            for v in link['visuals']:
+                p, q = _compose(at[0], at[1], v['position'], v['quaternion'])
+                size = [float(x) for x in v['size']]
+                marker = Marker(header=header, ns='world/' + model['name'], id=len(markers),
+                                action=Marker.ADD, pose=Pose(Point(*p), Quaternion(*q)), color=color)
+                shape = v['shape']
+                if shape == 'box':
+                    marker.type, marker.scale = Marker.CUBE, Vector3(*size)
+                elif shape == 'sphere':
+                    marker.type, marker.scale = Marker.SPHERE, Vector3(*[2 * size[0]] * 3)
+                elif shape == 'cylinder':
+                    marker.type, marker.scale = Marker.CYLINDER, Vector3(2 * size[0], 2 * size[0], size[1])
+                elif shape == 'mesh':
+                    marker.type, marker.scale = Marker.MESH_RESOURCE, Vector3(*size)
+                    marker.mesh_resource = 'file://' + v['path']
+                else:                                   # a plane: a thin square
+                    marker.type, marker.scale = Marker.CUBE, Vector3(size[0], size[1], 0.001)
+                markers.append(marker)
+    return markers
+
+
 class RvizMarkers:
     def __init__(self):
         self.pub_shapes = rospy.Publisher(NS + 'avoidance_shapes', MarkerArray, queue_size=1,
@@ -146,6 +201,10 @@ class RvizMarkers:
         # /tf with a transform error and keeps the error until the marker arrives again.
         rospy.Timer(rospy.Duration(SHAPES_PERIOD), lambda _: self.pub_shapes.publish(self.shapes))
         rospy.Subscriber(OBSTACLES_TOPIC, String, self._on_obstacles, queue_size=1)
+        self.pub_world = rospy.Publisher(NS + 'world', MarkerArray, queue_size=1)
+        self.world_models, self.last_world = [], 0.0
+        rospy.Subscriber(WORLD_TOPIC, String, self._on_world, queue_size=1)
+        rospy.Subscriber(LINK_STATES_TOPIC, LinkStates, self._on_link_states, queue_size=1)
         rospy.Subscriber(ENDPOINT_TOPIC, EndpointState, self._on_endpoint, queue_size=1)
 
     def _on_obstacles(self, msg):
@@ -156,6 +215,28 @@ class RvizMarkers:
                           msg.data[:200])
             return
         self.pub_obstacles.publish(MarkerArray(markers))
+
+    def _on_world(self, msg):
+        try:
+            self.world_models = json.loads(msg.data)
+        except ValueError as exc:
+            rospy.logwarn('rviz_markers: cannot read %s (%s)', WORLD_TOPIC, exc)
+        self.last_world = 0.0                           # redraw at the next link states
+
+    def _on_link_states(self, msg):
+        now = time.monotonic()
+        if now - self.last_world < 1.0 / WORLD_RATE:
+            return
+        self.last_world = now
+        poses = {name: ((p.position.x, p.position.y, p.position.z),
+                        (p.orientation.x, p.orientation.y, p.orientation.z, p.orientation.w))
+                 for name, p in zip(msg.name, msg.pose)}
+        try:
+            markers = world_markers(self.world_models, poses)
+        except (KeyError, TypeError, ValueError, IndexError) as exc:
+            rospy.logwarn('rviz_markers: cannot draw %s (%s)', WORLD_TOPIC, exc)
+            return
+        self.pub_world.publish(MarkerArray(markers))
 
     def _on_endpoint(self, msg):
         now = time.monotonic()

@@ -25,7 +25,10 @@ robot's model (docs/urdf_fragments.md). It is sent again when a reboot ends.
 
 Sim control: /intera_rt/sim/gripper_object (intera_rt_msgs/PlaceObject) puts an object of a
 width (m) and mass (kg) between the fingers, width 0 takes it away. The mass is reported in
-the answer only: it is not (yet) a payload of the simulated arm.
+the answer only: it is not (yet) a payload of the simulated arm. When the robot's plant has
+the gripper's fingers (a simulated world: /intera_rt/sim/gripper_state arrives), the device
+follows them instead of simulating its own, and sends its targets on
+/intera_rt/sim/gripper_command.
 """
 import json
 import math
@@ -35,6 +38,7 @@ import actionlib
 import rospy
 from control_msgs.msg import GripperCommandAction, GripperCommandFeedback, GripperCommandResult
 from intera_core_msgs.msg import URDFConfiguration
+from intera_rt_msgs.msg import GripperCommand, GripperState
 from intera_rt_msgs.srv import PlaceObject, PlaceObjectResponse
 
 from intera_rt.io.gripper import MAX_FORCE, MAX_POSITION, ElectricGripper
@@ -44,6 +48,8 @@ from intera_rt.ros.io.framework import IONode
 ACTION = '/robot/end_effector/right_gripper/gripper_action'
 SIM_OBJECT = '/intera_rt/sim/gripper_object'
 URDF_TOPIC = '/robot/urdf'
+PLANT_STATE = '/intera_rt/sim/gripper_state'
+PLANT_COMMAND = '/intera_rt/sim/gripper_command'
 ACTION_TIMEOUT = 10.0          # s of ROS time a gripper move may take
 
 
@@ -64,6 +70,9 @@ class EndEffectorIO:
             # Latched: realtime_loop (and a realtime_loop that connects later) gets it.
             self._urdf = rospy.Publisher(URDF_TOPIC, URDFConfiguration, queue_size=1, latch=True)
             self._announce()
+            self._plant_sent = None
+            self._pub_plant = rospy.Publisher(PLANT_COMMAND, GripperCommand, queue_size=10, latch=True)
+            rospy.Subscriber(PLANT_STATE, GripperState, self._on_plant, queue_size=1)
         rospy.Service(SIM_OBJECT, PlaceObject, self._sim_object)
         self.io.start()
 
@@ -88,8 +97,26 @@ class EndEffectorIO:
                                              joint=DEFAULT_JOINT, urdf=electric_gripper_fragment()))
 
     # --- the fingers' simulation ----------------------------------------------------------------
+    def _on_plant(self, msg):
+        """The plant's fingers: the device follows them, and tells them its target."""
+        with self.io.lock:
+            if self.gripper.follow(msg.separation, msg.gripping, msg.force):
+                self.io.changed(self.gripper)
+            self._command_plant()
+
+    def _command_plant(self):
+        """Send the device's target to the plant's fingers when it changed (io.lock held)."""
+        if not self.gripper.plant:
+            return
+        command = self.gripper.plant_command()
+        if command != self._plant_sent:
+            self._plant_sent = command
+            self._pub_plant.publish(GripperCommand(*command))
+
     def _wake(self):
         """After a command: run the finger simulation while the gripper is active."""
+        with self.io.lock:
+            self._command_plant()
         if self.gripper.active() and (self._worker is None or not self._worker.is_alive()):
             self._worker = threading.Thread(target=self._simulate, name='gripper', daemon=True)
             self._worker.start()

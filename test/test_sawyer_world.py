@@ -1,0 +1,87 @@
+"""sawyer_simulator's habits (issue 21 items 3 and 5): `scripts/sawyer --world FILE` spawns
+an SDF world's <model> and <include> elements at boot, paused until /gazebo/unpause_physics;
+sawyer_world.launch passes roslaunch's checks and maps sawyer_simulator's arguments onto the
+robot's."""
+import os
+
+import pytest
+
+from rosharness import wait_for
+
+pytestmark = pytest.mark.ros     # (roslaunch's checks run rosversion)
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+PKG = os.path.join(HERE, 'data', 'world', 'world_test_pkg')
+WORLD = os.path.join(PKG, 'worlds', 'table_and_blocks.world')
+LAUNCH = os.path.join(HERE, '..', 'launch', 'sawyer_world.launch')
+# model://table and model://block, as Gazebo finds them
+os.environ['GAZEBO_MODEL_PATH'] = os.path.join(PKG, 'models')
+
+SAWYER_ARGS = ['--sim-time', '--world', WORLD, '--paused']
+TIMEOUT = 10.0
+
+
+def launch_params(*argv):
+    import roslaunch.config
+    config = roslaunch.config.load_config_default([(LAUNCH, list(argv))], None, verbose=False)
+    return config, {k: v.value for k, v in config.params.items()}
+
+
+def test_the_launch_file_passes_roslaunchs_checks():
+    import roslaunch.rlutil
+    assert roslaunch.rlutil.check_roslaunch(LAUNCH) is None
+
+
+def test_sawyer_simulators_arguments():
+    config, params = launch_params('electric_gripper:=true', 'paused:=true', 'world:=/w.world')
+    assert params['/use_sim_time'] is True and params['/realtime_loop/sim_time'] is True
+    assert params['/io/gripper'] is True and params['/realtime_loop/paused'] is True
+    assert params['/realtime_loop/world'] == '/w.world'
+    assert params['/realtime_loop/pose'].startswith('-J sawyer::right_j0 -0.27')
+    assert {n.name for n in config.nodes} == {'realtime_loop', 'motion_controller', 'io'}
+    config, _ = launch_params('gui:=true')
+    assert {'rviz', 'rviz_markers'} <= {n.name for n in config.nodes}
+    config, params = launch_params('gui:=true', 'headless:=true', 'use_sim_time:=false')
+    assert 'rviz' not in {n.name for n in config.nodes} and params['/use_sim_time'] is False
+
+
+def test_the_boot_pose_in_sawyer_simulators_form():
+    from intera_rt.ros.realtime_loop import parse_pose
+    _, params = launch_params()
+    assert parse_pose(params['/realtime_loop/pose']) == [-0.27, 1.05, 0.0, 0.49, -0.08, -0.06, 0.027]
+    with pytest.raises(ValueError, match='right_j9'):
+        parse_pose('-J sawyer::right_j9 0.1')
+
+
+@pytest.fixture(scope='module')
+def gz(robot):
+    import rospy
+    from gazebo_msgs import srv
+    from std_srvs.srv import Empty
+    out = {}
+    for name, kind in (('get_model_state', srv.GetModelState), ('get_world_properties', srv.GetWorldProperties),
+                       ('unpause_physics', Empty)):
+        rospy.wait_for_service('/gazebo/' + name, TIMEOUT)
+        out[name] = rospy.ServiceProxy('/gazebo/' + name, kind)
+    return out
+
+
+def z_of(gz, name):
+    r = gz['get_model_state'](name, '')
+    assert r.success, r.status_message
+    return r.pose.position.z
+
+
+def test_the_world_file_is_spawned_paused_then_runs(gz):
+    wait_for(lambda: len(gz['get_world_properties']().model_names) == 5, TIMEOUT, 'the world spawned')
+    assert gz['get_world_properties']().model_names == ['sawyer', 'ground_plane', 'table', 'block_a', 'block_b']
+    r = gz['get_model_state']('block_a', 'table')
+    p = r.pose.position
+    assert abs(p.x + 0.15) < 1e-6 and abs(p.y - 0.1) < 1e-6 and abs(p.z - 0.75) < 1e-6
+    # Paused: the clock stands still.
+    t0 = gz['get_world_properties']().sim_time
+    assert t0 == 0.0
+    gz['unpause_physics']()
+    wait_for(lambda: gz['get_world_properties']().sim_time > t0 + 0.5, TIMEOUT, 'time runs')
+    # Both blocks rest on the table's top (z 0.75), where the world put them.
+    assert abs(z_of(gz, 'block_a') - 0.75) < 3e-3 and abs(z_of(gz, 'block_b') - 0.75) < 3e-3
