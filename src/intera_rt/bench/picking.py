@@ -41,6 +41,7 @@ HOVER = 0.15                   # m above the block's centre: where the tip appro
 GRIP_FORCE = 20.0              # N: the device's default holding force
 OPEN = 0.041667                # m: the fingers fully open
 STREAM = 0.01                  # s: IK streaming period (100 Hz)
+ROBOT_BASE_Z = 0.93            # m: the robot's base above the world (sawyer_world.launch)
 
 
 def table_sdf():
@@ -287,6 +288,198 @@ def measure_pick_place(trials, seed=21):
             'block_m': BLOCK, 'seed': seed}
 
 
+# --- pick and place through ROS ----------------------------------------------------------
+class _SdkClient:
+    """What an SDK pick-and-place script does on the wire: IK on right_gripper_tip, joint
+    positions streamed at 100 Hz (intera_interface.Limb), the gripper's position_m signal
+    (intera_interface.Gripper), /gazebo/ services for the block."""
+    GRIPPER = '/io/end_effector/right_gripper/'
+    KIN = '/ExternalTools/right/PositionKinematicsNode/IKService'
+
+    def __init__(self):
+        import threading
+
+        import rospy
+        from gazebo_msgs.srv import DeleteModel, GetModelState, SpawnModel
+        from intera_core_msgs.msg import IOComponentCommand, IODeviceStatus, JointCommand
+        from intera_core_msgs.srv import SolvePositionIK
+        from sensor_msgs.msg import JointState
+        for name in ('/gazebo/spawn_sdf_model', '/gazebo/get_model_state', self.KIN):
+            rospy.wait_for_service(name, 30.0)
+        self.spawn = rospy.ServiceProxy('/gazebo/spawn_sdf_model', SpawnModel)
+        self.get = rospy.ServiceProxy('/gazebo/get_model_state', GetModelState)
+        self.delete = rospy.ServiceProxy('/gazebo/delete_model', DeleteModel)
+        self.ik = rospy.ServiceProxy(self.KIN, SolvePositionIK)
+        self._lock = threading.Lock()
+        self.q, self.io = None, None
+        rospy.Subscriber('/robot/joint_states', JointState, self._on_joints, queue_size=1)
+        rospy.Subscriber(self.GRIPPER + 'state', IODeviceStatus, self._on_io, queue_size=1)
+        self.pub = rospy.Publisher('/robot/limb/right/joint_command', JointCommand, queue_size=1,
+                                   tcp_nodelay=True)
+        self.pub_io = rospy.Publisher(self.GRIPPER + 'command', IOComponentCommand, queue_size=10)
+        self._cmd = JointCommand(mode=JointCommand.POSITION_MODE, names=list(ARM_JOINTS))
+        deadline = time.monotonic() + 60.0
+        while (self.q is None or self.io is None or self.pub.get_num_connections() == 0
+               or 'right_gripper_tip' not in rospy.get_param('/robot_description', '')):
+            if time.monotonic() > deadline:
+                raise RuntimeError('the robot with its gripper did not come up')
+            time.sleep(0.05)
+
+    def _on_joints(self, msg):
+        if ARM_JOINTS[0] in msg.name:
+            self.q = np.array([msg.position[msg.name.index(n)] for n in ARM_JOINTS])
+
+    def _on_io(self, msg):
+        import json
+        with self._lock:
+            self.io = {e.name: (json.loads(e.data) or [None])[0] for e in msg.signals}
+
+    def signal(self, name):
+        with self._lock:
+            return self.io.get(name)
+
+    def set_position(self, value):
+        import json
+
+        import rospy
+        from intera_core_msgs.msg import IOComponentCommand
+        msg = IOComponentCommand(time=rospy.Time.now(), op='set', args=json.dumps(
+            {'signals': {'position_m': {'format': {'type': 'float'}, 'data': [value]}}}))
+        for _ in range(3):                     # the SDK republishes until acknowledged
+            self.pub_io.publish(msg)
+            time.sleep(0.1)
+
+    def wait(self, predicate, timeout):
+        deadline = time.monotonic() + timeout
+        while not predicate():
+            if time.monotonic() > deadline:
+                return False
+            time.sleep(0.02)
+        return True
+
+    def solve(self, world_xyz, yaw, seed):
+        from geometry_msgs.msg import PoseStamped
+        from intera_core_msgs.srv import SolvePositionIKRequest
+        from sensor_msgs.msg import JointState
+        p = PoseStamped()
+        p.header.frame_id = 'base'
+        x, y, z = world_xyz
+        p.pose.position.x, p.pose.position.y, p.pose.position.z = x, y, z - ROBOT_BASE_Z
+        q = down(yaw)
+        p.pose.orientation.x, p.pose.orientation.y, p.pose.orientation.z, p.pose.orientation.w = q
+        r = self.ik(SolvePositionIKRequest(pose_stamp=[p], tip_names=['right_gripper_tip'],
+                                           seed_angles=[JointState(name=list(ARM_JOINTS),
+                                                                   position=list(seed))]))
+        return np.array(r.joints[0].position) if r.result_type[0] > 0 else None
+
+    def move(self, start, goal, yaw, seconds):
+        """IK along the line (world), streamed at 100 Hz; then the last until there."""
+        start, goal = np.asarray(start, float), np.asarray(goal, float)
+        q, path = self.q, []
+        for k in range(1, max(1, int(seconds / STREAM)) + 1):
+            q = self.solve(start + (goal - start) * k / max(1, int(seconds / STREAM)), yaw, q)
+            if q is None:
+                return False
+            path.append(q)
+        t_next = time.monotonic()
+        for q in path + [path[-1]] * 300:
+            self._cmd.position = list(q)
+            self.pub.publish(self._cmd)
+            if q is path[-1] and np.abs(self.q - q).max() < 2e-3:
+                break
+            t_next += STREAM
+            time.sleep(max(0.0, t_next - time.monotonic()))
+        return True
+
+    def block(self, name):
+        r = self.get(name, 'world')
+        p, t = r.pose.position, r.twist
+        return (np.array((p.x, p.y, p.z)), (r.pose.orientation.z, r.pose.orientation.w),
+                max(abs(v) for v in (t.linear.x, t.linear.y, t.linear.z)))
+
+
+def _ros_trial(c, rng, k):
+    from geometry_msgs.msg import Pose as PoseMsg
+    top = TABLE_TOP
+    x, y, yaw = rng.uniform(0.55, 0.80), rng.uniform(-0.25, 0.25), rng.uniform(-math.pi / 4, math.pi / 4)
+    for _ in range(100):
+        angle, dist = rng.uniform(0, 2 * math.pi), rng.uniform(0.10, 0.25)
+        px, py = x + dist * math.cos(angle), y + dist * math.sin(angle)
+        if 0.55 <= px <= 0.80 and -0.25 <= py <= 0.25:
+            break
+    name = 'block%d' % k
+    centre = top + BLOCK / 2
+    p = PoseMsg()
+    p.position.x, p.position.y, p.position.z = x, y, centre + 0.002
+    p.orientation.z, p.orientation.w = math.sin(yaw / 2), math.cos(yaw / 2)
+    detail = {'pick': (round(x, 3), round(y, 3), round(yaw, 3)), 'place': (round(px, 3), round(py, 3))}
+    r = c.spawn(name, block_sdf(name), '', p, 'world')
+    if not r.success:
+        return False, 'spawn', dict(detail, message=r.status_message)
+    try:
+        c.wait(lambda: c.block(name)[2] < 1e-6, 5.0)
+        tip = c.solve((x, y, centre + HOVER), yaw, c.q)
+        here = np.array((x, y, centre + HOVER))
+        if tip is None or not c.move(here, here, yaw, 2.0) or not c.move(here, (x, y, centre), yaw, 1.0):
+            return False, 'ik', detail
+        c.set_position(0.0)
+        if not c.wait(lambda: c.signal('is_gripping') is True, 5.0):
+            return False, 'not_gripped', dict(detail, position=c.signal('position_response_m'))
+        for a, b, secs in (((x, y, centre), (x, y, centre + 0.2), 1.0),
+                           ((x, y, centre + 0.2), (px, py, centre + 0.2), 1.5),
+                           ((px, py, centre + 0.2), (px, py, centre + 0.002), 1.0)):
+            if not c.move(a, b, yaw, secs):
+                return False, 'ik', dict(detail, at=b)
+            if c.signal('is_gripping') is not True:
+                return False, 'dropped', dict(detail, at=b, block=c.block(name)[0].tolist())
+        c.set_position(OPEN)
+        c.wait(lambda: (c.signal('position_response_m') or 0.0) > OPEN - 0.002, 5.0)
+        c.move((px, py, centre + 0.002), (px, py, centre + HOVER), yaw, 0.5)
+        c.wait(lambda: c.block(name)[2] < 1e-6, 5.0)
+        at, (qz, qw), _ = c.block(name)
+        off = math.hypot(at[0] - px, at[1] - py)
+        detail.update(off=round(off, 4), z=round(at[2] - centre, 4))
+        if off > 0.01 or abs(at[2] - centre) > 0.002:
+            return False, 'misplaced', detail
+        return True, '', detail
+    finally:
+        c.delete(name)
+
+
+def measure_pick_place_ros(out_dir, trials, seed=21):
+    """`trials` pick-and-places through ROS on MuJoCo at real time (see _SdkClient)."""
+    import rospy
+    from gazebo_msgs.srv import SpawnModel
+    from geometry_msgs.msg import Pose as PoseMsg
+
+    from intera_rt.bench import own_robot
+    args = ['--backend', 'mujoco', '--gripper']
+    rng = np.random.default_rng(seed)
+    results = []
+    t0 = time.monotonic()
+    with own_robot(args, os.path.join(out_dir, 'picking_ros.log'), 120.0):
+        rospy.init_node('intera_rt_bench_picking', anonymous=True, disable_signals=True)
+        rospy.wait_for_service('/gazebo/spawn_sdf_model', 30.0)
+        c = _SdkClient()                       # the robot up, with the gripper in its model
+        p = PoseMsg()
+        p.position.x, p.orientation.w = TABLE_X, 1.0
+        r = rospy.ServiceProxy('/gazebo/spawn_sdf_model', SpawnModel)('table', table_sdf(), '', p, 'world')
+        if not r.success:
+            raise RuntimeError('spawning the table: %s' % r.status_message)
+        for k in range(trials):
+            ok, kind, detail = _ros_trial(c, rng, k)
+            results.append({'ok': ok, 'failure': kind, **detail})
+    failures = [r for r in results if not r['ok']]
+    kinds = {}
+    for r in failures:
+        kinds[r['failure']] = kinds.get(r['failure'], 0) + 1
+    return {'trials': trials, 'succeeded': trials - len(failures),
+            'success_rate': (trials - len(failures)) / trials, 'failures_by_kind': kinds,
+            'failures': failures, 'wall_s': time.monotonic() - t0, 'args': args,
+            'offsets_m': {'max': max((r.get('off', 0.0) for r in results), default=0.0)},
+            'block_m': BLOCK, 'seed': seed}
+
+
 def run(out_dir='bench_out', quick=False):
     out_dir = os.path.abspath(out_dir)
     os.makedirs(out_dir, exist_ok=True)
@@ -294,6 +487,7 @@ def run(out_dir='bench_out', quick=False):
     errors = {}
     for name, call in (('plant', lambda: measure_plant(1000 if quick else 5000)),
                        ('pick_place', lambda: measure_pick_place(5 if quick else 50)),
+                       ('pick_place_ros', lambda: measure_pick_place_ros(out_dir, 3 if quick else 50)),
                        ('lockstep', lambda: measure_lockstep(out_dir, 3.0 if quick else 10.0))):
         print('[bench]   picking/%s ...' % name, flush=True)
         try:
@@ -313,6 +507,11 @@ def run(out_dir='bench_out', quick=False):
         lines.append('pick-and-place of a %.0f cm block: %d / %d (%.0f %%); failures %s'
                      % (100 * pp['block_m'], pp['succeeded'], pp['trials'], 100 * pp['success_rate'],
                         pp['failures_by_kind'] or 'none'))
+    pr = out.get('pick_place_ros')
+    if pr:
+        lines.append('pick-and-place through ROS (SDK-style client, real time): %d / %d (%.0f %%); '
+                     'failures %s' % (pr['succeeded'], pr['trials'], 100 * pr['success_rate'],
+                                      pr['failures_by_kind'] or 'none'))
     ls = out.get('lockstep')
     if ls:
         lines.append('lockstep --speed max, MuJoCo + gripper: %.2fx with the table, %.2fx with 10 '
