@@ -171,6 +171,8 @@ class MujocoBoards(SimulatedPlant):
             self.brakes = engaged
             self.d.qvel[self._dof] = 0.0
             self.qd = np.zeros(len(self.qd))
+            if engaged:
+                self._hold()                # the static load where the brakes catch the arm
 
     def advance(self, dt):
         d = self.d
