@@ -10,15 +10,12 @@ import mujoco
 import numpy as np
 import pytest
 
+from intera_rt.bench.picking import Picker, gripper_model
 from intera_rt.boards import make_boards
 from intera_rt.boards.base import BoardsError, GripperCommand
 from intera_rt.boards.mujoco_boards import gripper_fragment
-from intera_rt.control import commands as cmds
 from intera_rt.model import RobotModel
-from intera_rt.model.ik import IKSolver
-from intera_rt.model.urdf_fragments import FragmentManager
-from intera_rt.realtime.core import RealtimeCore
-from intera_rt.robot import ARM_JOINTS, NEUTRAL
+from intera_rt.robot import NEUTRAL
 from intera_rt.world import Pose, Resolver, WorldError, parse_model_xml, parse_sdf
 from intera_rt.world.model import Box, Collision, Link, Model
 
@@ -28,7 +25,6 @@ RESOLVER = Resolver([os.path.join(DATA, 'models')], [os.path.dirname(DATA)])
 MODEL = RobotModel.from_file()
 TABLE_X = 0.75                      # m: the table's centre ahead of the base
 BLOCK_MU = 1.2                      # the demo block's <mu1>
-DOWN = (0.0, 1.0, 0.0, 0.0)         # right_gripper_tip pointing at the floor
 
 
 def model_file(name):
@@ -255,67 +251,22 @@ def test_the_gripper_is_a_tool_the_plant_puts_on_and_takes_off():
     np.testing.assert_allclose(position(boards, 'a'), block, atol=1e-4)
 
 
-# --- picking ------------------------------------------------------------------------------
-GRIPPER_MODEL = FragmentManager(MODEL.urdf_xml).receive(
-    0, 'right_hand', 'right_gripper_base', gripper_fragment()).model
-
-
-class Picker:
-    """The realtime core (position mode) on MuJoCo with the gripper: IK on right_gripper_tip
-    streamed at 100 Hz along straight lines, as an SDK script does."""
-
-    def __init__(self, x, y):
-        self.ik = IKSolver(GRIPPER_MODEL)
-        self.x, self.y = x, y
-        q = self.solve((x, y, 0.15), np.array(NEUTRAL))       # ~30 cm above the table
-        self.core = RealtimeCore(GRIPPER_MODEL, 'mujoco', q_arm=list(q))
-        self.boards = self.core.boards
-        floor = self.boards.m.geom_pos[mujoco.mj_name2id(self.boards.m, mujoco.mjtObj.mjOBJ_GEOM, 'floor'), 2]
-        self.boards.spawn_model(model_file('table'), Pose((TABLE_X, 0.0, floor)))
-        self.q = q
-
-    def solve(self, p, current):
-        r = self.ik.solve('right_gripper_tip', p, DOWN, current)
-        assert r.ok, r.message
-        return r.q
-
-    def tick(self, seconds):
-        for i in range(int(round(seconds / DT))):
-            if i % 10 == 0:
-                self.core.apply(cmds.JointCommand(mode=1, names=ARM_JOINTS, position=tuple(self.q)))
-            self.core.tick()
-
-    def tip(self):
-        return np.array(GRIPPER_MODEL.tip_pose('right_gripper_tip', self.boards.read().position[:7])[0])
-
-    def move_to(self, z, seconds=1.0):
-        start = self.tip()
-        goal = np.array((self.x, self.y, z))
-        n = int(seconds * 100)
-        for k in range(1, n + 1):
-            self.q = self.solve(start + (goal - start) * k / n, self.q)
-            self.tick(0.01)
-        self.tick(0.3)
-
-    def grip(self, separation, force):
-        self.boards.set_gripper(GripperCommand(separation, 0.5, force))
-        self.tick(0.4)
-        return self.boards.gripper_state()
-
+# --- picking: the bench's Picker (the realtime core in position mode on MuJoCo with the
+# gripper and the demo's table; IK on right_gripper_tip streamed at 100 Hz) --------------------
+GRIPPER_MODEL = gripper_model(MODEL)
 
 def test_the_fingers_pick_a_block_by_friction_carry_it_and_drop_it_on_the_table():
     x, y = 0.65, 0.05
-    picker = Picker(x, y)
-    boards = picker.boards
-    top = position(boards, 'table')[2] + 0.02
+    picker = Picker(GRIPPER_MODEL, start=(x, y, 0.15))
+    boards, top = picker.boards, picker.top
     boards.spawn_model(sdf_block('block', size=0.04, mass=0.2, mu=1.0), Pose((x, y, top + 0.02)))
-    picker.move_to(top + 0.02)                         # the tip at the block's centre
+    assert picker.move_to((x, y, top + 0.02))          # the tip at the block's centre
     grip = picker.grip(0.0, 20.0)
     assert grip.gripping == 'block'
     assert grip.force == pytest.approx(20.0, rel=0.05)  # both fingers, as the device's holding force
     assert 0.0 < grip.separation < 0.041
     offset = position(boards, 'block')[2] - picker.tip()[2]
-    picker.move_to(top + 0.22)                         # lift 20 cm
+    assert picker.move_to((x, y, top + 0.22))          # lift 20 cm
     assert position(boards, 'block')[2] - (top + 0.02) == pytest.approx(0.20, abs=0.005)
     picker.tick(1.0)                                   # held by friction, not attached: it may not slip
     assert abs(position(boards, 'block')[2] - picker.tip()[2] - offset) < 1e-3
@@ -330,12 +281,11 @@ def test_the_fingers_pick_a_block_by_friction_carry_it_and_drop_it_on_the_table(
 def test_a_weak_squeeze_cannot_lift_a_heavy_block():
     # Friction, not attachment: 2 N of squeeze holds at most 2 × 1 N × mu 1 ≈ 0.2 kg.
     x, y = 0.65, -0.05
-    picker = Picker(x, y)
-    boards = picker.boards
-    top = position(boards, 'table')[2] + 0.02
+    picker = Picker(GRIPPER_MODEL, start=(x, y, 0.15))
+    boards, top = picker.boards, picker.top
     boards.spawn_model(sdf_block('heavy', size=0.04, mass=0.5, mu=1.0), Pose((x, y, top + 0.02)))
-    picker.move_to(top + 0.02)
+    assert picker.move_to((x, y, top + 0.02))
     assert picker.grip(0.0, 2.0).gripping == 'heavy'
-    picker.move_to(top + 0.12)
+    assert picker.move_to((x, y, top + 0.12))
     assert position(boards, 'heavy')[2] - (top + 0.02) < 0.01     # left on the table
     assert boards.gripper_state().gripping == ''
