@@ -174,6 +174,8 @@ def test_the_fingers_of_a_plant_are_followed():
     assert v(g, 'is_gripping') and not v(g, 'is_moving') and v(g, 'force_response_n') == 18.0
     cmd(g, 'position_m', MAX_POSITION)                               # open: released
     assert g.plant_command()[0] == MAX_POSITION
+    g.follow(0.03, 'block', 18.0)                # the plant has not taken the command yet
+    assert not v(g, 'is_gripping') and v(g, 'is_moving')
     g.follow(0.032, '', 0.0)
     assert not v(g, 'is_gripping') and v(g, 'force_response_n') == 0.0 and v(g, 'is_moving')
     g.follow(MAX_POSITION, '', 0.0)

@@ -192,7 +192,9 @@ class ElectricGripper(Device):
         self.plant = True
         self.position = min(max(float(separation), 0.0), MAX_POSITION)
         dead = self.signals['dead_zone_m'].value + _EPS
-        held = bool(gripping)
+        # (an opening move lets go at once; the plant's next states may not know it yet)
+        opening = self._phase == 'move' and self.target > self.position + dead
+        held = bool(gripping) and not opening
         if held != bool(self.signals['is_gripping'].value):
             if held:
                 self._set('is_gripping', True)
