@@ -342,3 +342,41 @@ def test_hermite_coefficients_meet_their_end_conditions():
     poly = np.polynomial.Polynomial(c)
     assert c[4] == c[5] == 0.0
     assert [poly(0), poly.deriv()(0), poly(h), poly.deriv()(h)] == pytest.approx([p0, v0, p1, v1])
+
+
+# --- compliant execution: the force threshold, ~state and ~query_state ----------------------
+def test_force_threshold_names_the_threshold_and_the_force_seen():
+    assert jt.force_exceeded((10.0, 0.0, 0.0), 15.0, 1.0) is None
+    assert jt.force_exceeded(None, 15.0, 1.0) is None              # no endpoint_state yet
+    assert jt.force_exceeded((1e3, 0, 0), math.inf, 1.0) is None   # no threshold
+    out = jt.force_exceeded((12.0, -9.0, 0.0), 14.0, 2.5)           # |F| 15 N
+    assert out.code == jt.PATH_TOLERANCE_VIOLATED
+    assert out.message.startswith(jt.FORCE_THRESHOLD_TEXT)
+    for words in ('15.0 N at the endpoint', 'force_threshold 14.0 N', '2.500 s'):
+        assert words in out.message, out.message
+
+
+def test_controller_state_is_the_spline_at_the_measurement_and_its_error():
+    goal = NEUTRAL + np.array([0.3, -0.2, 0, 0.1, 0, 0, 0])
+    traj = plan([Point(2.0, list(goal))]).trajectory
+    q = NEUTRAL + 0.01
+    qd = np.full(7, 0.02)
+    s = jt.controller_state(traj, NOW + 0.7, q, qd)
+    p, v, a = traj.sample(NOW + 0.7)
+    assert np.array_equal(s.desired[0], p) and np.array_equal(s.desired[1], v)
+    assert np.array_equal(s.desired[2], a)
+    assert np.allclose(s.error[0], p - q) and np.allclose(s.error[1], v - qd)
+    assert np.array_equal(s.actual[0], q)
+
+
+def test_query_samples_the_spline_refuses_a_time_before_it_and_holds_after_it():
+    goal = NEUTRAL + np.array([0.3, -0.2, 0, 0.1, 0, 0, 0])
+    mid = NEUTRAL + np.array([0.1, -0.1, 0, 0.05, 0, 0, 0])
+    traj = plan([Point(1.0, list(mid)), Point(2.0, list(goal))]).trajectory
+    assert np.allclose(jt.query(traj, NOW + 1.0)[0], mid)         # through its points
+    p, v, a = jt.query(traj, NOW + 5.0)
+    assert np.allclose(p, goal) and not v.any() and not a.any()
+    with pytest.raises(ValueError, match='precedes the trajectory'):
+        jt.query(traj, NOW - 0.1)
+    with pytest.raises(ValueError, match='no trajectory'):
+        jt.query(None, NOW)

@@ -12,12 +12,12 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
 import pytest
 
+from clients import Series, arm_positions
 from contract import ARM
 from rosharness import latest, wait_for
 
@@ -187,9 +187,16 @@ def test_another_server_takes_over_a_running_goal(robot, nodes, joints):
     wait_for(lambda: servers() == [STANDIN], 10.0, 'only the SDK-style server advertised')
     builtin = next(n for n in reversed(nodes.started) if 'builtin' in str(n.log_path))
     assert 'aborted: another action server (%s) took over' % STANDIN in builtin.log()
-    # The arm was brought to rest short of the goal's end, and stays there.
-    wait_for(lambda: np.abs(speeds(joints)).max() < 0.01, 5.0, 'the arm at rest')
-    q_rest = angles(joints)
-    assert abs(q_rest[0] - target[0]) > 0.05
-    time.sleep(1.0)
-    assert np.abs(angles(joints) - q_rest).max() < 1e-3
+    # The arm was brought to rest short of the goal's end, and stays there (1 s of joint states).
+    from sensor_msgs.msg import JointState
+    held = Series('/robot/joint_states', JointState)
+    try:
+        wait_for(lambda: np.abs(speeds(joints)).max() < 0.01, 5.0, 'the arm at rest')
+        q_rest = angles(joints)
+        t_rest = joints.get().header.stamp.to_sec()
+        assert abs(q_rest[0] - target[0]) > 0.05
+        held.wait_until(t_rest + 1.0)
+        drift = max(np.abs(arm_positions(m) - q_rest).max() for m in held.between(t_rest, t_rest + 1.0))
+    finally:
+        held.unregister()
+    assert drift < 1e-3, drift

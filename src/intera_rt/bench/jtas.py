@@ -14,6 +14,12 @@ tracking error is /robot/joint_states minus that motion at each message's stamp,
 trajectory's duration; the start time is read from the server's feedback (header.stamp
 minus desired.time_from_start). Prints one JSON object; ``run()`` returns it as a dict.
 Target: RMS ≤ 0.005 rad.
+
+Then compliance (docs/motion.md, compliant goals): an InteractionControlCommand soft along
+base x (300 N/m) latched on the server's ~interaction_control_command, a 9 s goal, and a
+15 N push along x at the hand for 2.5 s from 2 s into it. The hand's offset from where the
+desired joint angles (~state) put it, over the push's last 0.25 s minus over the 0.5 s
+before it, against F/K. Target: within ±20 % of F/K, and the goal succeeds.
 """
 import argparse
 import json
@@ -30,6 +36,11 @@ from intera_rt.robot import ARM_JOINTS
 ARM = list(ARM_JOINTS)
 ACTION = '/robot/limb/right/follow_joint_trajectory'
 TARGET_RMS = 0.005
+JTAS_NS = '/motion_controller/joint_trajectory_action_server/'   # the server's ~ on the robot
+COMPLIANT_K = 300.0             # N/m along base x
+PUSH_N = 15.0
+PUSH_S = 2.5
+COMPLIANCE_TOLERANCE = 0.20     # of F/K
 
 
 def smooth_motion(start, delta, bump, duration):
@@ -114,6 +125,93 @@ def _measure(duration):
     return out, client, start
 
 
+def _compliance(client, duration=9.0):
+    """A compliant goal pushed at the hand: the hand's offset from its path against F/K."""
+    import rospy
+    from control_msgs.msg import FollowJointTrajectoryGoal, JointTrajectoryControllerState
+    from geometry_msgs.msg import Vector3, Wrench
+    from intera_core_msgs.msg import EndpointState, InteractionControlCommand
+    from intera_rt_msgs.srv import ApplyWrench
+    from rosgraph_msgs.msg import Log
+    from sensor_msgs.msg import JointState
+    from trajectory_msgs.msg import JointTrajectoryPoint
+
+    from intera_rt.model import RobotModel
+    tip = RobotModel.from_file().arm_dynamics.tip
+    states, hands, lock = {}, [], threading.Lock()
+    latest, heard = [0.0], []
+
+    def on_state(msg):
+        t = round(msg.header.stamp.to_sec(), 4)
+        with lock:
+            states[t] = np.array(msg.desired.positions)
+            latest[0] = max(latest[0], t)
+
+    def on_log(msg):
+        if 'goals that follow run under interaction control' in msg.msg:
+            heard.append(msg)
+
+    def on_hand(msg):
+        p = msg.pose.position
+        with lock:
+            hands.append((round(msg.header.stamp.to_sec(), 4), np.array([p.x, p.y, p.z])))
+    subs = [rospy.Subscriber(JTAS_NS + 'state', JointTrajectoryControllerState, on_state, queue_size=200),
+            rospy.Subscriber('/robot/limb/right/endpoint_state', EndpointState, on_hand, queue_size=200),
+            rospy.Subscriber('/rosout', Log, on_log, queue_size=100)]
+    pub = rospy.Publisher(JTAS_NS + 'interaction_control_command', InteractionControlCommand,
+                          queue_size=1, latch=True)
+    cmd = InteractionControlCommand(interaction_control_active=True, endpoint_name='right_hand',
+                                    K_impedance=[COMPLIANT_K, 1300.0, 1300.0, 30.0, 30.0, 30.0],
+                                    max_impedance=[False] * 6, interaction_control_mode=[1] * 6)
+    cmd.interaction_frame.orientation.w = 1.0
+    pub.publish(cmd)
+    push = rospy.ServiceProxy('/intera_rt/sim/apply_wrench', ApplyWrench)
+    push.wait_for_service(10.0)
+    wait_for(lambda: hands, 10.0, 'endpoint_state')
+    js = rospy.wait_for_message('/robot/joint_states', JointState, 10.0)
+    q0 = np.array([js.position[js.name.index(n)] for n in ARM])
+    toward = -np.sign(q0 - np.array([0.0, -0.77, 0.0, 1.5, 0.0, 0.5, 0.0]))
+    toward[toward == 0] = 1.0
+    goal = FollowJointTrajectoryGoal()
+    goal.trajectory.joint_names = list(ARM)
+    goal.trajectory.points.append(JointTrajectoryPoint(
+        positions=(q0 + toward * np.array([0.3, 0.0, 0.0, 0.15, 0.0, 0.1, 0.0])).tolist(),
+        time_from_start=rospy.Duration(duration)))
+    wait_for(lambda: heard, 20.0, 'the server to take the interaction command')
+    client.send_goal(goal)
+    wait_for(lambda: len(states) > 10, 20.0, '~state')
+    t_push = latest[0] + 2.0
+    wait_for(lambda: latest[0] >= t_push, 30.0, '2 s into the goal')
+    t_push = latest[0]
+    resp = push('right_hand', Wrench(force=Vector3(PUSH_N, 0, 0), torque=Vector3(0, 0, 0)), PUSH_S)
+    t_end = t_push + PUSH_S
+    wait_for(lambda: latest[0] >= t_end, 30.0, 'the end of the push')
+    wait_for(lambda: client.get_state() in (2, 3, 4, 5, 8), 60.0 + 20.0 * duration, 'the result')
+    pub.publish(InteractionControlCommand(interaction_control_active=False))
+    for sub in subs:
+        sub.unregister()
+
+    def offset(t0, t1):
+        with lock:
+            off = [p - tip('right_hand', states[t])[0] for t, p in hands if t0 <= t <= t1 and t in states]
+        return np.mean(off, axis=0) if off else None, len(off)
+    before, n0 = offset(t_push - 0.5, t_push)
+    pushed, n1 = offset(t_end - 0.3, t_end - 0.05)
+    expected = PUSH_N / COMPLIANT_K
+    terminal = {2: 'PREEMPTED', 3: 'SUCCEEDED', 4: 'ABORTED', 5: 'REJECTED', 8: 'RECALLED'}
+    out = {'stiffness_n_per_m': COMPLIANT_K, 'push_n': PUSH_N, 'push_s': PUSH_S,
+           'expected_m': expected, 'result': terminal[client.get_state()],
+           'push_accepted': bool(resp.success), 'samples': [n0, n1]}
+    if before is not None and pushed is not None:
+        moved = pushed - before
+        out.update({'moved_m': float(moved[0]), 'moved_xyz_m': moved.round(5).tolist(),
+                    'ratio': float(moved[0] / expected)})
+    out['target'] = 'F/K ±%d %%' % round(100 * COMPLIANCE_TOLERANCE)
+    out['pass'] = bool(out['result'] == 'SUCCEEDED' and 'ratio' in out
+                       and abs(out['ratio'] - 1.0) <= COMPLIANCE_TOLERANCE)
+    return out
+
+
 def _go_back(client, start, duration=4.0):
     import rospy
     from control_msgs.msg import FollowJointTrajectoryGoal
@@ -133,15 +231,18 @@ def run(master_uri=None, speed=0.5, duration=4.0):
         os.environ['ROS_MASTER_URI'] = master_uri
         rospy.init_node('bench_jtas', anonymous=True, disable_signals=True)
         out, client, start = _measure(duration)
+        out['compliance'] = _compliance(client)
         _go_back(client, start)
         out['robot'] = master_uri
     else:
         with own_robot(['--sim-time', '--speed', str(speed)],
                        os.path.join(tempfile.mkdtemp(prefix='bench_jtas_'), 'sawyer.log'), 90.0):
             rospy.init_node('bench_jtas', anonymous=True, disable_signals=True)
-            out, _, _ = _measure(duration)
+            out, client, _ = _measure(duration)
+            out['compliance'] = _compliance(client)
         out['robot'] = 'own (scripts/sawyer --sim-time --speed %s)' % speed
     out['use_sim_time'] = bool(rospy.get_param('/use_sim_time', False)) if master_uri else True
+    out['pass'] = bool(out['pass'] and out['compliance']['pass'])
     return out
 
 

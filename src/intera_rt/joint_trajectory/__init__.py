@@ -1,6 +1,8 @@
 """The joint trajectory action server's core: a FollowJointTrajectory goal checked and
 turned into one spline over every arm joint (``goal``, ``spline``), and the running goal
-watched against its tolerances (``monitor``).
+watched against its tolerances (``monitor``) and, when it runs under interaction control,
+its force threshold (``compliance``, with the controller state ROS's trajectory
+controller offers).
 
 Pure: no ROS, no clock. Every time is an absolute time in seconds that the caller passes in
 (the ROS adapter uses the stamps of /robot/joint_states), so the same trajectory can be
@@ -14,6 +16,8 @@ from intera_rt.joint_trajectory.goal import (
     Tolerances, plan_goal, resolve_tolerances)
 from intera_rt.joint_trajectory.monitor import (
     GoalMonitor, Outcome, check_goal, check_path)
+from intera_rt.joint_trajectory.compliance import (
+    FORCE_THRESHOLD, FORCE_THRESHOLD_TEXT, ControllerState, controller_state, force_exceeded, query)
 from intera_rt.joint_trajectory.spline import (
     MIN_STOP_TIME, STOP_DECEL_FRACTION, JointTrajectory, cubic_coeffs, quintic_coeffs,
     stop_duration, stop_trajectory)
@@ -22,4 +26,5 @@ __all__ = ['CODE_NAMES', 'GOAL_TOLERANCE_VIOLATED', 'INVALID_GOAL', 'INVALID_JOI
            'PATH_TOLERANCE_VIOLATED', 'SUCCESSFUL', 'AcceptedGoal', 'GoalError', 'JointTol', 'Limits', 'Point',
            'State', 'Tolerances', 'plan_goal', 'resolve_tolerances', 'GoalMonitor', 'Outcome', 'check_goal',
            'check_path', 'MIN_STOP_TIME', 'STOP_DECEL_FRACTION', 'JointTrajectory', 'cubic_coeffs',
-           'quintic_coeffs', 'stop_duration', 'stop_trajectory']
+           'quintic_coeffs', 'stop_duration', 'stop_trajectory', 'FORCE_THRESHOLD',
+           'FORCE_THRESHOLD_TEXT', 'ControllerState', 'controller_state', 'force_exceeded', 'query']

@@ -14,8 +14,12 @@ zero-G the robot holds the arm and no ramp is sent. Another server of the same a
 this one yields to it (jtas_other_servers). Parameters under ~ (in the motion controller's
 process: /motion_controller/joint_trajectory_action_server/): mode (position_w_id,
 position, velocity), rate, action_ns, path_tolerance, goal_tolerance,
-stopped_velocity_tolerance, goal_time, velocity_kp, command_lead; a goal's own tolerances
-override them (> 0 sets, 0 keeps the default, < 0 disables).
+stopped_velocity_tolerance, goal_time, velocity_kp, command_lead, force_threshold; a goal's
+own tolerances override them (> 0 sets, 0 keeps the default, < 0 disables).
+
+Beyond the robot (seed 004; docs/motion.md): ~interaction_control_command runs the goals
+that follow under interaction control, ended by ~force_threshold; ~state and ~query_state
+are those of ROS's joint_trajectory_controller (~: the parameters' namespace).
 """
 import math
 import sys
@@ -25,15 +29,19 @@ import time
 import numpy as np
 import rospy
 from actionlib_msgs.msg import GoalStatus
-from control_msgs.msg import FollowJointTrajectoryAction, FollowJointTrajectoryResult
-from intera_core_msgs.msg import JointCommand
+from control_msgs.msg import (FollowJointTrajectoryAction, FollowJointTrajectoryResult,
+                              JointTrajectoryControllerState)
+from control_msgs.srv import QueryTrajectoryState, QueryTrajectoryStateResponse
+from intera_core_msgs.msg import EndpointState, InteractionControlCommand, JointCommand
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64
 
 from intera_rt import joint_trajectory as jt
+from intera_rt.control.base import CommandRejected
+from intera_rt.control.interaction_params import describe, parse
 from intera_rt.robot import ARM_JOINTS
 from intera_rt.ros import jtas_commands as commands
-from intera_rt.ros import jtas_params
+from intera_rt.ros import jtas_params, robot_commands
 from intera_rt.ros.actions import MIN_RESULT_DELAY, StatusHoldingServer
 from intera_rt.ros.arm_conditions import ArmConditions
 from intera_rt.ros.jtas_other_servers import OtherServers
@@ -44,23 +52,30 @@ STALE_JOINT_STATES = 2.0        # s of robot time without /robot/joint_states: a
 STALE_CONFIRM = 0.5             # wall s the condition must persist (a starved process catching up)
 SILENT_ROBOT = 30.0             # wall s without joint states: abort even if the clock stopped too
 LIMB_NS = '/robot/limb/right/'
+INTERACTION_RESEND = 0.25       # s of robot time: re-send a compliant goal's parameters while
+                                # the robot is not (yet) in interaction control
 
 
 class _Active:
-    def __init__(self, gh, plan):
+    def __init__(self, gh, plan, compliance=None, threshold=math.inf):
         self.gh = gh
         self.plan = plan
         self.monitor = jt.GoalMonitor(plan)
         self.id = gh.get_goal_id().id
+        self.compliance = compliance        # the InteractionControlCommand it runs under
+        self.threshold = threshold          # N at the endpoint (compliant goals)
+        self.sent_at = -math.inf            # robot time its parameters were last sent
 
 
 class _Stopping:
     """A stop ramp; the goal that ended with it gets its result once the arm is at rest."""
 
-    def __init__(self, trajectory, gh=None, how='preempted', code=jt.SUCCESSFUL, text=''):
+    def __init__(self, trajectory, gh=None, how='preempted', code=jt.SUCCESSFUL, text='',
+                 compliant=False):
         self.trajectory = trajectory
         self.gh = gh
         self.how, self.code, self.text = how, code, text
+        self.compliant = compliant          # the interaction controller's reference
 
     def finish(self, server):
         if self.gh is not None:
@@ -75,6 +90,7 @@ class JointTrajectoryActionServer:
     def __init__(self, params='~'):
         """params: where its parameters are (a namespace ending in '/')."""
         p = jtas_params.read(params)
+        self.params_ns = params
         self.mode, self.rate, self.action_ns = p.mode, p.rate, p.action_ns
         self.defaults_args, self.kp, self.lead = p.tolerances, p.kp, p.lead
         self.arm = list(rospy.get_param('/robot_config/right_config/joint_names', list(ARM_JOINTS)))
@@ -88,6 +104,10 @@ class JointTrajectoryActionServer:
         self.stopping = None
         self.yielded_to = None       # the other server's node name(s) while this one yields
         self._serving = False
+        self._compliance = None      # the latched InteractionControlCommand for goals (None: stiff)
+        self._interacting = False    # this server put the robot in interaction control
+        self._force = None           # the endpoint's force (N, base) while it is watched
+        self._traj = None            # the trajectory commanded last (query_state)
 
         self.limits = jtas_params.wait_for_limits(self.arm)
         self.defaults = jt.Tolerances.uniform(len(self.arm), **self.defaults_args)
@@ -98,6 +118,12 @@ class JointTrajectoryActionServer:
                          tcp_nodelay=True)
         self.conditions = ArmConditions.listen(cuff=True)   # why the arm cannot move (the cuff too, as the SDK's)
         rospy.Subscriber(LIMB_NS + 'set_speed_ratio', Float64, self._on_speed_ratio, queue_size=10)
+        self.pub_interaction = rospy.Publisher(LIMB_NS + 'interaction_control_command',
+                                               InteractionControlCommand, queue_size=10)
+        self.pub_state = rospy.Publisher(params + 'state', JointTrajectoryControllerState,
+                                         queue_size=10)
+        self._endpoint_sub = None    # subscribed with the first compliant command
+        jtas_params.force_threshold(params)      # (subscribes to its changes now, not at a goal)
 
         # Serve only once the robot's state is known: a goal sent as soon as the action is
         # advertised must not be refused for want of data.
@@ -121,6 +147,9 @@ class JointTrajectoryActionServer:
         self._thread = threading.Thread(target=self._run, name='jtas_control', daemon=True)
         self._thread.start()
         self.others.watch(self._on_others, self._yielded)
+        rospy.Service(params + 'query_state', QueryTrajectoryState, self._on_query_state)
+        rospy.Subscriber(params + 'interaction_control_command', InteractionControlCommand,
+                         self._on_interaction_command, queue_size=10)
         rospy.on_shutdown(self._on_shutdown)
 
     # --- another server of the action: yield to it --------------------------------------------
@@ -183,6 +212,65 @@ class JointTrajectoryActionServer:
     def _on_speed_ratio(self, msg):
         if math.isfinite(msg.data):
             self._ratio = min(1.0, max(0.0, float(msg.data)))      # as the robot clips it
+
+    def _on_interaction_command(self, msg):
+        """~interaction_control_command: the goals that follow run under interaction control
+        with these parameters (active), or stiffly (inactive). A command the robot would
+        refuse is refused here, naming the field, and changes nothing."""
+        where = self.params_ns + 'interaction_control_command'
+        if msg.interaction_control_active:
+            try:
+                parsed, _ = parse(robot_commands.interaction_command(msg))
+            except CommandRejected as exc:
+                rospy.logerr('joint_trajectory_action_server: %s rejected: %s; goals run as '
+                             'before (%s)', where, exc,
+                             'compliant' if self._compliance is not None else 'stiff')
+                return
+            if self._endpoint_sub is None:
+                self._endpoint_sub = rospy.Subscriber(LIMB_NS + 'endpoint_state', EndpointState,
+                                                      self._on_endpoint, queue_size=1,
+                                                      tcp_nodelay=True)
+            rospy.loginfo('joint_trajectory_action_server: goals that follow run under %s',
+                          describe(parsed))
+        else:
+            rospy.loginfo('joint_trajectory_action_server: goals that follow run stiffly (%s '
+                          'inactive)', where)
+        with self.lock:
+            self._compliance = msg if msg.interaction_control_active else None
+            if self._compliance is None and self.active is None and self.stopping is None:
+                self._leave_interaction()
+
+    def _on_endpoint(self, msg):
+        f = msg.wrench.force
+        self._force = (f.x, f.y, f.z)
+
+    def _enter_interaction(self, act, now):
+        """Send the compliant goal's parameters to the robot (its TRAJECTORY_MODE setpoints
+        then move the interaction controller's reference)."""
+        self.pub_interaction.publish(act.compliance)
+        act.sent_at = now
+        self._interacting = True
+
+    def _leave_interaction(self):
+        """Back to stiff position control, if this server left the robot in interaction
+        control (one a user started stays theirs)."""
+        if self._interacting:
+            self._interacting = False
+            if self.conditions.controller == 'interaction':
+                self.pub_interaction.publish(InteractionControlCommand(interaction_control_active=False))
+
+    def _on_query_state(self, req):
+        """~query_state: the sample of the trajectory commanded last at req.time (holding
+        its last point after its end), for every arm joint."""
+        with self.lock:
+            traj = self._traj
+        try:
+            p, v, a = jt.query(traj, req.time.to_sec())
+        except ValueError as exc:
+            rospy.logerr('joint_trajectory_action_server: query_state: %s', exc)
+            raise rospy.ServiceException('query_state: %s' % exc) from None
+        return QueryTrajectoryStateResponse(name=list(self.arm), position=p.tolist(),
+                                            velocity=v.tolist(), acceleration=a.tolist())
 
     # --- robot conditions ----------------------------------------------------------------
     def _robot_why_not(self):
@@ -260,24 +348,36 @@ class JointTrajectoryActionServer:
             self.stopping.finish(self)
         self.stopping = None
         gh.set_accepted('accepted')
-        self.active = _Active(gh, plan)
-        if self.mode == 'position':
+        compliance = self._compliance
+        if compliance is not None:
+            self.active = _Active(gh, plan, compliance, jtas_params.force_threshold(self.params_ns))
+            self._enter_interaction(self.active, now)
+        else:
+            self._leave_interaction()
+            self.active = _Active(gh, plan)
+        self._traj = plan.trajectory
+        if self.mode == 'position' and compliance is None:
             commands.warn_if_faster_than_ratio(plan, self._ratio, self.limits)
         kinds = {k: plan.kinds.count(k) for k in sorted(set(plan.kinds))}
         rospy.loginfo('joint_trajectory_action_server: goal %s accepted: %d points, %s, %.2f s '
-                      'from now, segments %s', self.active.id, len(points),
-                      ', '.join(plan.joint_names), plan.t_end - now, kinds)
+                      'from now, segments %s%s', self.active.id, len(points),
+                      ', '.join(plan.joint_names), plan.t_end - now, kinds,
+                      '' if compliance is None else ', under interaction control (force '
+                      'threshold %.1f N)' % self.active.threshold)
 
     def _on_cancel(self, gh):
         gid = gh.get_goal_id().id
         if self.active is not None and self.active.id == gid:
             now = self._now()
             state = jt.State(*self.active.plan.trajectory.sample(now))
+            compliant = self.active.compliance is not None
             self.active = None
             if self._robot_why_not() is None:
                 self.stopping = _Stopping(jt.stop_trajectory(now, state, self.limits), gh,
                                           'preempted', jt.SUCCESSFUL,
-                                          'cancelled; the arm stopped and holds its position')
+                                          'cancelled; the arm stopped and holds its position',
+                                          compliant)
+                self._traj = self.stopping.trajectory
                 rospy.loginfo('joint_trajectory_action_server: goal %s cancelled: stopping the arm',
                               gid)
             else:
@@ -372,13 +472,20 @@ class JointTrajectoryActionServer:
                                stop=not robot_holds)
         t_meas, q, qd, _ = self._joints
         now = max(now, t_meas)
-        outcome = act.monitor.update(t_meas, q, qd)
         traj = act.plan.trajectory
+        if act.compliance is not None:
+            over = jt.force_exceeded(self._force, act.threshold, t_meas - traj.t_start)
+            if over is not None:
+                return self._abort(act, over.code, over.message)
+            if self.conditions.controller != 'interaction' and now - act.sent_at > INTERACTION_RESEND:
+                self._enter_interaction(act, now)       # (a first message can go unheard)
+        outcome = act.monitor.update(t_meas, q, qd)
+        self._publish_state(traj, t_meas, q, qd)
         if outcome is None:
-            self._command(traj, now + self.lead, t_meas, q)
+            self._command(traj, now + self.lead, t_meas, q, act.compliance is not None)
             self._feedback(act, t_meas, q, qd)
         elif outcome.succeeded:
-            self._command_hold(traj.end_positions())
+            self._command_hold(traj.end_positions(), act.compliance is not None)
             self.active = None
             rospy.loginfo('joint_trajectory_action_server: Joint Trajectory Action Succeeded '
                           '(goal %s): %s', act.id, outcome.message)
@@ -388,39 +495,56 @@ class JointTrajectoryActionServer:
 
     def _abort(self, act, code, text, stop=True):
         """Abort ``act``; with ``stop`` the arm is first brought to rest from where it is
-        (the result goes out once it is)."""
+        (the result goes out once it is). Under interaction control the ramp starts from
+        the desired state: the reference decelerates instead of jumping to where a push
+        holds the arm."""
         self.active = None
         rospy.logerr('joint_trajectory_action_server: goal %s aborted: %s: %s', act.id,
                      jt.CODE_NAMES.get(code, code), text)
         if stop and self._joints is not None:
             now, q, qd, _ = self._joints
-            self.stopping = _Stopping(jt.stop_trajectory(now, jt.State(q, qd), self.limits),
-                                      act.gh, 'aborted', code, text)
+            state = jt.State(*act.plan.trajectory.sample(now)) if act.compliance is not None \
+                else jt.State(q, qd)
+            self.stopping = _Stopping(jt.stop_trajectory(now, state, self.limits),
+                                      act.gh, 'aborted', code, text, act.compliance is not None)
+            self._traj = self.stopping.trajectory
         else:
+            self._traj = None        # the robot holds the arm where it stopped it
             self._finish(act.gh, 'aborted', code, text)
 
     def _run_stopping(self, now):
         stop = self.stopping
         if self._robot_why_not() is not None:
             self.stopping = None
-        elif now >= stop.trajectory.t_end:
-            self._command_hold(stop.trajectory.end_positions())
-            self.stopping = None
         else:
             js = self._joints
-            self._command(stop.trajectory, now + self.lead, js[0] if js else now,
-                          js[1] if js else None)
-            return
+            if js is not None:
+                self._publish_state(stop.trajectory, js[0], js[1], js[2])
+            if now < stop.trajectory.t_end:
+                self._command(stop.trajectory, now + self.lead, js[0] if js else now,
+                              js[1] if js else None, stop.compliant)
+                return
+            self._command_hold(stop.trajectory.end_positions(), stop.compliant)
+            self.stopping = None
         stop.finish(self)
 
     # --- commands ----------------------------------------------------------------------------
-    def _command(self, traj, t_cmd, t_meas, q):
-        self.pub_cmd.publish(commands.trajectory_command(self.mode, self.arm, traj, t_cmd, t_meas, q,
-                                                         self.limits, self.kp))
+    def _mode(self, compliant):
+        """Under interaction control the setpoints are TRAJECTORY_MODE whatever ~mode says:
+        they are what moves the interaction controller's reference."""
+        return 'position_w_id' if compliant else self.mode
 
-    def _command_hold(self, p):
+    def _command(self, traj, t_cmd, t_meas, q, compliant=False):
+        self.pub_cmd.publish(commands.trajectory_command(self._mode(compliant), self.arm, traj,
+                                                         t_cmd, t_meas, q, self.limits, self.kp))
+
+    def _command_hold(self, p, compliant=False):
         stamp = self._now() if self._joints is not None else None
-        self.pub_cmd.publish(commands.hold_command(self.mode, self.arm, p, stamp))
+        self.pub_cmd.publish(commands.hold_command(self._mode(compliant), self.arm, p, stamp))
+
+    def _publish_state(self, traj, t_meas, q, qd):
+        if self.pub_state.get_num_connections():
+            self.pub_state.publish(commands.controller_state(self.arm, traj, t_meas, q, qd))
 
     def _feedback(self, act, t_meas, q, qd):
         act.gh.publish_feedback(commands.feedback(act.plan, t_meas, q, qd))

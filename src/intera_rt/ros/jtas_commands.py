@@ -1,12 +1,14 @@
 """The joint trajectory action server's messages out: the arm commands of its three modes
 (see joint_trajectory_action_server) and the goal's feedback. Every command names all seven
 arm joints: the robot's TRAJECTORY_MODE would keep extrapolating a joint a command leaves
-out."""
+out. Also the controller state (~state) that ROS's joint_trajectory_controller publishes."""
 import numpy as np
 import rospy
-from control_msgs.msg import FollowJointTrajectoryFeedback
+from control_msgs.msg import FollowJointTrajectoryFeedback, JointTrajectoryControllerState
 from intera_core_msgs.msg import JointCommand
 from trajectory_msgs.msg import JointTrajectoryPoint
+
+from intera_rt import joint_trajectory as jt
 
 
 def trajectory_command(mode, names, traj, t_cmd, t_meas, q, limits, kp):
@@ -51,21 +53,39 @@ def hold_command(mode, names, p, stamp=None):
     return msg
 
 
+def _points(state, idx, since):
+    """desired, actual, error JointTrajectoryPoints of a jt.ControllerState for the joints
+    idx (in that order)."""
+    (p_d, v_d, a_d), (q, qd), (e_p, e_v) = state.desired, state.actual, state.error
+    return (JointTrajectoryPoint(positions=p_d[idx].tolist(), velocities=v_d[idx].tolist(),
+                                 accelerations=a_d[idx].tolist(), time_from_start=since),
+            JointTrajectoryPoint(positions=q[idx].tolist(), velocities=qd[idx].tolist(),
+                                 time_from_start=since),
+            JointTrajectoryPoint(positions=e_p[idx].tolist(), velocities=e_v[idx].tolist(),
+                                 time_from_start=since))
+
+
 def feedback(plan, t_meas, q, qd):
     """FollowJointTrajectoryFeedback of an accepted goal at the measurement (t_meas, q, qd),
     for the goal's joints in the goal's order."""
-    p_d, v_d, a_d = plan.trajectory.sample(t_meas)
-    idx = plan.goal_joints
     since = rospy.Duration.from_sec(max(0.0, t_meas - plan.t_start))
     fb = FollowJointTrajectoryFeedback(joint_names=plan.joint_names)
     fb.header.stamp = rospy.Time.from_sec(t_meas)
-    fb.desired = JointTrajectoryPoint(positions=p_d[idx].tolist(), velocities=v_d[idx].tolist(),
-                                      accelerations=a_d[idx].tolist(), time_from_start=since)
-    fb.actual = JointTrajectoryPoint(positions=q[idx].tolist(), velocities=qd[idx].tolist(),
-                                     time_from_start=since)
-    fb.error = JointTrajectoryPoint(positions=(p_d - q)[idx].tolist(),
-                                    velocities=(v_d - qd)[idx].tolist(), time_from_start=since)
+    fb.desired, fb.actual, fb.error = _points(jt.controller_state(plan.trajectory, t_meas, q, qd),
+                                              plan.goal_joints, since)
     return fb
+
+
+def controller_state(names, traj, t_meas, q, qd):
+    """JointTrajectoryControllerState (~state) of every arm joint at the measurement, as ROS's
+    joint_trajectory_controller publishes it: desired at the measurement's stamp, error =
+    desired − actual."""
+    msg = JointTrajectoryControllerState(joint_names=list(names))
+    msg.header.stamp = rospy.Time.from_sec(t_meas)
+    since = rospy.Duration.from_sec(max(0.0, t_meas - traj.t_start))
+    msg.desired, msg.actual, msg.error = _points(jt.controller_state(traj, t_meas, q, qd),
+                                                 slice(None), since)
+    return msg
 
 
 def warn_if_faster_than_ratio(plan, ratio, limits):

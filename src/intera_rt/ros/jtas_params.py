@@ -15,6 +15,10 @@ bad one is a ValueError naming it: the server does not start), and the arm's joi
                and stopped-velocity tolerance (tolerances <= 0: not checked)
   velocity_kp  1/s, default 5.0 (velocity mode)
   command_lead s, default 0.002: commands are sampled this far ahead of now (transport)
+  force_threshold N, default 45: a goal run under interaction control (the JTAS's
+               interaction_control_command) ends when the force at the endpoint passes it
+               (<= 0: no threshold); read when a goal arrives, so a change applies to the
+               goals that follow
 """
 import math
 from dataclasses import dataclass
@@ -65,6 +69,24 @@ def read(ns='~'):
     if not (math.isfinite(lead) and 0 <= lead <= 0.1):
         raise ValueError('~command_lead must be within [0, 0.1] s, got %r' % lead)
     return JtasParams(mode, rate, action_ns, tolerances, kp, lead)
+
+
+def force_threshold(ns='~'):
+    """~force_threshold (N) now: <= 0 or inf, none. Cached (the master sends changes), so a
+    goal's arrival costs no master call; a value that is not a number is logged and the
+    default used."""
+    value = rospy.get_param_cached(ns + 'force_threshold', jt.FORCE_THRESHOLD)
+    if isinstance(value, dict):           # unset (the cache keeps the master's empty answer)
+        return jt.FORCE_THRESHOLD
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        number = math.nan
+    if math.isnan(number):
+        rospy.logerr_throttle(10.0, 'joint_trajectory_action_server: ~force_threshold %r is not a '
+                              'number: using %.1f N' % (value, jt.FORCE_THRESHOLD))
+        return jt.FORCE_THRESHOLD
+    return number if number > 0 else math.inf
 
 
 def wait_for_limits(names):
