@@ -432,13 +432,15 @@ def _ros_trial(c, rng, k):
                 return False, 'ik', dict(detail, at=b)
             if c.signal('is_gripping') is not True:
                 return False, 'dropped', dict(detail, at=b, block=c.block(name)[0].tolist())
+        held = c.block(name)[0]
         c.set_position(OPEN)
         c.wait(lambda: (c.signal('position_response_m') or 0.0) > OPEN - 0.002, 5.0)
         c.move((px, py, centre + 0.002), (px, py, centre + HOVER), yaw, 0.5)
         c.wait(lambda: c.block(name)[2] < 1e-6, 5.0)
         at, (qz, qw), _ = c.block(name)
         off = math.hypot(at[0] - px, at[1] - py)
-        detail.update(off=round(off, 4), z=round(at[2] - centre, 4))
+        detail.update(off=round(off, 4), z=round(at[2] - centre, 4),
+                      held_at=[round(v, 4) for v in held], rests_at=[round(v, 4) for v in at])
         if off > 0.01 or abs(at[2] - centre) > 0.002:
             return False, 'misplaced', detail
         return True, '', detail
