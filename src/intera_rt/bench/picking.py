@@ -183,6 +183,17 @@ def measure_plant(ticks):
 
 
 # --- lockstep through ROS ------------------------------------------------------------------
+def _wait_ticking(timeout=120.0):
+    """Until the robot's loop ticks (its first joint state): under sim time it starts once
+    every node takes its states, and a world request before that waits for the loop."""
+    import rospy
+    from sensor_msgs.msg import JointState
+
+    from intera_rt.bench.realtime_measures import _init_node
+    _init_node()
+    rospy.wait_for_message('/robot/joint_states', JointState, timeout)
+
+
 def measure_lockstep(out_dir, duration):
     import rospy
     from gazebo_msgs.srv import SpawnModel
@@ -193,6 +204,7 @@ def measure_lockstep(out_dir, duration):
     args = ['--sim-time', '--speed', 'max', '--backend', 'mujoco', '--backend-option', 'gripper=true']
     out = {'args': args}
     with own_robot(args, os.path.join(out_dir, 'picking_lockstep.log'), 120.0):
+        _wait_ticking()
         rospy.wait_for_service('/gazebo/spawn_sdf_model', 30.0)
         spawn = rospy.ServiceProxy('/gazebo/spawn_sdf_model', SpawnModel)
 
@@ -460,7 +472,7 @@ def measure_pick_place_ros(out_dir, trials, seed=21):
     results = []
     t0 = time.monotonic()
     with own_robot(args, os.path.join(out_dir, 'picking_ros.log'), 120.0):
-        rospy.init_node('intera_rt_bench_picking', anonymous=True, disable_signals=True)
+        _wait_ticking()
         rospy.wait_for_service('/gazebo/spawn_sdf_model', 30.0)
         c = _SdkClient()                       # the robot up, with the gripper in its model
         p = PoseMsg()
