@@ -161,9 +161,11 @@ def _sawyer_args(request):
     else:
         args = [str(a) for a in getattr(request.module, 'SAWYER_ARGS', [])]
     # INTERA_RT_TEST_BACKEND=mujoco runs every robot on that backend (a module that names
-    # its own --backend keeps it).
+    # its own --backend keeps it); =gazebo, on the Gazebo stand-in, under sim time.
     if '--backend' not in args and rosharness.backend_under_test() != 'embedded':
-        args = ['--backend', rosharness.backend_under_test()] + args
+        args = rosharness.backend_args() + args
+        if rosharness.backend_under_test() == 'gazebo' and '--sim-time' not in args:
+            args = ['--sim-time'] + args        # Gazebo is the clock
     return args
 
 

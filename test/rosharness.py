@@ -28,6 +28,18 @@ def backend_under_test():
     return os.environ.get('INTERA_RT_TEST_BACKEND', '').strip() or 'embedded'
 
 
+def backend_args():
+    """scripts/sawyer's arguments for the backend under test: gazebo is the Gazebo stand-in
+    (docs/backends.md#gazebo-what-was-verified-here), as no Gazebo runs here."""
+    backend = backend_under_test()
+    args = ['--backend', backend]
+    if backend == 'gazebo':
+        # Half real time, as test_gazebo_robot: Gazebo is not in lockstep with the loop, and
+        # on this shared machine a stand-in at 1x runs ahead of a loaded loop by many steps.
+        args += ['--backend-option', 'standin=true', '--backend-option', 'real_time_factor=0.5']
+    return args
+
+
 # ---------------------------------------------------------------------------
 # Generic waiting
 # ---------------------------------------------------------------------------

@@ -387,9 +387,12 @@ def test_the_navigator_circle_button_asks_for_zero_g_too(model):
 # --- velocity scaling near the avoidance shapes (an option beyond the robot) ------------------
 def _fold_into_the_shoulder(model, scaling):
     """A position move at speed ratio 1 folding the elbow into the shoulder. Returns the core,
-    right_j3's speed when the avoidance shapes first overlap, and the deepest overlap."""
+    right_j3's speed when the avoidance shapes first overlap, and the deepest overlap.
+    High-speed scaling (seed 003), which slows such a fold too, is off: this is
+    --velocity-scaling's effect alone (test_high_speed_scaling_core has the other's)."""
     core = RealtimeCore(model, q_arm=list(NEUTRAL),
-                        options={'collision_avoidance': {'velocity_scaling': scaling}})
+                        options={'collision_avoidance': {'velocity_scaling': scaling},
+                                 'high_speed_scaling': {'enabled': False}})
     core.apply(cmds.SetSpeedRatio(ratio=1.0))
     target = NEUTRAL.copy()
     target[3] = 2.9                       # the elbow folded: the hand into the shoulder
@@ -410,8 +413,8 @@ def test_velocity_scaling_slows_only_motion_that_closes_a_distance(model):
     """With collision_avoidance's velocity_scaling on, a position move folding the elbow
     into the shoulder slows as the avoidance shapes near each other: it meets them slower
     and goes an order of magnitude less deep (the rest is braking at the acceleration
-    limit); unfolding again runs at full speed. Off (the robot's behaviour), the move meets
-    them at full speed and only the avoidance torques push back."""
+    limit); unfolding again runs at full speed. Off, the move meets them at full speed and
+    only the avoidance torques push back."""
     vmax = model.limit_arrays(['right_j3'])['velocity'][0]
     off, entering_off, deepest_off = _fold_into_the_shoulder(model, False)
     on, entering_on, deepest_on = _fold_into_the_shoulder(model, True)

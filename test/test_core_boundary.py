@@ -44,6 +44,7 @@ COMMANDS = [
     cmds.CuffInput(source='navigator', pressed=True),
     cmds.SetTool(tool=Tool(fragment='<robot name="fragments"/>', mass=0.5,
                            loads=(('right_j6', (0.5, 0.0, 0.0, 0.01) + (1e-4,) * 6),))),
+    cmds.BypassSpeedScaling(on=True),
     cmds.SimEstop(pressed=True), cmds.SimError(on=True),
     cmds.SimWrench(link='right_hand', wrench=(0.0, 15.0, 0.0, 0.0, 0.0, 0.0), duration=0.5),
     cmds.SimJointPositions(names=(), positions=tuple(NEUTRAL)),

@@ -10,6 +10,10 @@ backend's pure parts. No ROS.
 - launch/sawyer_gazebo.launch refers to files that exist, to packages and node types as
   Noetic has them, to arguments the included launch files declare, and passes backend
   options the gazebo backend takes;
+- the rules Gazebo applies to the URDF (masses, inertias, limits, the world joint,
+  references, the controller period), the controllers YAML against ros_control's types
+  and parameters, the launch files through roslaunch-check (stand-ins for Noetic's
+  gazebo_ros and controller_manager);
 - the backend: registered, options checked, obstacles and contacts refused clearly; the
   wrench it sends Gazebo (at the lumped body's centre of mass) and the stand-in's reading
   of it push the joints with the same torques as the wrench asked for.
@@ -27,7 +31,7 @@ from intera_rt.boards import BACKENDS, Unsupported, check_backend, make_boards
 from intera_rt.boards.gazebo import (CONTROLLER, MODEL, NAMESPACE, _shift, body_com,
                                      gazebo_body)
 from intera_rt.model import RobotModel
-from intera_rt.robot import BOARD_JOINTS, NEUTRAL
+from intera_rt.robot import ARM_JOINTS, BOARD_JOINTS, NAMED_POSES, NEUTRAL
 
 REPO = Path(__file__).resolve().parents[1]
 URDF = REPO / 'urdf' / 'sawyer.urdf'
@@ -43,6 +47,8 @@ EMPTY_WORLD_ARGS = {'paused', 'use_sim_time', 'extra_gazebo_args', 'gui', 'recor
                     'respawn_gazebo', 'use_clock_frequency', 'pub_clock_frequency',
                     'enable_ros_network', 'server_required', 'gui_required'}
 NOETIC_NODES = {('gazebo_ros', 'spawn_model'), ('controller_manager', 'spawner')}
+# Ours in the launch file: spawn_model at the boot pose (it execs gazebo_ros's spawn_model).
+SPAWN_NODE = ('intera_rt', 'gazebo_spawn')
 
 
 def _tool():
@@ -151,10 +157,24 @@ def test_launch_file_refers_to_what_exists():
     assert _find(load.get('file')) == CONTROLLERS and load.get('ns') == '$(arg namespace)'
     assert root.find("arg[@name='namespace']").get('value') == NAMESPACE
     nodes = {(n.get('pkg'), n.get('type')): n for n in root.findall('node')}
-    assert set(nodes) == NOETIC_NODES
-    spawn = nodes['gazebo_ros', 'spawn_model'].get('args').split()
+    assert set(nodes) == NOETIC_NODES - {('gazebo_ros', 'spawn_model')} | {SPAWN_NODE}
+    assert (REPO / 'nodes' / SPAWN_NODE[1]).is_file()
+    text = ' '.join(nodes[SPAWN_NODE].get('args').split())
+    assert '--pose $(arg pose) ' in text
+    spawn = text.replace('$(arg namespace)', NAMESPACE).replace('$(arg pose)', 'POSE').split()
+    # What it runs: gazebo_ros's spawn_model, the base 0.93 m above the ground plane (the
+    # pedestal on it), every arm joint at the boot pose.
+    from intera_rt.ros.gazebo_spawn import spawn_args
+    i = spawn.index('--pose')
+    spawn = spawn_args('shipping', spawn[:i] + spawn[i + 2:])
+    assert tuple(spawn[1:3]) in NOETIC_NODES
     assert spawn[spawn.index('-param') + 1] == '/robot/gazebo_description'
     assert spawn[spawn.index('-model') + 1] == MODEL and '-urdf' in spawn
+    assert float(spawn[spawn.index('-z') + 1]) == 0.93
+    joints = {spawn[k + 1]: float(spawn[k + 2]) for k, a in enumerate(spawn) if a == '-J'}
+    assert joints == dict(zip(ARM_JOINTS, NAMED_POSES['shipping']))
+    with pytest.raises(ValueError, match="pose 'up': expected neutral, shipping or 7"):
+        spawn_args('up', [])
     spawner = nodes['controller_manager', 'spawner']
     assert spawner.get('ns') == '$(arg namespace)'
     assert set(spawner.get('args').split()) == set(yaml.safe_load(CONTROLLERS.read_text()))
@@ -219,3 +239,129 @@ def test_a_wrench_sent_through_gazebo_pushes_the_joints_as_asked(link):
     asked = joint_torques(fid, force, torque)
     assert np.abs(asked).max() > 1.0
     np.testing.assert_allclose(joint_torques(bid, force, at_body), asked, atol=1e-9)
+
+
+# --- the rules Gazebo, ros_control and roslaunch apply, checked without them ---------------
+
+def test_gazebo_urdf_follows_the_rules_gazebo_applies_to_a_urdf():
+    """What sdformat's URDF parser and ODE need: a link on a movable joint with no mass is
+    dropped with everything below it; an inertia that is not positive definite or breaks
+    the triangle inequality makes ODE unstable; a revolute joint needs its limits (effort,
+    velocity, lower < upper) and gets its <dynamics>; the model is fixed by one fixed joint
+    from `world`; every <gazebo reference> names a link or joint; the controller period is
+    no faster than the physics step; meshes (none) would need package:// URIs."""
+    gz = ET.parse(GAZEBO_URDF).getroot()
+    links = {l.get('name'): l for l in gz.findall('link')}
+    joints = {j.get('name'): j for j in gz.findall('joint')}
+    moving = [j for j in joints.values() if j.get('type') != 'fixed']
+    assert {j.get('name') for j in moving} == set(BOARD_JOINTS)
+    for joint in moving:
+        assert joint.get('type') == 'revolute'
+        child = links[joint.find('child').get('link')]
+        inertial = child.find('inertial')
+        assert inertial is not None, child.get('name')
+        assert float(inertial.find('mass').get('value')) > 1e-3, child.get('name')
+        i = {k: float(v) for k, v in inertial.find('inertia').attrib.items()}
+        tensor = np.array([[i['ixx'], i['ixy'], i['ixz']], [i['ixy'], i['iyy'], i['iyz']],
+                           [i['ixz'], i['iyz'], i['izz']]])
+        eig = np.linalg.eigvalsh(tensor)
+        assert eig.min() > 0.0, (child.get('name'), eig)
+        a, b, c = eig
+        assert a + b >= c and b + c >= a and a + c >= b, (child.get('name'), eig)
+        limit = joint.find('limit')
+        assert float(limit.get('effort')) > 0.0 and float(limit.get('velocity')) > 0.0
+        assert float(limit.get('lower')) < float(limit.get('upper'))
+        assert joint.find('dynamics') is not None
+    roots = [j for j in joints.values() if j.find('parent').get('link') == 'world']
+    assert len(roots) == 1 and roots[0].get('type') == 'fixed'
+    for element in gz.findall('gazebo'):
+        ref = element.get('reference')
+        assert ref is None or ref in links or ref in joints, ref
+    for tr in gz.findall('transmission'):
+        assert tr.find('joint').get('name') in {j.get('name') for j in moving}
+    plugin = gz.find('gazebo/plugin')
+    assert float(plugin.findtext('controlPeriod')) >= 0.001
+    for mesh in gz.iter('mesh'):
+        assert mesh.get('filename', '').startswith('package://intera_rt/'), mesh.get('filename')
+
+
+# ros_control (Noetic): the controller types the YAML may name, their required parameters
+# (type → {parameter: check}) and the hardware interface their joints need.
+ROS_CONTROL = {
+    'joint_state_controller/JointStateController': (
+        {'publish_rate': lambda v: isinstance(v, (int, float)) and v > 0}, None),
+    'effort_controllers/JointGroupEffortController': (
+        {'joints': lambda v: isinstance(v, list) and v and len(set(v)) == len(v)
+         and all(isinstance(n, str) for n in v)}, EFFORT),
+}
+
+
+def test_controllers_yaml_against_ros_control():
+    conf = yaml.safe_load(CONTROLLERS.read_text())
+    gz = ET.parse(GAZEBO_URDF).getroot()
+    interfaces = {tr.find('joint').get('name'): tr.find('joint').findtext('hardwareInterface')
+                  for tr in gz.findall('transmission')}
+    for name, params in conf.items():
+        assert name.replace('_', '').isalnum() and not name[0].isdigit(), name
+        kind = params.get('type')
+        assert kind in ROS_CONTROL, (name, kind)
+        required, interface = ROS_CONTROL[kind]
+        assert set(params) == {'type'} | set(required), (name, sorted(params))
+        for key, ok in required.items():
+            assert ok(params[key]), (name, key, params[key])
+        for joint in params.get('joints', []):
+            assert interfaces.get(joint) == interface, (name, joint)
+
+
+def _stub_packages(root):
+    """Stand-ins for Noetic's gazebo_ros and controller_manager as roslaunch sees them: a
+    package.xml, empty_world.launch with its arguments (EMPTY_WORLD_ARGS) and the
+    executables the launch file starts."""
+    for package, executable in (('gazebo_ros', 'spawn_model'), ('controller_manager', 'spawner')):
+        (root / package / 'scripts').mkdir(parents=True)
+        (root / package / 'package.xml').write_text(
+            '<?xml version="1.0"?>\n<package format="2"><name>%s</name><version>0.0.0'
+            '</version><description>stub</description><maintainer email="stub@example.com">'
+            'stub</maintainer><license>BSD</license><buildtool_depend>catkin'
+            '</buildtool_depend></package>\n' % package)
+        script = root / package / 'scripts' / executable
+        script.write_text('#!/bin/sh\n')
+        script.chmod(0o755)
+    (root / 'gazebo_ros' / 'launch').mkdir()
+    (root / 'gazebo_ros' / 'launch' / 'empty_world.launch').write_text(
+        '<launch>\n%s</launch>\n' % ''.join('  <arg name="%s" default=""/>\n' % a
+                                            for a in sorted(EMPTY_WORLD_ARGS)))
+
+
+def _roslaunch_check(path, stubs):
+    """roslaunch-check's verdict on launch file `path` (roslaunch.rlutil.check_roslaunch, in
+    a process of its own: rospkg caches packages): '' when it passes."""
+    import os
+    import subprocess
+    import sys
+    env = dict(os.environ, ROS_PACKAGE_PATH='%s:%s:/usr/share' % (stubs, REPO))
+    code = ('import sys, roslaunch.rlutil as r\n'
+            'print(r.check_roslaunch(sys.argv[1]) or "", end="")\n')
+    out = subprocess.run([sys.executable, '-c', code, str(path)], env=env, capture_output=True,
+                         text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    return out.stdout
+
+
+@pytest.mark.ros             # (no master, but roslaunch's loader runs `rosversion roslaunch`)
+def test_launch_files_pass_roslaunch_check(tmp_path):
+    """Arguments, includes, files, packages (package.xml declares Gazebo's on Noetic) and
+    node executables, as roslaunch-check checks them, with stand-ins for the Noetic packages
+    that Debian 12 lacks; a launch file passing an argument empty_world.launch does not
+    declare fails it."""
+    stubs = tmp_path / 'stubs'
+    _stub_packages(stubs)
+    assert _roslaunch_check(LAUNCH, stubs) == ''
+    assert _roslaunch_check(REPO / 'launch' / 'sawyer.launch', stubs) == ''
+    broken = REPO / 'launch' / ('.broken_%s.launch' % tmp_path.name)
+    broken.write_text(LAUNCH.read_text().replace(
+        '<arg name="paused" value="true"/>', '<arg name="pasued" value="true"/>'))
+    try:
+        assert 'pasued' in _roslaunch_check(broken, stubs)
+    finally:
+        broken.unlink()

@@ -2,11 +2,13 @@
 --sim-time --backend gazebo --backend-option standin=true): the exact gazebo_ros_control
 protocol — joint states on /sawyer_gazebo/joint_states, efforts on
 /sawyer_gazebo/effort_controller/command, Gazebo's /clock and its gazebo_msgs services —
-with the embedded plant behind it, stepping on its own at 1 kHz of sim time (not in
-lockstep with the robot's loop, as Gazebo does not). It boots at neutral and holds, its
-time is the stand-in's clock, it moves where a client sends it, the sim services go
-through Gazebo's, and Gazebo stopping (paused: no joint states, no clock) puts the robot
-in error with a clear message until a reset after Gazebo runs again."""
+with MuJoCo as Gazebo's ODE sees the URDF behind it (no drive armature), stepping on its
+own at 1 kHz of sim time (not in lockstep with the robot's loop, as Gazebo does not),
+started paused and spawned at the zero pose as Gazebo is. It boots at neutral and holds,
+the brakes' stand-in holds it while disabled, its time is the stand-in's clock, it moves
+where a client sends it, the sim services go through Gazebo's, and Gazebo stopping (paused:
+no joint states, no clock) puts the robot in error with a clear message until a reset
+after Gazebo runs again."""
 import numpy as np
 import pytest
 
@@ -71,6 +73,28 @@ def test_boots_at_neutral_holds_and_follows_gazebos_clock(robot, joints):
     q = np.array([arm_positions(m) for m in joints.between(t0, t0 + 1.0)])
     assert len(q) >= 50
     assert np.abs(q - NEUTRAL).max() < 3e-3
+
+
+def test_disabled_the_brakes_hold_the_arm_still(robot, joints, robot_state):
+    """Gazebo has no brakes: the backend holds the joints with a PD on the plant's own
+    inertia (no drive armature in Gazebo) plus gravity, from the moment the robot is
+    disabled until it is enabled again."""
+    from std_msgs.msg import Bool
+    from rosharness import wait_connected
+    enable = sync_publisher('/robot/set_super_enable', Bool)
+    wait_connected(enable, '/realtime_loop')
+    try:
+        enable.publish(Bool(False))
+        robot_state.wait(lambda m: not m.enabled, 10.0, 'the robot disabled')
+        t0 = stamp(joints.last())
+        q0 = arm_positions(joints.last())
+        joints.wait_until(t0 + 1.0)
+        q = np.array([arm_positions(m) for m in joints.between(t0, t0 + 1.0)])
+        assert len(q) >= 50
+        assert np.abs(q - q0).max() < 3e-3, np.abs(q - q0).max(axis=0)
+    finally:
+        enable.publish(Bool(True))
+        robot_state.wait(lambda m: m.enabled, 10.0, 'the robot enabled again')
 
 
 def test_a_position_move_and_a_motion_goal(robot, joints, mc):

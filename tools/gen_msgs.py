@@ -26,7 +26,7 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 # Packages built from this repository, in dependency order.
 PACKAGES = ('intera_core_msgs', 'intera_motion_msgs', 'control_msgs',
-            'intera_rt_msgs', 'gazebo_msgs')
+            'intera_rt_msgs', 'gazebo_msgs', 'controller_manager_msgs')
 
 # Message packages provided by Debian (ros-*-msgs), searched in /usr/share.
 SYSTEM_PACKAGES = ('std_msgs', 'geometry_msgs', 'sensor_msgs',

@@ -18,13 +18,14 @@ Usage:
 """
 
 import argparse
+import importlib.util
 import os
 import sys
 import xml.etree.ElementTree as ET
 
 RADIUS_MARGIN = 0.05   # m, added to sphere and cylinder radii
-LENGTH_MARGIN = 0.10   # m, added to cylinder lengths (0.05 at each end)
-BOX_MARGIN = 0.10      # m, added to each box size (0.05 on each face)
+LENGTH_MARGIN = 2 * RADIUS_MARGIN   # m, added to cylinder lengths (at each end)
+BOX_MARGIN = 2 * RADIUS_MARGIN      # m, added to each box size (on each face)
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SRC = os.path.join(REPO, "urdf", "sawyer.urdf")
@@ -46,18 +47,17 @@ def _fmt(value):
     return text if text not in ("", "-0") else "0"
 
 
-def _inflate_geometry(geometry):
-    for shape in geometry:
-        if shape.tag == "sphere":
-            shape.set("radius", _fmt(float(shape.get("radius")) + RADIUS_MARGIN))
-        elif shape.tag == "cylinder":
-            shape.set("radius", _fmt(float(shape.get("radius")) + RADIUS_MARGIN))
-            shape.set("length", _fmt(float(shape.get("length")) + LENGTH_MARGIN))
-        elif shape.tag == "box":
-            sizes = [float(v) for v in shape.get("size").split()]
-            shape.set("size", " ".join(_fmt(v + BOX_MARGIN) for v in sizes))
-        else:
-            raise ValueError("unsupported collision geometry <%s>" % shape.tag)
+def _shape_growth():
+    """src/intera_rt/model/shape_growth.py, loaded by its path (standard library only, like
+    this tool): the one rule for growing collision primitives."""
+    path = os.path.join(REPO, "src", "intera_rt", "model", "shape_growth.py")
+    spec = importlib.util.spec_from_file_location("shape_growth", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+grow_geometry = _shape_growth().grow_geometry
 
 
 def make_armnav(source_text):
@@ -71,7 +71,7 @@ def make_armnav(source_text):
             geometry = collision.find("geometry")
             if geometry is None:
                 raise ValueError("collision without geometry in link %s" % link.get("name"))
-            _inflate_geometry(geometry)
+            grow_geometry(geometry, RADIUS_MARGIN, _fmt, "link %s" % link.get("name"))
     # The source's leading comment lies outside <robot> and is not carried over;
     # put the generated-file note first inside <robot> instead.
     note = ET.Comment(HEADER)

@@ -3,9 +3,11 @@ every stage on, sim time; no ROS, deterministic.
 
     scripts/env python -m intera_rt.bench.plugins [--quick]
 
-costs       each stage's update per tick (mean, p50, p99) and the whole tick, in situations
-            that make each plugin work: holding, a fast position move, collision avoidance
-            pushing links apart, the hand pressed on a table, zero-G guided by a push,
+costs       each stage's update per tick (mean, p50, p99; a speed scaler's speed_scale
+            too) and the whole tick, in situations that make each plugin work: holding, a
+            fast position move, collision avoidance pushing links apart, fast velocity folds
+            of the elbow into the shoulder with --velocity-scaling (high-speed scaling, the
+            safety status), the hand pressed on a table, zero-G guided by a push,
             interaction control pushed around.
 latency     collision detection: JOINT motions driven into boxes at several speed ratios
             and obstacle positions; latency = the first tick the plant reports the contact
@@ -104,6 +106,8 @@ def _timed(bench):
         setattr(obj, attr, timed)
     for stage in core.monitors + core.additives:
         wrap(stage, 'update', stage.name)
+    for stage in core._scalers:
+        wrap(stage, 'speed_scale', stage.name + '.speed_scale')
     for controller in core.controllers.values():
         wrap(controller, 'update', 'controller:' + controller.name)
     wrap(core.boards, 'advance', 'plant')
@@ -111,13 +115,24 @@ def _timed(bench):
 
 
 def _scenario(model, name, ticks):
-    bench = PluginBench(model)
+    # fold: --velocity-scaling on as well, so both speed scalings and the status work
+    bench = PluginBench(model, options={'collision_avoidance': {'velocity_scaling': True}}
+                        if name == 'fold' else None)
     core = bench.core
     table_z = model.arm_dynamics.tip('right_hand', NEUTRAL)[0]
     if name == 'avoidance':
         target = NEUTRAL.copy()
         target[3] = 2.66                          # the elbow folds the hand into the shoulder
         each = lambda b: b.command(1, position=target)                     # noqa: E731
+    elif name == 'fold':
+        # VELOCITY_MODE folds the elbow into the shoulder at 1.5 rad/s and back, the high-
+        # speed shapes and the armnav zone closing in on each fold
+        core.apply(cmds.SimJointPositions(names=JOINTS, positions=tuple(NEUTRAL)))
+
+        def each(b):
+            v = np.zeros(7)
+            v[3] = 1.5 if b.now % 0.8 < 0.4 else -1.5
+            b.command(2, velocity=v)
     elif name == 'contact':
         core.apply(cmds.SimAddObstacle(name='table', shape='box',
                                        position=(table_z[0], table_z[1], table_z[2] - 0.15),
@@ -161,7 +176,7 @@ def _scenario(model, name, ticks):
 
 def costs(model, ticks):
     return {name: _scenario(model, name, ticks)
-            for name in ('hold', 'move', 'avoidance', 'contact', 'zero_g', 'interaction')}
+            for name in ('hold', 'move', 'avoidance', 'fold', 'contact', 'zero_g', 'interaction')}
 
 
 def _interaction_command(mode=(1,) * 6, force=(0.0,) * 6):

@@ -172,6 +172,33 @@ class JointBoards:
                                     # publishes /clock itself (Gazebo); loop time is that time
     capabilities = frozenset()      # the sim-only abilities it has (CAPABILITIES)
     OPTIONS = {}                    # option name → BackendOption
+    # The drives' reflected inertia (armature, kg·m²) the plant really has: None, the robot's
+    # (robot.ARMATURE, as the model carries it); a number, every joint's; or {joint: value}.
+    # The controllers' gains, the brakes' PD and the momentum observer take it from here
+    # (plant_model), never assume the robot's: a plant without drive inertia under gains
+    # that count on it is far too stiff for its light wrist.
+    plant_armature = None
+    # rad: where the plant's mechanical stops are beyond the joint limits (None: the robot's,
+    # robot.HARD_STOP_MARGIN); the momentum observer takes a reading on a stop for no push.
+    plant_stop_margin = None
+
+    @classmethod
+    def configure_timeout(cls, options):
+        """s configure() may wait for something outside (a simulator starting) with these
+        options, beyond building the plant: whoever waits for the boards waits this long
+        more."""
+        return 0.0
+
+    @classmethod
+    def plant_model(cls, model):
+        """`model` as the plant is: `model` itself when the plant is the robot's (armature,
+        stops), else a copy with the plant's (RobotModel.for_plant)."""
+        armature, margin = cls.plant_armature, cls.plant_stop_margin
+        if armature is None and margin is None:
+            return model
+        if armature is not None and not isinstance(armature, dict):
+            armature = {name: float(armature) for name in model.limits}
+        return model.for_plant(armature, margin)
 
     lifecycle = 'unconfigured'
     brakes = True                   # engaged (every backend starts braked)

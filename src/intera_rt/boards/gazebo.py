@@ -7,15 +7,17 @@ whole in one physics step), /clock, /gazebo/set_model_configuration (teleport) a
 
 Gazebo owns the clock: the loop ticks once per joint state, on the newest one, and its time
 is the state's stamp. Gazebo's physics is not in lockstep with the loop: a command reaches
-the plant a step or more after the state it answers. Gazebo has no brakes: while the boards'
-are engaged, and whenever the loop has not commanded for WATCHDOG of Gazebo time, the arm is
-held by a PD plus the model's gravity (gazebo_model.BrakeHold). Efforts reported are those
-applied, not measured. No joint state for `stall_timeout` wall seconds faults the boards.
+the plant a step or more after the state it answers. Gazebo's joints have no drive armature
+(plant_armature 0: the controllers and the observer use the plant's inertia) and no brakes:
+while the boards' are engaged, and whenever the loop has not commanded for WATCHDOG of Gazebo
+time, the arm is held by a PD on its inertia plus gravity (gazebo_model.BrakeHold). The
+effort reported is the one applied: the URDF's damping and friction, which Gazebo applies on
+its own, are taken off it. No joint state for `stall_timeout` wall seconds faults the boards.
 
 This module talks ROS (rospy and message packages, imported when the boards are configured;
 never intera_rt.ros); it runs in the realtime core's process as the node `realtime_boards`.
-Option `standin` starts intera_rt.boards.gazebo_standin (the embedded plant behind the same
-topics and services) as a child process. Design notes: docs/backends.md.
+Option `standin` starts intera_rt.boards.gazebo_standin (MuJoCo as Gazebo sees the URDF,
+behind the same topics and services) as a child process. Design notes: docs/backends.md.
 """
 import math
 import os
@@ -38,12 +40,24 @@ NAMESPACE = '/sawyer_gazebo'
 CONTROLLER = 'effort_controller'
 MODEL = 'sawyer'
 STALL_TIMEOUT = 0.5                   # wall s without a joint state before the boards fault
-CONNECT_TIMEOUT = 45.0                # wall s for Gazebo's first joint state (within the
-                                      # adapter's 60 s for the core to boot)
+CONNECT_TIMEOUT = 180.0               # wall s for Gazebo's first joint state: a first
+                                      # gzserver start (model database, plugins) is slow;
+                                      # the adapter waits this long more for the core
 SERVICE_TIMEOUT = 5.0                 # wall s a Gazebo service may take
 WATCHDOG = 0.02                       # s of Gazebo time without a command from the loop
                                       # before the boards hold the arm themselves
 UNPAUSE_AFTER = 1.0                   # wall s of silence at connect before unpausing Gazebo
+UNPAUSE_EVERY = 5.0                   # wall s between unpause attempts while none comes
+CLOCK_FREQUENCY = 50.0                # Hz of Gazebo's /clock (launch/sawyer_gazebo.launch):
+                                      # the robot's own sim-time /clock step (20 ms); the
+                                      # loop ticks on joint states, not on /clock
+SPAWN_Z = 0.93                        # m: the base above Gazebo's ground plane (the
+                                      # pedestal's height; sawyer_simulator's -z)
+STANDIN_CONTROLLERS = ('joint_state_controller', CONTROLLER)
+TELEPORT_MATCH = 0.01                 # rad: a joint state this near a teleport's pose shows it
+TELEPORT_WINDOW = 0.05                # s of Gazebo time a teleport's states may take to come
+STICK_SPEED = 0.01                    # rad/s: below it a joint's dry friction is taken as
+                                      # growing with speed (at rest: unknown, taken as 0)
 CLOCK_RAN_ON = 0.1                    # s of Gazebo time past the last joint state: its clock
                                       # runs without them
 NODE_NAME = 'realtime_boards'
@@ -78,6 +92,10 @@ class GazeboBoards(JointBoards):
     # Obstacles and contacts would need models spawned into Gazebo and its contact sensors:
     # refused (Unsupported) rather than half done.
     capabilities = frozenset({'teleport', 'wrench', 'fault_injection'})
+    # A URDF has no drive armature and Gazebo adds none: the controllers, the brakes' PD and
+    # the momentum observer must not count on the robot's.
+    plant_armature = 0.0
+    plant_stop_margin = 0.0             # ODE's joint stops are at the URDF limits
     OPTIONS = {
         'namespace': BackendOption(str, NAMESPACE, "gazebo_ros_control's robotNamespace: "
                                    'joint_states and the controller live under it'),
@@ -89,15 +107,19 @@ class GazeboBoards(JointBoards):
                                        'before the boards fault'),
         'connect_timeout': BackendOption(float, CONNECT_TIMEOUT, "wall s to wait for Gazebo's "
                                          'first joint state'),
-        'standin': BackendOption(bool, False, 'start the Gazebo stand-in (the embedded plant '
-                                 'behind the same topics and services) instead of talking to '
-                                 'a Gazebo already running'),
+        'standin': BackendOption(bool, False, 'start the Gazebo stand-in (MuJoCo as Gazebo '
+                                 'sees the URDF, behind the same topics and services) instead '
+                                 'of talking to a Gazebo already running'),
         'real_time_factor': BackendOption(float, 1.0, "the stand-in's real-time factor"),
         'unpause': BackendOption(bool, True, 'unpause Gazebo when no joint state comes within '
-                                 '%g s of connecting (the launch file spawns the arm paused, '
-                                 'so that it does not fall before the robot holds it)'
-                                 % UNPAUSE_AFTER),
+                                 '%g s of connecting, again every %g s until one comes (the '
+                                 'launch file starts Gazebo paused, so that the arm does not '
+                                 'fall before the robot holds it)' % (UNPAUSE_AFTER, UNPAUSE_EVERY)),
     }
+
+    @classmethod
+    def configure_timeout(cls, options):
+        return float(options.get('connect_timeout', CONNECT_TIMEOUT))
 
     def __init__(self, model, joint_names=BOARD_JOINTS, namespace=NAMESPACE,
                  controller=CONTROLLER, model_name=MODEL, stall_timeout=STALL_TIMEOUT,
@@ -128,10 +150,14 @@ class GazeboBoards(JointBoards):
         lim = model.limit_arrays(self.joint_names)
         self.lower, self.upper = lim['lower'], lim['upper']
         self.effort_limit = lim['effort']
+        # What Gazebo applies on its own (the URDF's <dynamics>, ODE's joint damping and
+        # friction): not in the effort gazebo_ros_control reports, taken off it here so that
+        # the measured torque is what each joint transmits, as on the other plants.
+        self._damping, self._friction = lim['damping'], lim['friction']
         self._neg_effort_limit = -self.effort_limit
         # The brakes' stand-in, one per thread that holds the arm (the loop's, the watchdog's).
-        self._brake = BrakeHold(model, self.joint_names)
-        self._wd_brake = BrakeHold(model, self.joint_names)
+        self._brake = BrakeHold(model, self.joint_names, self.plant_armature)
+        self._wd_brake = BrakeHold(model, self.joint_names, self.plant_armature)
         # The bodies' centres of mass (wrenches): the robot's model, the loop thread's data.
         self.pin = model.pinocchio.full
         self.data = self.pin.createData()
@@ -148,6 +174,8 @@ class GazeboBoards(JointBoards):
         self._state_wall = -math.inf    # monotonic time of the latest joint state
         self._clock = math.nan          # Gazebo's latest /clock (s)
         self._skip_until = -math.inf    # joint states stamped before this predate a teleport
+        self._teleported = None         # the teleport's pose until a joint state shows it
+        self._teleport_effort = None    # what the watchdog sends while a teleport is under way
         self._order = None              # (names in Gazebo's order, their indices in ours)
         self._written_at = -math.inf    # Gazebo time of the state the loop last wrote after
         self._wd_hold = None            # where the watchdog holds the joints (None: idle)
@@ -196,11 +224,12 @@ class GazeboBoards(JointBoards):
         unpause_at = start + UNPAUSE_AFTER if self.unpause else math.inf
         with self._lock:
             while not self._received:
-                if time.monotonic() >= unpause_at:
-                    unpause_at = math.inf
+                now = time.monotonic()
+                if now >= unpause_at:
+                    unpause_at = now + UNPAUSE_EVERY
                     self._lock.release()
                     try:
-                        self._unpause()
+                        self._unpause(now - start)
                     finally:
                         self._lock.acquire()
                     continue
@@ -217,23 +246,34 @@ class GazeboBoards(JointBoards):
     def _dropped_command(self, _conn):
         self.stats['dropped_commands'] += 1
 
-    def _unpause(self):
-        """/gazebo/unpause_physics, if Gazebo offers it (logged either way)."""
+    def _unpause(self, waited):
+        """/gazebo/unpause_physics, if Gazebo offers it yet (logged either way: the caller
+        tries again until joint states come or connect_timeout runs out)."""
         from std_srvs.srv import Empty
         rospy = self._rospy
+        what = ('gazebo backend: no joint state on %s after %.0f s (of connect_timeout %.0f s)'
+                % (self.state_topic, waited, self.connect_timeout))
         try:
-            rospy.wait_for_service('/gazebo/unpause_physics', 2.0)
+            rospy.wait_for_service('/gazebo/unpause_physics', 1.0)
             rospy.ServiceProxy('/gazebo/unpause_physics', Empty)()
-            rospy.loginfo('gazebo backend: no joint state yet, Gazebo unpaused')
+            rospy.loginfo('%s: Gazebo unpaused; waiting for its controllers' % what)
         except (rospy.ROSException, rospy.ServiceException) as exc:
-            rospy.logwarn('gazebo backend: no joint state yet, and Gazebo could not be '
-                          'unpaused: %s' % exc)
+            rospy.loginfo('%s: Gazebo not up yet (%s); trying again in %g s'
+                          % (what, exc, UNPAUSE_EVERY))
 
     def _start_standin(self):
+        """The stand-in as launch/sawyer_gazebo.launch starts Gazebo: paused, /clock at
+        CLOCK_FREQUENCY, the arm at SPAWN_Z (at the zero pose: the launch file's -J is the
+        boot pose, which the core teleports to anyway), the controllers loaded and started."""
+        if not self._rospy.has_param('/gazebo/pub_clock_frequency'):
+            self._rospy.set_param('/gazebo/pub_clock_frequency', CLOCK_FREQUENCY)
+        share = os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '..', '..',
+                             'share', 'gazebo', 'controllers.yaml')
         args = [sys.executable, '-m', 'intera_rt.boards.gazebo_standin',
                 '--namespace', self.namespace, '--controller', self.controller,
                 '--model-name', self.model_name, '--real-time-factor', repr(self.real_time_factor),
-                '--paused']             # as the launch file spawns the arm in Gazebo
+                '--paused', '-z', repr(SPAWN_Z), '--controllers-yaml', os.path.normpath(share),
+                '--spawn-controllers'] + list(STANDIN_CONTROLLERS)
         from intera_rt.boards.remote import _die_with_parent
         self._standin = subprocess.Popen(args, stdin=subprocess.PIPE,
                                          env=dict(os.environ, PYTHONUNBUFFERED='1'),
@@ -274,10 +314,12 @@ class GazeboBoards(JointBoards):
             self._order = order
         idx = order[1]
         stamp = msg.header.stamp.to_sec()
-        state = (stamp, np.asarray(msg.position)[idx], np.asarray(msg.velocity)[idx],
-                 np.asarray(msg.effort)[idx])
+        qd = np.asarray(msg.velocity)[idx]
+        transmitted = (np.asarray(msg.effort)[idx] - self._damping * qd
+                       - self._friction * _clip(qd / STICK_SPEED, -1.0, 1.0))
+        state = (stamp, np.asarray(msg.position)[idx], qd, transmitted)
         with self._lock:
-            if stamp <= self._skip_until:
+            if stamp <= self._skip_until or self._predates_teleport(stamp, state[1]):
                 self.stats['skipped'] += 1
                 return
             self._latest = state
@@ -288,12 +330,28 @@ class GazeboBoards(JointBoards):
         if stamp - self._written_at > WATCHDOG:
             self._watchdog(state[1], state[2])
 
+    def _predates_teleport(self, stamp, q):
+        """A joint state sent before the teleport but received after the service's reply
+        (another connection): not yet at the teleported pose, within TELEPORT_WINDOW of
+        Gazebo time after the last state the loop had (a stale tick at the old pose would
+        kick the arm hard)."""
+        if self._teleported is None:
+            return False
+        if np.abs(q - self._teleported).max() < TELEPORT_MATCH \
+                or stamp > self._skip_until + TELEPORT_WINDOW:
+            self._teleported = None
+            return False
+        return True
+
     def _watchdog(self, q, qd):
         """The loop has not commanded for WATCHDOG s of Gazebo time (booting, stalled): hold
         the joints where they were, as the brakes would (a Gazebo joint commanded nothing
         falls; gazebo_ros_control keeps applying the last effort it got)."""
         pub = self._pub
         if pub is None:
+            return
+        if self._teleport_effort is not None:
+            pub.publish(self._wd_msg.set(self._teleport_effort))
             return
         if self._wd_hold is None:
             held = self._held
@@ -391,8 +449,17 @@ class GazeboBoards(JointBoards):
         from gazebo_msgs.srv import SetModelConfiguration
         q = _clip(np.asarray(positions, float), self.lower, self.upper)
         call = self._service('/gazebo/set_model_configuration', SetModelConfiguration)
-        reply = call(model_name=self.model_name, urdf_param_name='',
-                     joint_names=list(self.joint_names), joint_positions=q.tolist())
+        # Gazebo applies the last effort it got until the next comes: the one holding the new
+        # pose goes first, or the first steps there would push it with the old pose's.
+        hold = _clip(self._brake.torque(q, q, np.zeros(len(q))), self._neg_effort_limit,
+                     self.effort_limit).tolist()
+        self._teleport_effort = hold
+        try:
+            self._pub.publish(self._msg.set(hold))
+            reply = call(model_name=self.model_name, urdf_param_name='',
+                         joint_names=list(self.joint_names), joint_positions=q.tolist())
+        finally:
+            self._teleport_effort = None
         if not reply.success:
             raise BoardsError('%s: set_model_configuration refused: %s'
                               % (self.describe(), reply.status_message))
@@ -400,6 +467,7 @@ class GazeboBoards(JointBoards):
         with self._lock:
             # (best effort: what was stamped by the time the call returned predates it)
             self._skip_until = self._latest[0]
+            self._teleported = q
             self._latest = (self._reading.time, q, np.zeros(n), self._reading.effort)
             self._take()
             self._taken = self._received
@@ -408,8 +476,8 @@ class GazeboBoards(JointBoards):
 
     def apply_wrench(self, link, wrench, duration):
         """Through /gazebo/apply_body_wrench: Gazebo applies the force at the centre of mass
-        of the body `link` is lumped into, in the world frame (the model's base at the world
-        origin, as launch/sawyer_gazebo.launch spawns it), so the torque about the link's
+        of the body `link` is lumped into, in the world frame (whose axes are the base's: the
+        launch file spawns the arm unrotated, -z only), so the torque about the link's
         origin is moved there (τ_com = τ_o − (c − o) × F)."""
         from gazebo_msgs.srv import ApplyBodyWrench
         from geometry_msgs.msg import Point, Vector3, Wrench

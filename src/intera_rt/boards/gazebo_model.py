@@ -9,37 +9,45 @@ receives joint states (its watchdog), so each of them has a BrakeHold.
 import numpy as np
 import pinocchio as pin
 
-# The brakes' stand-in: a PD about the position where they engaged, on the drives'
-# reflected inertia I (armature): kp = I·ω², kd = 2·I·ω (critically damped at ω rad/s,
-# well inside what a step or two of latency allows: kd·dt/I = 0.08).
+# The brakes' stand-in: a PD about the position where they engaged, on the plant's own
+# inertia (the mass matrix at the pose, plus the drives' armature where the plant has one):
+# u = ω²·e − 2ω·q̇, critically damped at ω rad/s, well inside what a step or two of
+# latency allows (2ω·dt = 0.08), whatever each joint's inertia.
 BRAKE_OMEGA = 40.0                    # rad/s
 
 
 class BrakeHold:
-    """The torque holding the boards' joints where the brakes engaged: the PD above plus the
-    model's gravity torques (as well as the model matches the simulated arm), computed in
-    data of its own: one per thread that calls it.
+    """The torque holding the boards' joints where the brakes engaged: M(q)·u + g(q) (+ the
+    armature's I·u) with u the PD above — as well as the model matches the simulated arm —
+    computed in data of its own: one per thread that calls it.
 
     Args:
         model: the RobotModel.
         joint_names: the boards' joints, in their order.
+        armature: the plant's drive armature (JointBoards.plant_armature: None, the model's).
     """
 
-    def __init__(self, model, joint_names):
+    def __init__(self, model, joint_names, armature=None):
         models = model.pinocchio
         self.pin = models.full
         self.data = self.pin.createData()
         self._idx = models.idx_q(joint_names)       # (= idx_v: revolute joints)
         self._q = pin.neutral(self.pin)
-        armature = model.limit_arrays(joint_names)['armature']
-        self.kp = armature * BRAKE_OMEGA ** 2
-        self.kd = 2.0 * armature * BRAKE_OMEGA
+        self._u = np.zeros(self.pin.nv)
+        self._zero = np.zeros(self.pin.nv)
+        if armature is None:
+            armature = model.limit_arrays(joint_names)['armature']
+        self.armature = np.broadcast_to(np.asarray(armature, float), (len(joint_names),))
+        self.kp = BRAKE_OMEGA ** 2
+        self.kd = 2.0 * BRAKE_OMEGA
 
     def torque(self, held, q, qd):
         """Joint torques (boards' order) holding joints at q, moving at qd, to `held`."""
         self._q[self._idx] = q
-        g = pin.computeGeneralizedGravity(self.pin, self.data, self._q)[self._idx]
-        return g + self.kp * (held - q) - self.kd * qd
+        u = self.kp * (held - q) - self.kd * qd
+        self._u[self._idx] = u
+        tau = pin.rnea(self.pin, self.data, self._q, self._zero, self._u)[self._idx]
+        return tau + self.armature * u
 
 
 def gazebo_body(model, link):

@@ -1,39 +1,36 @@
-"""A stand-in for Gazebo 11 with gazebo_ros_control, for machines that cannot install it:
-the embedded plant behind the topics and services the gazebo backend uses
-(intera_rt.boards.gazebo), with Gazebo's semantics where the backend can tell.
+"""A stand-in for gzserver with gazebo_ros and gazebo_ros_control (Gazebo 11, ROS Noetic), for
+machines that cannot install Gazebo: the arm as Gazebo's ODE simulates our URDF, in MuJoCo
+(boards.gazebo_physics: no armature, the URDF's damping and friction as ODE applies them,
+stops at the limits, the ground at world z = 0), behind the ROS interface the gazebo backend
+and launch/sawyer_gazebo.launch use, over TCPROS.
 
     python -m intera_rt.boards.gazebo_standin [--namespace NS] [--controller NAME]
         [--model-name NAME] [--real-time-factor F] [--urdf FILE] [--paused]
+        [-x X -y Y -z Z] [-J JOINT RAD ...] [--controllers-yaml FILE]
+        [--spawn-controllers NAME ...]
 
-(`rosrun intera_rt gazebo_standin` runs the same; the gazebo backend's option `standin`
-starts it.) Without --urdf the URDF is read from stdin when it is not a terminal, else
-/robot_description, else the project's.
+(`rosrun intera_rt gazebo_standin`; the gazebo backend's option `standin` starts it.) Without
+--urdf the URDF is read from stdin when it is not a terminal, else /robot_description, else
+the project's. Node /gazebo, as gzserver's is.
 
-It is a node named /gazebo, as Gazebo's is. Each 1 ms step of sim time, paced by the wall
-clock at the real-time factor (a late step is not made up: the count restarts, as Gazebo
-falls behind real time rather than bursting):
-    1. publish <ns>/joint_states: the plant's state at the step's start, stamped with sim
-       time; effort = the effort applied in the step before (gazebo_ros_control reports the
-       effort it commanded, not a measurement)
-    2. apply the newest <ns>/<controller>/command (Float64MultiArray over BOARD_JOINTS,
-       saturated at the URDF's effort limits; a command of the wrong length is refused and
-       logged, as JointGroupEffortController does; zero until the first command)
-    3. step the plant 1 ms
-    4. publish /clock at /gazebo/pub_clock_frequency (default 1000 Hz, as
-       launch/sawyer_gazebo.launch sets it; Gazebo's own default is 100 Hz)
-So the robot's loop is not in lockstep with it: a command reaches the plant at the first
-step after it arrives, as in Gazebo.
+Each step of 1 ms of sim time, paced by the wall clock at the real-time factor (a late step
+is not made up: Gazebo falls behind real time rather than bursting), under the world's lock:
+the controller manager's update (a pending switch_controller done; the
+joint_state_controller publishes <ns>/joint_states at its publish_rate, stamped with sim
+time, effort = the effort applied the step before, as gazebo_ros_control reports it; the
+effort controller's newest command), the physics step, /clock at /gazebo/pub_clock_frequency
+(every step when unset or ≤ 0, as gazebo_ros does). Paused (--paused, /gazebo/pause_physics):
+no step, no joint state, no /clock, and switch_controller waits.
 
-Services: /gazebo/pause_physics, /gazebo/unpause_physics (std_srvs/Empty: paused, no step,
-no joint state, no /clock), /gazebo/set_model_configuration (the named joints at those
-positions, at rest; unknown joints ignored), /gazebo/apply_body_wrench (a body Gazebo would
-have: the child link of a movable joint, named model::link; force in the world frame at the
-body's centre of mass and torque, as Gazebo applies them; reference_frame '' / world only;
-start_time ignored: applied at once). The plant has no brakes here: Gazebo has none.
-
-What it does not emulate: Gazebo's physics (ODE's constraint solver, contacts, its joint
-damping and friction model: the embedded plant's own apply), the spawn service, the
-controller_manager's services, model states.
+Services: /gazebo/{pause,unpause}_physics, /gazebo/set_model_configuration (the world paused
+while the joints are set, at rest), /gazebo/apply_body_wrench (a body Gazebo has, named
+model::link; reference_frame '' / world only; start_time ignored), and the controller
+manager's <ns>/controller_manager/{load,unload,switch}_controller for the two controller types
+of share/gazebo/controllers.yaml (JointStateController, JointGroupEffortController), their
+parameters read from <ns>/<name>/ as ros_control does. --spawn-controllers loads and starts
+them through those services as controller_manager's spawner does. Gazebo's effort starts at
+zero: before the effort controller runs the arm falls. docs/backends.md lists what it does
+not emulate.
 """
 import argparse
 import os
@@ -42,59 +39,58 @@ import threading
 import time
 
 import numpy as np
-import pinocchio as pin
 
-from intera_rt.boards.embedded import EmbeddedBoards
+from intera_rt.boards.gazebo import CONTROLLER, MODEL, NAMESPACE
+from intera_rt.boards.gazebo_physics import GazeboPhysics
 from intera_rt.boards.pacing import WallPacer
 from intera_rt.direct_writes import direct_publisher
-from intera_rt.boards.gazebo import CONTROLLER, MODEL, NAMESPACE
-from intera_rt.boards.gazebo_model import _shift, body_com, gazebo_body
 from intera_rt.model import RobotModel
-from intera_rt.numeric import clip as _clip
-from intera_rt.robot import BOARD_JOINTS, HEAD_NAMED_POSES, LOOP_PERIOD, NEUTRAL
+from intera_rt.robot import BOARD_JOINTS, LOOP_PERIOD
 
-CLOCK_FREQUENCY = 1000.0              # Hz of /clock unless /gazebo/pub_clock_frequency says
 # The stand-in yields to the robot: when the CPU is short, Gazebo's time slows (as Gazebo's
 # does under load) rather than the robot's loop falling steps behind a plant that runs on.
 NICE = 5
 RESYNC_AFTER = 2                      # steps late before the pacing restarts its count
-                                      # (Gazebo falls behind real time, it does not burst)
+JOINT_STATE_CONTROLLER = 'joint_state_controller/JointStateController'
+EFFORT_GROUP_CONTROLLER = 'effort_controllers/JointGroupEffortController'
 
 
 class GazeboStandin:
-    """The plant and its ROS side; `step()` runs one physics step (tests may call it)."""
+    """The world and its ROS side; `step()` runs one physics step (tests may call it)."""
 
     def __init__(self, model, namespace=NAMESPACE, controller=CONTROLLER, model_name=MODEL,
-                 real_time_factor=1.0, dt=LOOP_PERIOD):
-        self.plant = EmbeddedBoards(model, joint_names=BOARD_JOINTS)
-        self.plant.reset_pose(np.r_[NEUTRAL, HEAD_NAMED_POSES['neutral']])
-        self.plant.set_brakes(False)
+                 real_time_factor=1.0, spawn=(0.0, 0.0, 0.0), joints=None, paused=False,
+                 dt=LOOP_PERIOD):
+        self.physics = GazeboPhysics(model, spawn, joints, dt)
         self.namespace = '/' + namespace.strip('/')
         self.controller = controller.strip('/')
         self.model_name = model_name
         self.real_time_factor = float(real_time_factor)
         self.dt = dt
-        self.time = 0.0
-        self.paused = False
-        self.command = np.zeros(len(BOARD_JOINTS))
-        self.applied = np.zeros(len(BOARD_JOINTS))
-        self._limit = self.plant.effort_limit
-        self._lock = threading.Lock()
+        self.paused = bool(paused)
+        self.command = np.zeros(len(BOARD_JOINTS))      # the hardware interface's effort
+        self.reported = np.zeros(len(BOARD_JOINTS))     # the effort applied the step before
+        self.controllers = {}           # name → {'type', 'running', 'rate', 'next'}
+        self._switches = []             # (start, stop, [done]) for the next update, in order
+        self._lock = threading.Condition()
         self._clock_next = 0.0
+        self.clock_period = 0.0
         self.steps = 0
         self.stats = {'dropped': 0}     # joint states and clocks a subscriber could not take
 
     # --- ROS ------------------------------------------------------------------------------
     def setup_ros(self):
         import rospy
+        from controller_manager_msgs.srv import (LoadController, SwitchController,
+                                                 UnloadController)
         from gazebo_msgs.srv import ApplyBodyWrench, SetModelConfiguration
         from rosgraph_msgs.msg import Clock
         from sensor_msgs.msg import JointState
         from std_msgs.msg import Float64MultiArray
         from std_srvs.srv import Empty, EmptyResponse
         self._rospy = rospy
-        self.clock_period = 1.0 / float(rospy.get_param('/gazebo/pub_clock_frequency',
-                                                         CLOCK_FREQUENCY))
+        frequency = float(rospy.get_param('/gazebo/pub_clock_frequency', 0.0))
+        self.clock_period = 1.0 / frequency if frequency > 0.0 else 0.0
         self._js = JointState(name=list(BOARD_JOINTS))
         self._clock = Clock()
         self.pub_js = self._direct(self.namespace + '/joint_states', JointState)
@@ -106,6 +102,7 @@ class GazeboStandin:
             def handler(_req):
                 with self._lock:
                     self.paused = paused
+                    self._lock.notify_all()
                 return EmptyResponse()
             return handler
         rospy.Service('/gazebo/pause_physics', Empty, pause(True))
@@ -113,15 +110,107 @@ class GazeboStandin:
         rospy.Service('/gazebo/set_model_configuration', SetModelConfiguration,
                       self._on_set_configuration)
         rospy.Service('/gazebo/apply_body_wrench', ApplyBodyWrench, self._on_wrench)
+        cm = self.namespace + '/controller_manager/'
+        rospy.Service(cm + 'load_controller', LoadController, self._on_load)
+        rospy.Service(cm + 'unload_controller', UnloadController, self._on_unload)
+        rospy.Service(cm + 'switch_controller', SwitchController, self._on_switch)
 
     def _direct(self, topic, msg_type):
-        """A publisher written from the stepping thread (no writer thread to wake: 1 kHz
-        of two topics through rospy's queues cost more than the physics; Gazebo's C++
-        publishers do not); a subscriber that stops reading loses messages, never stalls
-        the physics."""
+        """A publisher written from the stepping thread (Gazebo's C++ publishers queue no
+        thread wake-ups either); a subscriber that stops reading loses messages, never
+        stalls the physics."""
         def dropped(_conn):
             self.stats['dropped'] += 1
         return direct_publisher(topic, msg_type, dropped, tcp_nodelay=True)
+
+    # --- the controller manager -------------------------------------------------------------
+    def _on_load(self, req):
+        from controller_manager_msgs.srv import LoadControllerResponse
+        rospy = self._rospy
+        name = req.name
+        params = rospy.get_param('%s/%s' % (self.namespace, name), None)
+        kind = params.get('type') if isinstance(params, dict) else None
+        if name in self.controllers:
+            rospy.logerr('A controller named \'%s\' was already loaded inside the controller '
+                         'manager' % name)
+            return LoadControllerResponse(False)
+        if kind is None:
+            rospy.logerr('Could not load controller \'%s\' because the type was not specified. '
+                         'Did you load the controller configuration on the parameter server '
+                         '(namespace: \'%s/%s\')?' % (name, self.namespace, name))
+            return LoadControllerResponse(False)
+        entry = {'type': kind, 'running': False, 'rate': 0.0, 'next': 0.0}
+        if kind == JOINT_STATE_CONTROLLER:
+            rate = params.get('publish_rate')
+            if not isinstance(rate, (int, float)) or rate <= 0:
+                rospy.logerr("Parameter 'publish_rate' not set")
+                return LoadControllerResponse(False)
+            entry['rate'] = float(rate)
+        elif kind == EFFORT_GROUP_CONTROLLER:
+            if name != self.controller or list(params.get('joints') or []) != list(BOARD_JOINTS):
+                rospy.logerr('Failed to initialize the controller: the stand-in takes an effort '
+                             'group controller named %s over %s' % (self.controller,
+                                                                    ', '.join(BOARD_JOINTS)))
+                return LoadControllerResponse(False)
+        else:
+            rospy.logerr('Could not load controller \'%s\' because controller type \'%s\' does '
+                         'not exist.' % (name, kind))
+            return LoadControllerResponse(False)
+        with self._lock:
+            self.controllers[name] = entry
+        rospy.loginfo('Loaded \'%s\'' % name)
+        return LoadControllerResponse(True)
+
+    def _on_unload(self, req):
+        from controller_manager_msgs.srv import UnloadControllerResponse
+        with self._lock:
+            entry = self.controllers.get(req.name)
+            if entry is None or entry['running']:
+                return UnloadControllerResponse(False)
+            del self.controllers[req.name]
+        return UnloadControllerResponse(True)
+
+    def _on_switch(self, req):
+        """Done by the next update of the controller manager's loop: it waits (forever, as
+        ros_control's does) while the world is paused."""
+        from controller_manager_msgs.srv import SwitchControllerResponse
+        with self._lock:
+            names = set(req.start_controllers) | set(req.stop_controllers)
+            missing = [n for n in names if n and n not in self.controllers]
+            if missing and req.strictness == req.STRICT:
+                self._rospy.logerr('Could not switch controllers: %s not loaded'
+                                   % ', '.join(missing))
+                return SwitchControllerResponse(False)
+            request = ([n for n in req.start_controllers if n in self.controllers],
+                       [n for n in req.stop_controllers if n in self.controllers], [])
+            self._switches.append(request)
+            while not request[2] and not self._rospy.is_shutdown():
+                self._lock.wait(0.1)
+        return SwitchControllerResponse(bool(request[2]))
+
+    def _update_controllers(self):
+        """The controller manager's update, at the start of a step (under the lock)."""
+        for start, stop, done in self._switches:
+            for name in stop:
+                self.controllers[name]['running'] = False
+            for name in start:
+                entry = self.controllers[name]
+                entry['running'], entry['next'] = True, self.physics.time
+                if entry['type'] == EFFORT_GROUP_CONTROLLER:
+                    self.command = np.zeros(len(BOARD_JOINTS))   # its starting(): zero
+            done.append(True)
+        if self._switches:
+            self._switches = []
+            self._lock.notify_all()
+        for entry in self.controllers.values():
+            if entry['running'] and entry['type'] == JOINT_STATE_CONTROLLER \
+                    and self.physics.time >= entry['next'] - 1e-9:
+                entry['next'] += 1.0 / entry['rate']
+                self._publish_state()
+
+    def _effort_running(self):
+        entry = self.controllers.get(self.controller)
+        return entry is not None and entry['running']
 
     def _on_command(self, msg):
         data = msg.data
@@ -131,8 +220,10 @@ class GazeboStandin:
             return
         command = np.array(data, dtype=float)
         with self._lock:
-            self.command = command
+            if self._effort_running():
+                self.command = command
 
+    # --- gazebo_ros's services ----------------------------------------------------------------
     def _on_set_configuration(self, req):
         from gazebo_msgs.srv import SetModelConfigurationResponse
         if req.model_name != self.model_name:
@@ -142,20 +233,21 @@ class GazeboStandin:
             return SetModelConfigurationResponse(
                 False, 'SetModelConfiguration: joint name and position list have different '
                 'lengths')
-        with self._lock:
-            q = self.plant.read().position.copy()
+        with self._lock:                # the world paused while the joints are set
+            q = self.physics.position
             for name, value in zip(req.joint_names, req.joint_positions):
                 if name in BOARD_JOINTS:
                     q[BOARD_JOINTS.index(name)] = value
-            self.plant.reset_pose(q)
+            self.physics.set_positions(q)
         return SetModelConfigurationResponse(True, 'SetModelConfiguration: success')
 
     def _on_wrench(self, req):
         from gazebo_msgs.srv import ApplyBodyWrenchResponse
         model, _, body = req.body_name.partition('::')
         try:
-            if model != self.model_name or gazebo_body(self.plant.pin, body)[0] != body:
+            if model != self.model_name:
                 raise KeyError(body)
+            self.physics.body(body)
         except KeyError:
             return ApplyBodyWrenchResponse(False, 'ApplyBodyWrench: body does not exist')
         if req.reference_frame not in ('', 'world', 'map', '/map'):
@@ -166,60 +258,66 @@ class GazeboStandin:
             return ApplyBodyWrenchResponse(True, '')                 # Gazebo: do nothing
         f, t, p = req.wrench.force, req.wrench.torque, req.reference_point
         force = np.array([f.x, f.y, f.z])
+        # gazebo_ros: the torque of a wrench given at reference_point, moved to the body
         torque = np.array([t.x, t.y, t.z]) + np.cross([p.x, p.y, p.z], force)
-        plant = self.plant
         with self._lock:
-            jid = gazebo_body(plant.pin, body)[1]
-            data = plant.pin.createData()
-            full = pin.neutral(plant.pin)
-            full[plant._idx] = plant.read().position
-            pin.framesForwardKinematics(plant.pin, data, full)
-            origin = data.oMf[plant.pin.getFrameId(body, pin.FrameType.BODY)].translation
-            # Gazebo applies force and torque at the body's centre of mass; the plant takes
-            # them about the link's origin.
-            about_origin = _shift(torque, force, origin - body_com(plant.pin, data, jid))
-            plant.apply_wrench(body, np.r_[force, about_origin],
-                               duration if duration > 0.0 else float('inf'))
+            self.physics.apply_wrench(body, force, torque, duration)
         return ApplyBodyWrenchResponse(True, '')
 
     # --- the physics step -------------------------------------------------------------------
     def step(self):
-        """One physics step (False while paused)."""
+        """One world update (False while paused)."""
         with self._lock:
             if self.paused:
                 return False
-            plant = self.plant
-            r = plant.read()
-            self._publish_state(r)
-            self.applied = _clip(self.command, -self._limit, self._limit)
-            plant.write(self.applied)
-            plant.advance(self.dt)
+            self._update_controllers()
+            self.physics.step(self.command)
+            self.reported = self.physics.applied
             self.steps += 1
-            self.time = self.steps * self.dt
-            if self.time >= self._clock_next - 1e-9:
-                self._clock_next = self.time + self.clock_period
-                self._clock.clock = self._rospy.Time.from_sec(self.time)
+            t = self.physics.time
+            if t >= self._clock_next - 1e-9:
+                self._clock_next = t + self.clock_period
+                self._clock.clock = self._rospy.Time.from_sec(t)
                 self.pub_clock.publish(self._clock)
         return True
 
-    def _publish_state(self, r):
-        js = self._js
-        js.header.stamp = self._rospy.Time.from_sec(self.time)
-        js.position, js.velocity, js.effort = (r.position.tolist(), r.velocity.tolist(),
-                                              self.applied.tolist())
+    def _publish_state(self):
+        js, physics = self._js, self.physics
+        js.header.stamp = self._rospy.Time.from_sec(physics.time)
+        js.position, js.velocity, js.effort = (physics.position.tolist(),
+                                              physics.velocity.tolist(), self.reported.tolist())
         self.pub_js.publish(js)
 
     def run(self):
         """Step at real_time_factor × real time until ROS shuts down."""
         rospy = self._rospy
-        period = self.dt / self.real_time_factor
-        pacer = WallPacer(period, RESYNC_AFTER)
+        pacer = WallPacer(self.dt / self.real_time_factor, RESYNC_AFTER)
         while not rospy.is_shutdown():
             if not self.step():
                 time.sleep(0.005)
                 pacer.restart()                          # unpaused: pace from then
                 continue
             pacer.wait()
+
+
+def spawn_controllers(namespace, names):
+    """What controller_manager's spawner does: load each controller, then start them all in
+    one STRICT switch (which waits while the world is paused). Through ROS services."""
+    import rospy
+    from controller_manager_msgs.srv import LoadController, SwitchController
+    cm = '/' + namespace.strip('/') + '/controller_manager/'
+    rospy.wait_for_service(cm + 'load_controller')
+    load = rospy.ServiceProxy(cm + 'load_controller', LoadController)
+    for name in names:
+        if not load(name).ok:
+            rospy.logerr('Failed to load %s' % name)
+            return False
+    switch = rospy.ServiceProxy(cm + 'switch_controller', SwitchController)
+    ok = switch(start_controllers=list(names), stop_controllers=[], strictness=2,
+                start_asap=False, timeout=0.0).ok
+    rospy.loginfo('Controller Spawner: %s %s' % ('started' if ok else 'failed to start',
+                                                 ', '.join(names)))
+    return ok
 
 
 def main(argv=None):
@@ -230,26 +328,51 @@ def main(argv=None):
     p.add_argument('--real-time-factor', type=float, default=1.0)
     p.add_argument('--urdf', default=None)
     p.add_argument('--paused', action='store_true', help='start paused (Gazebo paused:=true)')
+    for axis in 'xyz':
+        p.add_argument('-' + axis, type=float, default=0.0,
+                       help='spawn position %s (m, spawn_model -%s)' % (axis, axis))
+    p.add_argument('-J', nargs=2, action='append', default=[], metavar=('JOINT', 'RAD'),
+                   help='a joint of the spawn pose (spawn_model -J)')
+    p.add_argument('--controllers-yaml', default=None,
+                   help="load this YAML into the namespace (the launch file's rosparam load)")
+    p.add_argument('--spawn-controllers', nargs='*', default=[],
+                   help="load and start these controllers (controller_manager's spawner)")
     import rospy
     a = p.parse_args(rospy.myargv(sys.argv if argv is None else argv)[1:])
     if not a.real_time_factor > 0.0:
         p.error('--real-time-factor must be > 0, got %r' % a.real_time_factor)
+    joints = {}
+    for name, value in a.J:
+        if name not in BOARD_JOINTS:
+            p.error('-J %s: no such joint (one of %s)' % (name, ', '.join(BOARD_JOINTS)))
+        try:
+            joints[name] = float(value)
+        except ValueError:
+            p.error('-J %s %s: not a number' % (name, value))
     try:
         os.nice(NICE)
     except OSError:
         pass
     rospy.init_node('gazebo')
+    if a.controllers_yaml:
+        import yaml
+        with open(a.controllers_yaml) as f:
+            for key, value in yaml.safe_load(f).items():
+                rospy.set_param('%s/%s' % (a.namespace.rstrip('/'), key), value)
     text = ''
     if not a.urdf:
         text = sys.stdin.read() if not sys.stdin.isatty() else ''
         text = text or rospy.get_param('/robot_description', '')
     model = RobotModel.load(a.urdf, text)
-    standin = GazeboStandin(model, a.namespace, a.controller, a.model_name, a.real_time_factor)
-    standin.paused = a.paused
+    standin = GazeboStandin(model, a.namespace, a.controller, a.model_name, a.real_time_factor,
+                            (a.x, a.y, a.z), joints, a.paused)
     standin.setup_ros()
-    rospy.loginfo('Gazebo stand-in: the embedded plant behind %s/joint_states and %s/%s/command, '
-                  'at %g x real time', standin.namespace, standin.namespace, standin.controller,
-                  standin.real_time_factor)
+    rospy.loginfo('Gazebo stand-in: MuJoCo as Gazebo sees the URDF, behind %s/joint_states and '
+                  '%s/%s/command, at %g x real time%s', standin.namespace, standin.namespace,
+                  standin.controller, standin.real_time_factor, ', paused' if a.paused else '')
+    if a.spawn_controllers:
+        threading.Thread(target=spawn_controllers, args=(a.namespace, a.spawn_controllers),
+                         daemon=True, name='spawner').start()
     try:
         standin.run()
     except (KeyboardInterrupt, rospy.ROSInterruptException):

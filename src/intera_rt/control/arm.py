@@ -7,13 +7,17 @@ import numpy as np
 
 from intera_rt.control.base import CommandRejected
 from intera_rt.numeric import clip
-from intera_rt.robot import ARM_JOINTS
+from intera_rt.robot import ARM_JOINTS, ARMATURE, NEUTRAL
 
 DEFAULT_SPEED_RATIO = 0.3      # set_speed_ratio's default on the robot
 DEFAULT_TIMEOUT = 0.2          # s, joint_command_timeout's default on the robot
 MAX_TIMEOUT = 1.0              # s: longer timeouts are clamped (a lost client must stop the arm)
 SETTLE_SNAP = 1e-5             # rad: a position reference lands on its target below this
 LIMIT_SLACK = 1e-6             # rad a commanded position may exceed a joint limit by (float noise)
+# rad/s: the most a joint's tracking bandwidth is raised on a plant lighter than the robot
+# (stable with up to 10 steps of latency between state and command on the Gazebo
+# stand-in; 120 rad/s is not beyond 5).
+OMEGA_MAX = 80.0
 
 
 class Arm:
@@ -29,6 +33,14 @@ class Arm:
         self.effort_limit, self.armature = lim['effort'], lim['armature']
         self.kp = omega * omega
         self.kd = 2.0 * zeta * omega
+        # Per joint: ω on the robot's drives; on a plant with less armature (Gazebo has none)
+        # raised where stability allows, so that each joint keeps the robot's stiffness
+        # (N·m/rad, against friction) about the joint inertia at neutral.
+        m = np.diag(self.dynamics.mass_matrix(np.array(NEUTRAL)))
+        robot = m + np.array([ARMATURE.get(n, 0.0) for n in self.names])
+        w = np.minimum(np.maximum(OMEGA_MAX, omega), omega * np.sqrt(robot / (m + self.armature)))
+        self.kp_joint = w * w
+        self.kd_joint = 2.0 * zeta * w
         self.speed_ratio = DEFAULT_SPEED_RATIO
         self.speed_ratio_serial = 0
         self.timeout = DEFAULT_TIMEOUT
@@ -67,7 +79,7 @@ class Arm:
         τ = M(q)·u + C(q, q̇)·q̇ (+ each drive's reflected inertia), gravity left out (gravity
         compensation adds it)."""
         q, qd = state.q, state.qd
-        u = a + self.kp * (p - q) + self.kd * (v - qd)
+        u = a + self.kp_joint * (p - q) + self.kd_joint * (v - qd)
         return self.dynamics.inverse_dynamics(q, qd, u) + self.armature * u - state.gravity()
 
     def stop_point(self, p, v):

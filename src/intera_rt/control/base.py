@@ -51,8 +51,18 @@ class Suppressions:
     def __init__(self):
         self._until = {}
 
-    def suppress(self, what, now):
-        self._until[what] = now + SUPPRESS_WINDOW
+    def suppress(self, what, now, seconds=SUPPRESS_WINDOW):
+        """Suppress `what` until `seconds` from now (a bypass of a behaviour, e.g. the
+        speed scaling's, is one too: 'speed_scaling')."""
+        self._until[what] = now + seconds
+
+    def lift(self, what):
+        """`what` is no longer suppressed."""
+        self._until.pop(what, None)
+
+    def left(self, what, now):
+        """s until `what` is no longer suppressed (0 when it is not)."""
+        return max(0.0, self._until.get(what, -math.inf) - now) if self.active(what, now) else 0.0
 
     def active(self, what, now):
         # (less a nanosecond: loop times are tick counts × 1 ms, and 0.2 s after one must
@@ -168,6 +178,15 @@ class Stage:
         """The arm carries `tool` (model.tool.Tool; None: nothing) from now on. Stages that
         keep a dynamics model of their own follow it (the shared ArmState.dynamics already
         does)."""
+
+    # Typed commands (control.commands classes) this stage takes: the core hands it each
+    # one it receives (take), so a plugin with commands of its own is still one module.
+    COMMANDS = ()
+
+    def take(self, command, now, suppressions):
+        """Apply one of COMMANDS between ticks at loop time `now` (the core's Suppressions
+        given: a bypass is one). Returns (success, message)."""
+        raise NotImplementedError
 
     def speed_scale(self, state, velocity):
         """The fraction (0..1) of its speed a controller with speed_scaling may use,

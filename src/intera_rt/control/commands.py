@@ -109,6 +109,14 @@ class SetTool:
     tool: object = None
 
 
+@dataclass(frozen=True, kw_only=True)
+class BypassSpeedScaling:
+    """/intera_rt/bypass_speed_scaling (beyond the robot, seed 002): `on` lifts the speed
+    scaling for the safety_status stage's bypass_timeout, `off` re-arms it now. Answers
+    (success, message)."""
+    on: bool
+
+
 # --- sim control: each answers (success, message) --------------------------------------------
 @dataclass(frozen=True, kw_only=True)
 class SimEstop:

@@ -16,7 +16,7 @@ import math
 import numpy as np
 import pinocchio as pin
 
-from intera_rt.robot import ARM_JOINTS, HARD_STOP_MARGIN, HEAD_JOINTS
+from intera_rt.robot import ARM_JOINTS, HEAD_JOINTS
 
 NAME = 'momentum observer'
 STOP_TOLERANCE = 1e-9   # rad: a joint this close to its mechanical stop is on it
@@ -48,9 +48,9 @@ class MomentumObserver:
         # Joint limits in Pinocchio's order (a joint the model does not limit: never).
         self._lower, self._upper = np.full(nv, -math.inf), np.full(nv, math.inf)
         for name, i in zip(ARM_JOINTS + tuple(heads[:1]), models.idx_v(ARM_JOINTS + tuple(heads[:1]))):
-            # Where the arm's mechanical stops are (just beyond the limits).
-            self._lower[i] = model.limits[name].lower - HARD_STOP_MARGIN + STOP_TOLERANCE
-            self._upper[i] = model.limits[name].upper + HARD_STOP_MARGIN - STOP_TOLERANCE
+            # Where the plant's mechanical stops are (the robot's just beyond the limits).
+            self._lower[i] = model.limits[name].lower - model.stop_margin + STOP_TOLERANCE
+            self._upper[i] = model.limits[name].upper + model.stop_margin - STOP_TOLERANCE
         self.pin, self.data, self.arm = self._pin, self._data, self._arm
         # Buffers, full (Pinocchio) order: the previous and this reading.
         self._q0, self._v0 = np.zeros(nv), np.zeros(nv)

@@ -7,10 +7,12 @@ controller of role 'hold' is where the arm starts and what it falls back to.
 from intera_rt.control.collision_avoidance import CollisionAvoidance
 from intera_rt.control.collision_detection import CollisionDetection
 from intera_rt.control.gravity import GravityCompensation
+from intera_rt.control.high_speed_scaling import HighSpeedScaling
 from intera_rt.control.hold import HoldController
 from intera_rt.control.interaction import InteractionController
 from intera_rt.control.joint_speed import JointSpeedLimit
 from intera_rt.control.position import PositionController
+from intera_rt.control.safety_status import SafetyStatus
 from intera_rt.control.torque import TorqueController
 from intera_rt.control.trajectory import TrajectoryController
 from intera_rt.control.velocity import VelocityController
@@ -35,6 +37,8 @@ MONITORS = (
 ADDITIVES = (
     GravityCompensation,
     CollisionAvoidance,
+    HighSpeedScaling,
+    SafetyStatus,
 )
 
 STAGES = {stage.name: stage for stage in MONITORS + ADDITIVES + CONTROLLERS}

@@ -321,6 +321,20 @@ class AvoidanceModel(ShapeModel):
                 return min(1.0, max(0.0, (clearance - self.padding) / span))
         return 1.0
 
+    def sweep(self, q_arm, q_head, first, count):
+        """[(pair index, clearance)] of `count` watched pairs from index `first` on
+        (wrapping): a look at every pair spread over a few ticks (the 1 kHz path: inputs
+        unchecked)."""
+        pin.updateGeometryPlacements(self.model, self.data, self.geom, self.gdata,
+                                     self._set_q(q_arm, q_head))
+        n, dres, allowance, geom, gdata = len(self.pairs), self._dres, self._allowance, self.geom, self.gdata
+        found = []
+        for i in range(first, first + count):
+            k = i % n
+            pin.computeDistance(geom, gdata, k)
+            found.append((k, dres[k].min_distance + allowance[k]))
+        return found
+
     def objects(self, contacts):
         """Bit mask (int) of the shapes in `contacts`: bit i is shape_links[i]."""
         mask = 0

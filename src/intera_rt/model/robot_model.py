@@ -2,10 +2,11 @@
 the gravity model (what the robot itself uses), the tip frames tip_states reports, and the
 Pinocchio models (built once per URDF, model.pinocchio_model) from which each user makes
 its own ArmDynamics."""
+import copy
 import math
 import os
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import PyKDL as kdl
@@ -15,7 +16,7 @@ from intera_rt.model.dynamics import ArmDynamics
 from intera_rt.model.pinocchio_model import pinocchio_models
 from intera_rt.model.safe_xml import safe_urdf
 from intera_rt.robot import (ACCEL_LIMITS, ARM_JOINTS, ARMATURE, BASE_FRAME,  # noqa: F401 (re-exported)
-                             GRAVITY, HEAD_JOINTS)
+                             GRAVITY, HARD_STOP_MARGIN, HEAD_JOINTS)
 
 
 def default_urdf_path():
@@ -148,6 +149,8 @@ class Chain:
 class RobotModel:
     """The Sawyer model built from URDF XML."""
 
+    stop_margin = HARD_STOP_MARGIN      # rad: the mechanical stops beyond the limits (for_plant)
+
     def __init__(self, urdf_xml):
         urdf_xml = safe_urdf(urdf_xml)          # hostile or oversized XML: UnsafeXMLError
         self.urdf_xml = urdf_xml
@@ -246,6 +249,24 @@ class RobotModel:
         chain, e.g. right_hand_camera on right_l5, use the leading joints)."""
         chain = self.chain(tip)
         return chain.fk(q_arm[:chain.n])
+
+    def for_plant(self, armature=None, stop_margin=None):
+        """This model as a plant other than the robot is: other drive armature ({joint:
+        kg·m²}; joints not named keep theirs) — Gazebo has none — and mechanical stops
+        `stop_margin` rad beyond the joint limits (Gazebo's are at them). Shares everything
+        else (the URDF, KDL and Pinocchio models) with this one."""
+        armature = armature or {}
+        unknown = sorted(set(armature) - set(self.limits))
+        if unknown:
+            raise KeyError('for_plant: no joint named %s' % ', '.join(unknown))
+        _ = self.pinocchio                      # built once, shared
+        other = copy.copy(self)
+        other.limits = {n: replace(l, armature=float(armature.get(n, l.armature)))
+                        for n, l in self.limits.items()}
+        if stop_margin is not None:
+            other.stop_margin = float(stop_margin)
+        other._per_thread = threading.local()
+        return other
 
     def limit_arrays(self, names):
         lims = [self.limits[n] for n in names]

@@ -50,6 +50,9 @@ class RealtimeCore(CommandInputs):
         self._owns_clock = self.boards.owns_clock
         self.boards.configure()
         self.boards.activate()
+        # The controllers, the head's and the monitors (the momentum observer) see the plant
+        # as it is: its drives' armature, which need not be the robot's.
+        model = self.boards.plant_model(model)
         self.state = RobotStateMachine(enabled=enabled)
         self.homing = JointHoming(ARM_JOINTS, homed=homed)
         self.arm = Arm(model)
@@ -107,6 +110,9 @@ class RealtimeCore(CommandInputs):
             cmds.SimClearBodyWrenches: self._sim_clear_body_wrenches,
             cmds.SimGripper: self._sim_gripper, cmds.SimPause: self._sim_pause,
         }
+        for stage in self._stages:
+            for kind in stage.COMMANDS:
+                self._apply[kind] = lambda c, stage=stage: stage.take(c, self.now, self.suppressions)
         reading = self.boards.read()
         # Loop time starts at boot; boards that own the clock may count from anywhere.
         # A simulator's clock (sim_clock) is ROS time: loop time is that time.
@@ -314,7 +320,7 @@ class RealtimeCore(CommandInputs):
                 self.timeouts += 1
                 self._switch(self.hold, state, self._out)
                 active = self.hold
-            if active.speed_scaling and self._scalers:
+            if active.speed_scaling and self._scalers and not state.suppressed('speed_scaling'):
                 heading = active.heading()
                 if heading is not None:
                     scale = 1.0

@@ -31,10 +31,11 @@ from intera_core_msgs.msg import (CollisionAvoidanceState, CollisionDetectionSta
                                   HomingCommand, HomingState, InteractionControlCommand,
                                   InteractionControlState, IODeviceStatus, JointCommand,
                                   JointLimits, RobotAssemblyState, SEAJointState)
-from intera_rt_msgs.msg import RealtimeState
+from intera_rt_msgs.msg import RealtimeState, SafetyStatus
 from rosgraph_msgs.msg import Clock
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Bool, Empty, Float64, Header
+from std_srvs.srv import SetBool, SetBoolResponse
 
 from intera_rt.boards import backend_class, check_backend
 from intera_rt.control import commands as cmds
@@ -130,7 +131,8 @@ class RealtimeLoop:
         self.q_arm = q_arm
         self._urdf = urdf or self.model.urdf_xml
         # The model terms SEAJointState reports are computed here, off the realtime path.
-        self._armature = self.model.limit_arrays(ARM_JOINTS)['armature']
+        self._armature = backend_class(backend).plant_model(self.model).limit_arrays(
+            ARM_JOINTS)['armature']
         # The arm's dynamics with the tool it carries (the core's), for the published gravity
         # and wrench terms; replaced whole when the tool changes.
         self._dynamics = self.model.dynamics()
@@ -143,7 +145,9 @@ class RealtimeLoop:
         if armnav is None:
             with open(default_armnav_path()) as f:
                 armnav = f.read()
-        self._avoidance_links = shape_links(armnav) if msgs.HAS_AVOIDANCE else None
+        self._avoidance_links = shape_links(armnav) \
+            if msgs.HAS_AVOIDANCE or msgs.HAS_SAFETY_STATUS else None
+        self._status_key = None          # last safety_status sent
         self.state = None                # the core's latest state (a StateView)
         self._published_any = False      # a state from the core is out
         self._state_wall = 0.0           # wall time of that state's tick
@@ -153,15 +157,19 @@ class RealtimeLoop:
         self._reply_ids = itertools.count()
         self._send_lock = threading.Lock()
         self._reply_cond = threading.Condition()
+        self._options = self._stage_options()
         self.proc, self.conn = rt_process.start(dict(
             urdf=urdf, backend=backend, backend_options=backend_options, q_arm=q_arm,
-            q_head=q_head, options=self._stage_options(),
+            q_head=q_head, options=self._options,
             enabled=not rospy.get_param('~disabled', False),
             homed=not rospy.get_param('~unhomed', False), paused=self.paused, sim_time=self.sim_time,
             speed=self.speed, priority=int(rospy.get_param('~realtime_priority', 50)),
             tick_log=rospy.get_param('~tick_log', os.environ.get('INTERA_RT_TICK_LOG', ''))))
-        if not self.conn.poll(BOOT_TIMEOUT):
-            raise RuntimeError('the realtime core did not start within %.0f s' % BOOT_TIMEOUT)
+        # Boards that connect to something slow to start (Gazebo) may take their own timeout
+        # on top: theirs fails first, with its reason, never this one.
+        boot_timeout = BOOT_TIMEOUT + backend_class(backend).configure_timeout(backend_options)
+        if not self.conn.poll(boot_timeout):
+            raise RuntimeError('the realtime core did not start within %.0f s' % boot_timeout)
         ready = self.conn.recv()
         if not isinstance(ready, pipe.Ready):
             raise RuntimeError('the realtime core failed to start: %s'
@@ -192,7 +200,9 @@ class RealtimeLoop:
             options[stage.name] = dict(value)
         armnav = rospy.get_param('/robot/armnav_robot_description', None)
         if armnav:
-            options.setdefault('collision_avoidance', {}).setdefault('armnav_urdf', armnav)
+            for stage in MONITORS + ADDITIVES + CONTROLLERS:
+                if 'armnav_urdf' in stage.OPTIONS:
+                    options[stage.name].setdefault('armnav_urdf', armnav)
         # Before spawning the core: a misspelt or mistyped option stops boot at once.
         return check_stage_options(options)
 
@@ -238,6 +248,8 @@ class RealtimeLoop:
             if msgs.HAS_INTERACTION else None
         self.pub_realtime = periodic('/intera_rt/realtime_state', RealtimeState)
         self.pub_head = periodic('/robot/head/head_state', HeadState)
+        self.pub_safety = pub('/intera_rt/safety_status', SafetyStatus, queue_size=10, latch=True) \
+            if msgs.HAS_SAFETY_STATUS else None
         self.pub_homing = pub('/robot/homing_states', HomingState, queue_size=10, latch=True)
         self.pub_diag = pub('/diagnostics', DiagnosticArray, queue_size=10)
         self.pub_limits = pub('/robot/joint_limits', JointLimits, queue_size=1, latch=True)
@@ -277,6 +289,8 @@ class RealtimeLoop:
         sub('/io/robot/navigator/state', IODeviceStatus,
             lambda m: self._on_zero_g_input('navigator', m, robot_commands.NAVIGATOR_SIGNALS),
             queue_size=10)
+        if msgs.HAS_SAFETY_STATUS:
+            rospy.Service('/intera_rt/bypass_speed_scaling', SetBool, self._bypass_speed_scaling)
         # Sim control (/intera_rt/sim/*): E-stop button, error, external wrench, pose reset,
         # obstacles.
         # Gazebo's world API (/gazebo/*) where the boards have a world.
@@ -318,6 +332,13 @@ class RealtimeLoop:
                                                      len(raw.data), exc))
                 continue
             self._send(robot_commands.joint_command(msg, self.loop_time_offset()))
+
+    def _bypass_speed_scaling(self, req):
+        """/intera_rt/bypass_speed_scaling (std_srvs/SetBool): true lifts the speed scaling
+        for safety_status's bypass_timeout, false re-arms it now."""
+        ok, message = self._call(cmds.BypassSpeedScaling(on=bool(req.data)))
+        (rospy.logwarn if req.data and ok else rospy.loginfo)('bypass_speed_scaling: %s', message)
+        return SetBoolResponse(success=ok, message=message)
 
     def _on_zero_g_input(self, source, msg, signals):
         """A device state: any of `signals` nonzero asks for zero-G (the core decides)."""
@@ -464,6 +485,8 @@ class RealtimeLoop:
                 collision_object=msgs.avoidance_objects(view, self._avoidance_links)))
         if wanted(self.pub_realtime):
             self._publish_realtime_state(header)
+        if self.pub_safety is not None:
+            self._publish_safety_status(header)
         self._publish_homing()
         if self.pub_interaction is not None and wanted(self.pub_interaction):
             self.pub_interaction.publish(msgs.interaction_state_msg(view, header))
@@ -483,6 +506,16 @@ class RealtimeLoop:
             return
         self._realtime_key, self._realtime_at = key, t
         self.pub_realtime.publish(msgs.realtime_state_msg(self.state, header, self._loop_stamp))
+
+    def _publish_safety_status(self, header):
+        """/intera_rt/safety_status (latched) whenever what it reports changes."""
+        key = msgs.safety_status_key(self.state, self._avoidance_links)
+        if key == self._status_key:
+            return
+        self._status_key = key
+        scaling = self._options.get('collision_avoidance', {}).get('velocity_scaling', False)
+        self.pub_safety.publish(msgs.safety_status_msg(self.state, header, self._avoidance_links,
+                                                       scaling))
 
     def _publish_homing(self):
         """/robot/homing_states on every change, else every HOMING_STATES_PERIOD of loop time

@@ -17,14 +17,16 @@ from geometry_msgs.msg import Point, Pose, Quaternion, Twist, Vector3, Wrench
 from intera_core_msgs.msg import (EndpointState, HeadState, HomingState,
                                   InteractionControlState, JointLimits, RobotAssemblyState,
                                   SEAJointState)
-from intera_rt_msgs.msg import RealtimeState
+from intera_rt_msgs.msg import RealtimeState, SafetyStatus
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Header
 
 from intera_rt.control import model_effort
 from intera_rt.control.collision_avoidance import CollisionAvoidance
 from intera_rt.control.collision_detection import CollisionDetection
+from intera_rt.control.high_speed_scaling import HighSpeedScaling
 from intera_rt.control.interaction import InteractionController
+from intera_rt.control.safety_status import SafetyStatus as SafetyStatusStage
 from intera_rt.model.avoidance import objects_from_mask
 from intera_rt.realtime.state import CONTROLLER_NAMES, StateView
 from intera_rt.robot import ARM_JOINTS, BOARD_JOINTS, HEAD_JOINTS, LOOP_PERIOD, SUPPRESS_TOPICS
@@ -39,6 +41,8 @@ WRENCH_DAMPING = 1e-6                 # λ² of the endpoint wrench's damped lea
 HAS_DETECTION = StateView.has(CollisionDetection.name)
 HAS_AVOIDANCE = StateView.has(CollisionAvoidance.name)
 HAS_INTERACTION = StateView.has(InteractionController.name)
+HAS_HIGH_SPEED = StateView.has(HighSpeedScaling.name)
+HAS_SAFETY_STATUS = StateView.has(SafetyStatusStage.name)
 _ZEROS7 = np.zeros(7)
 
 
@@ -132,6 +136,8 @@ def realtime_state_key(view):
     if HAS_DETECTION:
         d = view.collision_detection
         key += (d.impact, d.squish, d.hand_overwrench, d.detected_at)
+    if HAS_HIGH_SPEED:
+        key += (view.high_speed_scaling.active,)
     return tuple(None if isinstance(k, float) and math.isnan(k) else k for k in key)
 
 
@@ -158,7 +164,43 @@ def realtime_state_msg(view, header, loop_stamp):
         msg.hand_overwrench = bool(d.hand_overwrench)
         msg.last_detection = loop_stamp(d.detected_at)
         msg.external_torque = list(d.external_torque)
+    if HAS_HIGH_SPEED:
+        h = view.high_speed_scaling
+        msg.high_speed_scaling_active = bool(h.active)
+        msg.high_speed_scale, msg.limb_speed = h.scale, h.speed
+    else:
+        msg.high_speed_scale = 1.0
     return msg
+
+
+def safety_status_key(view, links):
+    """What /intera_rt/safety_status reports, rounded to what is worth a new message (mm of
+    clearance, a percent of scale, 0.1 s of bypass left); None without the stage."""
+    if not HAS_SAFETY_STATUS:
+        return None
+    st = view.safety_status
+    clearance = st.min_clearance
+    high = view.high_speed_scaling.scale if HAS_HIGH_SPEED else 1.0
+    return (None if math.isnan(clearance) else round(clearance, 3), closest_pair(view, links),
+            round(st.speed_scale, 2), round(high, 2), bool(st.bypassed), round(st.bypass_left, 1))
+
+
+def closest_pair(view, links):
+    """The links of the pair safety_status found closest ([] before its first look)."""
+    a, b = (int(i) for i in view.safety_status.pair)
+    if links is None or a < 0 or b < 0:
+        return []
+    return [links[a], links[b]]
+
+
+def safety_status_msg(view, header, links, velocity_scaling):
+    """/intera_rt/safety_status; links: the armnav shapes' links (shape_links)."""
+    st = view.safety_status
+    return SafetyStatus(header=header, min_clearance=st.min_clearance,
+                        closest_pair=closest_pair(view, links), scale=st.speed_scale,
+                        high_speed_scale=view.high_speed_scaling.scale if HAS_HIGH_SPEED else 1.0,
+                        velocity_scaling=bool(velocity_scaling), bypassed=bool(st.bypassed),
+                        bypass_remaining=st.bypass_left)
 
 
 def interaction_state_msg(view, header):

@@ -1,0 +1,173 @@
+"""The Gazebo stand-in's physics (boards.gazebo_physics: the URDF as Gazebo's ODE sees it, in
+MuJoCo) and what the robot's control must make of a plant without drive armature. No ROS.
+
+- the model: no armature, the URDF's damping applied explicitly and its friction as friction
+  loss, stops exactly at the limits, the floor at world z = 0 under a base spawned at -z,
+  the zero pose unless -J says otherwise;
+- the robot's controllers and the brakes' stand-in, given the plant's armature
+  (JointBoards.plant_armature: Gazebo's is zero), hold the arm still against this plant with
+  a step or more of latency, as the gazebo backend drives it; the same laws assuming the
+  robot's armature (the deliberately wrong configuration) shake the wrist apart, so these
+  tests can fail.
+"""
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+
+from intera_rt.boards import make_boards
+from intera_rt.boards.base import JointBoards
+from intera_rt.boards.gazebo import SPAWN_Z, GazeboBoards
+from intera_rt.boards.gazebo_model import BrakeHold
+from intera_rt.control.arm import Arm
+from intera_rt.model import RobotModel
+from intera_rt.robot import ARM_JOINTS, ARMATURE, BOARD_JOINTS, NEUTRAL
+
+MODEL = RobotModel.from_file()
+Q_NEUTRAL = np.r_[NEUTRAL, 0.0]
+
+
+def GazeboPhysics(*args, **kwargs):
+    """(MuJoCo imported when a test runs, not at collection: the MuJoCo cameras' tests
+    choose its OpenGL platform before it is first imported.)"""
+    from intera_rt.boards.gazebo_physics import GazeboPhysics
+    return GazeboPhysics(*args, **kwargs)
+
+
+def test_the_model_is_the_urdf_as_gazebo_sees_it():
+    import mujoco
+    ph = GazeboPhysics(MODEL, spawn=(0.0, 0.0, SPAWN_Z), joints={'right_j1': -0.5})
+    m = ph.m
+    lim = MODEL.limit_arrays(BOARD_JOINTS)
+    assert not m.dof_armature.any()
+    dof = ph._dof
+    np.testing.assert_array_equal(m.dof_damping[dof], lim['damping'])
+    np.testing.assert_array_equal(m.dof_frictionloss[dof], lim['friction'])
+    np.testing.assert_allclose(m.jnt_range[[m.dof_jntid[i] for i in dof]],
+                               np.c_[lim['lower'], lim['upper']])
+    assert m.opt.integrator == mujoco.mjtIntegrator.mjINT_EULER
+    assert m.opt.disableflags & mujoco.mjtDisableBit.mjDSBL_EULERDAMP        # explicit damping
+    floor = mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_GEOM, 'floor')
+    assert m.geom_pos[floor][2] == -SPAWN_Z
+    expected = np.zeros(8)
+    expected[1] = -0.5
+    np.testing.assert_array_equal(ph.position, expected)
+    # Commanded effort beyond the limit is saturated, as gazebo_ros_control does.
+    ph.step(np.full(8, 1000.0))
+    np.testing.assert_array_equal(ph.applied, lim['effort'])
+
+
+def test_the_stops_are_at_the_limits_and_damping_is_not_in_the_applied_effort():
+    ph = GazeboPhysics(MODEL)
+    ph.set_positions(Q_NEUTRAL)
+    push = np.zeros(8)
+    push[6] = 5.0                               # right_j6: up to its limit, and on it
+    for _ in range(2000):
+        ph.step(push)
+    upper = MODEL.limits['right_j6'].upper
+    assert abs(ph.position[6] - upper) < 5e-3, ph.position[6]   # (a stop gives a few mrad)
+    assert ph.applied[6] == 5.0
+
+
+def _hold(control, delay, seconds=1.5):
+    """The arm at neutral under `control(q, qd)` → 8 torques, applied `delay` steps after the
+    state they answer (the loop is not in lockstep with Gazebo). Returns the largest joint
+    error (rad) and speed (rad/s) over the run."""
+    ph = GazeboPhysics(MODEL)
+    ph.set_positions(Q_NEUTRAL)
+    queue = [control(ph.position, ph.velocity)] * delay      # (held from the start)
+    err = speed = 0.0
+    for _ in range(int(seconds / ph.dt)):
+        queue.append(control(ph.position, ph.velocity))
+        ph.step(queue.pop(0))
+        err = max(err, np.abs(ph.position - Q_NEUTRAL)[:7].max())
+        speed = max(speed, np.abs(ph.velocity).max())
+    return err, speed
+
+
+def _position_hold(arm):
+    target, zero = np.array(NEUTRAL), np.zeros(7)
+
+    def control(q, qd):
+        state = SimpleNamespace(q=q[:7], qd=qd[:7], gravity=lambda: 0.0)
+        # (track leaves gravity to gravity compensation; here its model terms include it)
+        return np.r_[arm.track(state, target, zero, zero), 0.0]
+    return control
+
+
+def test_plant_armature_is_declared_per_backend():
+    assert JointBoards.plant_armature is None
+    assert JointBoards.plant_model(MODEL) is MODEL
+    gz = GazeboBoards.plant_model(MODEL)
+    assert not gz.limit_arrays(BOARD_JOINTS)['armature'].any()
+    assert MODEL.limit_arrays(ARM_JOINTS)['armature'].tolist() == [ARMATURE[n] for n in ARM_JOINTS]
+    assert make_boards('gazebo', MODEL).plant_armature == 0.0
+    # The robot's gains are unchanged on the robot's drives.
+    arm = Arm(MODEL)
+    np.testing.assert_array_equal(arm.kp_joint, arm.kp)
+
+
+@pytest.mark.parametrize('delay', [1, 3])
+def test_position_control_on_the_plants_armature_holds_still(delay):
+    err, speed = _hold(_position_hold(Arm(GazeboBoards.plant_model(MODEL))), delay)
+    assert err < 1e-3 and speed < 0.05, (err, speed)
+
+
+def test_position_control_assuming_the_robots_armature_shakes_the_wrist():
+    """The configuration the gazebo backend had before the plant declared its armature."""
+    err, speed = _hold(_position_hold(Arm(MODEL)), 1)
+    assert speed > 10.0, (err, speed)
+
+
+@pytest.mark.parametrize('delay', [1, 3])
+def test_the_brakes_stand_in_holds_on_the_plants_inertia(delay):
+    brake = BrakeHold(MODEL, BOARD_JOINTS, GazeboBoards.plant_armature)
+    err, speed = _hold(lambda q, qd: brake.torque(Q_NEUTRAL, q, qd), delay)
+    assert err < 1e-3 and speed < 0.05, (err, speed)
+    wrong = BrakeHold(MODEL, BOARD_JOINTS)          # the robot's armature assumed
+    err, speed = _hold(lambda q, qd: wrong.torque(Q_NEUTRAL, q, qd), delay)
+    assert speed > 10.0, (err, speed)
+
+
+@pytest.mark.parametrize('plant', [True, False])
+def test_the_observer_takes_gazebos_stops_at_the_limits_for_no_push(plant):
+    """right_j6 driven into its stop by 2 N·m: on Gazebo the stop is at the limit
+    (plant_stop_margin 0), and the momentum observer built on the plant's model ignores the
+    readings on it; built on the robot's (stops 10 mrad further) it reads the stop's reaction
+    as a push from the world."""
+    from intera_rt.control.momentum_observer import MomentumObserver
+    from intera_rt.robot import HARD_STOP_MARGIN
+    model = GazeboBoards.plant_model(MODEL) if plant else MODEL
+    assert model.stop_margin == (0.0 if plant else HARD_STOP_MARGIN)
+    observer = MomentumObserver(model, 50.0)
+    ph = GazeboPhysics(MODEL)
+    ph.set_positions(Q_NEUTRAL)
+    lim = MODEL.limit_arrays(BOARD_JOINTS)
+    brake = BrakeHold(MODEL, BOARD_JOINTS, 0.0)
+
+    def reading():
+        q, qd = ph.position, ph.velocity
+        effort = ph.applied - lim['damping'] * qd - lim['friction'] * np.clip(qd / 0.01, -1, 1)
+        return SimpleNamespace(q=q[:7], qd=qd[:7], q_head=q[7], qd_head=qd[7], effort=effort[:7])
+    observer.restart(reading())
+    worst = 0.0
+    for _ in range(600):
+        tau = brake.torque(Q_NEUTRAL, ph.position, ph.velocity)
+        tau[6] = 2.0
+        ph.step(tau)
+        observer.update(reading(), ph.dt)
+        worst = max(worst, abs(observer.r[6]))
+    assert ph.position[6] > MODEL.limits['right_j6'].upper           # on the stop
+    if plant:
+        assert worst < 0.5, worst
+    else:
+        assert worst > 1.0, worst
+
+
+def test_every_backend_declares_how_long_configure_may_wait():
+    """realtime_loop waits for its core this long more than its own boot timeout."""
+    from intera_rt.boards import BACKENDS, backend_class
+    for name in BACKENDS:
+        assert backend_class(name).configure_timeout({}) >= 0.0
+    assert backend_class('gazebo').configure_timeout({'connect_timeout': 300.0}) == 300.0
+    assert backend_class('embedded').configure_timeout({}) == 0.0
