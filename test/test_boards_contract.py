@@ -274,7 +274,7 @@ def test_registry_and_options():
     with pytest.raises(ValueError, match="unknown backend 'gazebo9'; available: embedded, gazebo, hardware, mujoco"):
         check_backend('gazebo9')
     with pytest.raises(ValueError, match="backend 'mujoco' takes no option 'tabel'; its options: "
-                                         "contact_timeconst, substeps, table, viewer"):
+                                         "contact_timeconst, gripper, substeps, table, viewer"):
         check_backend('mujoco', {'tabel': True})
     with pytest.raises(ValueError, match="backend option table must be true or false, got 'maybe'"):
         check_backend('mujoco', {'table': 'maybe'})

@@ -73,8 +73,16 @@ def scene(gz):
     assert r.success, r.status_message
     r = spawn(gz, 'block', read('block', 'model.urdf'), BLOCK_AT, kind='spawn_urdf_model')
     assert r.success, r.status_message
-    wait_for(lambda: near(where(gz, 'block'), (0.7, 0.1, TABLE_TOP)), TIMEOUT, 'the block on the table')
+    wait_for(lambda: near(where(gz, 'block'), (0.7, 0.1, TABLE_TOP)) and resting(gz, 'block'), TIMEOUT,
+             'the block at rest on the table')
     return gz
+
+
+def resting(gz, name):
+    """Model `name` does not move (a physics plant lands a dropped block still settling)."""
+    t = gz['get_model_state'](name, '').twist
+    return max(abs(v) for v in (t.linear.x, t.linear.y, t.linear.z, t.angular.x, t.angular.y,
+                                t.angular.z)) < 1e-6
 
 
 def test_spawned_models_are_in_the_world(scene):

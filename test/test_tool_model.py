@@ -105,7 +105,9 @@ def test_the_mujoco_plant_builds_the_tool_as_bodies_and_takes_it_off(model):
     for link in ('right_gripper_base', 'right_gripper_l_finger', 'right_gripper_tip'):
         assert mujoco.mj_name2id(boards.m, mujoco.mjtObj.mjOBJ_BODY, link) >= 0
     assert 'right_gripper_l_finger' in boards._geom_link.values()      # it touches the world
-    assert boards.m.nq == len(boards.joint_names)                      # the fingers welded
+    # The fingers are MuJoCo slides the gripper's commands drive (issue 21 item 4), open.
+    assert boards.m.nq == len(boards.joint_names) + 2
+    assert boards.gripper_state().separation == pytest.approx(0.041666, abs=1e-6)
     boards.set_tool(None)
     assert boards.m.body_subtreemass[0] == pytest.approx(bare)
     assert mujoco.mj_name2id(boards.m, mujoco.mjtObj.mjOBJ_BODY, 'right_gripper_base') < 0

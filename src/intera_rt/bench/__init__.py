@@ -23,6 +23,8 @@ The sections, in the order they run (one module each under intera_rt.bench):
   fleet      many robots on one machine (scripts/fleet): sim seconds per wall second of 1, 2,
              4 robots at --speed max; robots that keep the state rate at --speed 1; memory
   world      /gazebo/spawn_sdf_model → the model in /gazebo/model_states (latency, failures)
+  picking    MuJoCo with the gripper: the plant's step with 10 blocks, lockstep speed with
+             them through ROS, pick-and-place success over 50 random block poses
 
 Each section runs in a process of its own (rospy can initialise one node per process, and
 a section may boot a robot of its own). ``run`` receives, of the driver's options, only
@@ -40,7 +42,8 @@ SECTIONS = {'realtime': 'intera_rt.bench.realtime', 'plugins': 'intera_rt.bench.
             'plant': 'intera_rt.bench.plant', 'boards': 'intera_rt.bench.boards',
             'ik': 'intera_rt.bench.ik', 'jtas': 'intera_rt.bench.jtas',
             'motion': 'intera_rt.bench.motion', 'soak': 'intera_rt.bench.soak',
-            'fleet': 'intera_rt.bench.fleet', 'world': 'intera_rt.bench.world'}
+            'fleet': 'intera_rt.bench.fleet', 'world': 'intera_rt.bench.world',
+            'picking': 'intera_rt.bench.picking'}
 # The driver options each section takes (a section's own `duration` means something else).
 OPTIONS = {'realtime': ('out_dir', 'quick', 'duration'), 'plant': ('quick',),
            'plugins': ('quick',), 'boards': ('quick',), 'soak': ('out_dir', 'quick', 'soak')}

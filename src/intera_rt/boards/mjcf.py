@@ -9,6 +9,8 @@ beyond the joint limits; one torque motor per joint (ctrlrange = the effort limi
 the floor under the pedestal's feet, the pedestal, controller box and feet (touching nothing,
 as on the robot), an optional table, light. The arm's and head's collision primitives touch
 the world (floor, table, obstacles), not each other (collision groups ARM_BITS, WORLD_BITS).
+A tool's prismatic joints (a gripper's fingers) are slides with a force-limited position
+actuator each (after the joints' motors), a mimic finger coupled to the one it copies.
 """
 import math
 
@@ -26,6 +28,18 @@ TABLE_HEIGHT, TABLE_NEAR, TABLE_DEPTH, TABLE_WIDTH = 0.75, 0.5, 0.8, 1.2
 ARM_BITS = (1, 0)
 WORLD_BITS = (0, 1)
 INERT_BITS = (0, 0)
+# A gripper's fingers (the prismatic joints of a tool grafted at right_hand): position
+# servos whose force is capped per command (boards.mujoco_boards). KP saturates the 20 N
+# finger effort at 2 mm of error: the squeeze is the force limit, not the servo's error;
+# KV damps a 0.07 kg finger critically enough.
+FINGER_KP = 10000.0           # N/m
+FINGER_KV = 40.0              # N·s/m
+FINGER_ARMATURE = 0.01        # kg: the finger drive's reflected mass (steadies contact at 1 ms)
+# Finger pads: sliding friction of rubber on a block, and torsional friction (condim 4) so
+# a block held off its centre of mass does not pivot between two pads.
+FINGER_FRICTION = (1.0, 0.01, 0.0001)
+FINGER_CONDIM = 4
+IMPRATIO = 10.0               # MuJoCo's friction-to-normal impedance ratio (grasps hold)
 
 
 def _fmt(values):
@@ -58,6 +72,18 @@ def _geometry(geometry):
     if kind == 'Box':
         return 'box', tuple(0.5 * s for s in geometry.size)
     return None
+
+
+FINGER_PREFIX = 'finger/'       # the finger actuators' names: finger/<joint>
+
+
+def _slide_range(joint):
+    """A prismatic joint's (lower, upper) travel, m."""
+    lim = joint.limit
+    if lim is None or lim.lower is None or lim.upper is None or not lim.lower < lim.upper:
+        raise ValueError('URDF joint %s: a prismatic joint needs <limit lower upper> for the '
+                         'MuJoCo backend' % joint.name)
+    return lim.lower, lim.upper
 
 
 def _floor_height(robot):
@@ -105,7 +131,7 @@ def mjcf_from_urdf(robot, limits, joint_names=BOARD_JOINTS, table=False,
                     return colours[material.name]
         return (0.6, 0.6, 0.6, 1.0)
 
-    def geoms(link, indent, bits):
+    def geoms(link, indent, bits, surface=''):
         out = []
         rgba = link_colour(link)
         for k, collision in enumerate(link.collisions):
@@ -113,9 +139,9 @@ def mjcf_from_urdf(robot, limits, joint_names=BOARD_JOINTS, table=False,
             if shape is None:
                 continue
             out.append('%s<geom name="collision/%s/%d" type="%s" size="%s" %s contype="%d" '
-                       'conaffinity="%d" group="3" %s rgba="%s"/>'
+                       'conaffinity="%d" group="3" %s%s rgba="%s"/>'
                        % (indent, link.name, k, shape[0], _fmt(shape[1]), _origin(collision.origin),
-                          bits[0], bits[1], solref, _fmt(rgba)))
+                          bits[0], bits[1], solref, surface, _fmt(rgba)))
         for k, visual in enumerate(link.visuals):
             shape = _geometry(visual.geometry)
             if shape is None:
@@ -149,7 +175,8 @@ def mjcf_from_urdf(robot, limits, joint_names=BOARD_JOINTS, table=False,
         out = ['%s<body name="%s" %s>' % (indent, link.name, _origin(joint.origin))]
         inner = indent + '  '
         out += inertial(link, inner)
-        if joint.type in ('revolute', 'continuous'):
+        finger = joint.type == 'prismatic' and joint.name not in welded
+        if joint.type in ('revolute', 'continuous') and joint.name not in welded:
             lim = limits[joint.name]
             axis = joint.axis if joint.axis is not None else (1.0, 0.0, 0.0)
             rng = ''
@@ -159,16 +186,26 @@ def mjcf_from_urdf(robot, limits, joint_names=BOARD_JOINTS, table=False,
             out.append('%s<joint name="%s" type="hinge" axis="%s" %s damping="%.10g" '
                        'frictionloss="%.10g" armature="%.10g"/>'
                        % (inner, joint.name, _fmt(axis), rng, lim.damping, lim.friction, lim.armature))
+        elif finger:                              # a gripper's finger
+            lo, hi = _slide_range(joint)
+            axis = joint.axis if joint.axis is not None else (1.0, 0.0, 0.0)
+            out.append('%s<joint name="%s" type="slide" axis="%s" range="%.10g %.10g" '
+                       'armature="%.10g"/>' % (inner, joint.name, _fmt(axis), lo, hi, FINGER_ARMATURE))
+            fingers.append(joint)
         elif joint.type != 'fixed' and joint.name not in welded:
             raise ValueError('URDF joint %s: type %s is not supported by the MuJoCo backend'
                              % (joint.name, joint.type))
         bits = INERT_BITS if link.name in PEDESTAL_LINKS else ARM_BITS
-        out += geoms(link, inner, bits)
+        surface = ''
+        if finger:
+            surface = ' condim="%d" friction="%s"' % (FINGER_CONDIM, _fmt(FINGER_FRICTION))
+        out += geoms(link, inner, bits, surface)
         for child in children.get(link.name, []):
             out += body(child, depth + 1)
         out.append('%s</body>' % indent)
         return out
 
+    fingers = []
     root = robot.get_root()
     floor = _floor_height(robot)
     world = ['    <light name="sun" pos="0 0 3" dir="0 0 -1" directional="true"/>',
@@ -189,11 +226,33 @@ def mjcf_from_urdf(robot, limits, joint_names=BOARD_JOINTS, table=False,
         lim = limits[name]
         actuators.append('    <motor name="%s" joint="%s" gear="1" ctrlrange="%.10g %.10g"/>'
                          % (name, name, -lim.effort, lim.effort))
+    for joint in fingers:                          # after the joints' motors: ctrl[n:]
+        lo, hi = _slide_range(joint)
+        effort = joint.limit.effort if joint.limit is not None and joint.limit.effort else 1.0
+        actuators.append('    <position name="%s%s" joint="%s" kp="%.10g" kv="%.10g" '
+                         'ctrlrange="%.10g %.10g" forcerange="%.10g %.10g"/>'
+                         % (FINGER_PREFIX, joint.name, joint.name, FINGER_KP, FINGER_KV, lo, hi,
+                            -effort, effort))
+    # A mimic finger (the URDF's <mimic>) moves with the finger it copies, as the gripper's
+    # linkage makes them: without the coupling two force-limited fingers squeezing a block
+    # would let the pair drift sideways together.
+    equalities = ['    <joint joint1="%s" joint2="%s" polycoef="%.10g %.10g 0 0 0" solref="%.6g 1"/>'
+                  % (j.name, j.mimic.joint, j.mimic.offset or 0.0,
+                     1.0 if j.mimic.multiplier is None else j.mimic.multiplier, LIMIT_TIMECONST)
+                  for j in fingers if j.mimic is not None]
+    if equalities:
+        equalities = ['  <equality>'] + equalities + ['  </equality>']
     return '\n'.join([
         '<mujoco model="sawyer">',
         '  <compiler angle="radian" eulerseq="XYZ" inertiafromgeom="false" autolimits="true"/>',
-        '  <option timestep="%.10g" integrator="implicitfast" gravity="%s"/>'
-        % (LOOP_PERIOD / substeps, _fmt(GRAVITY)),
+        # Elliptic friction cones and a high impratio: a block squeezed between two fingers
+        # holds instead of creeping down through soft friction (docs/world.md). Sleep:
+        # bodies at rest (blocks on a table) drop out of the solver until something
+        # touches or moves them; the actuated arm never sleeps.
+        '  <option timestep="%.10g" integrator="implicitfast" gravity="%s" cone="elliptic" '
+        'impratio="%g">' % (LOOP_PERIOD / substeps, _fmt(GRAVITY), IMPRATIO),
+        '    <flag sleep="enable"/>',
+        '  </option>',
         '  <visual><global offwidth="1280" offheight="960"/></visual>',
         '  <asset>',
         '    <texture name="grid" type="2d" builtin="checker" rgb1="0.35 0.37 0.4" '
@@ -203,5 +262,5 @@ def mjcf_from_urdf(robot, limits, joint_names=BOARD_JOINTS, table=False,
         '  <worldbody>'] + world + [
         '  </worldbody>',
         '  <actuator>'] + actuators + [
-        '  </actuator>',
+        '  </actuator>'] + equalities + [
         '</mujoco>'])

@@ -10,34 +10,47 @@ as on the robot's SEA and in the embedded plant: motor torque less viscous dampi
 friction; contacts and wrenches show in it through the arm's dynamics. Braked: the joints do
 not move and the drive carries the static load. External wrenches go in as xfrc_applied
 (moved from the link origin to the body's centre of mass). A MuJoCo instability is reported as
-a board fault and the arm braked where it was. A tool (set_tool: a gripper, a /robot/urdf
-fragment) becomes bodies under the links it hangs from, with its mass, inertia and
-collision shapes, its own joints (the fingers) welded at rest. Option `viewer`: MuJoCo's
-passive viewer in this process (needs a display).
+a board fault and the arm braked where it was. Option `viewer`: MuJoCo's passive viewer in
+this process (needs a display).
+
+The world (capability 'world', docs/world.md): spawned models are MuJoCo bodies
+(boards.mujoco_world) that rest, slide and are pushed by their own physics, also while the
+arm is braked. A tool (set_tool, option `gripper`) is grafted into the arm's model; its
+prismatic joints are fingers, position servos whose setpoint slews at the commanded speed
+and whose force is capped at the commanded squeeze: a block is held by friction alone.
 """
 import math
 import os
 import threading
 import xml.etree.ElementTree as ET
+from typing import NamedTuple
 
 import mujoco
 import numpy as np
 from urdf_parser_py.urdf import URDF
 
-from intera_rt.boards.base import (BackendOption, BoardsError, Contact,
-                                   SimulatedPlant, check_obstacle)
-from intera_rt.boards.mjcf import CONTACT_TIMECONST, WORLD_BITS, mjcf_from_urdf  # noqa: F401 (re-exported)
+from intera_rt.boards import mujoco_world
+from intera_rt.boards.base import (CAPABILITIES, BackendOption, BodyState, BoardsError, Contact,
+                                   GripperCommand, GripperState, SimulatedPlant, check_obstacle)
+from intera_rt.boards.mjcf import (CONTACT_TIMECONST, FINGER_PREFIX, WORLD_BITS,  # noqa: F401
+                                   mjcf_from_urdf)
 from intera_rt.numeric import clip as _clip
 from intera_rt.robot import BOARD_JOINTS, LOOP_PERIOD
+from intera_rt.model.fragment_parse import FragmentError, parse_xml
+from intera_rt.model.robot_model import default_urdf_path
+from intera_rt.world.model import Pose, WorldError
+
+GRIPPER_BASE = 'right_gripper_base'    # the electric gripper's root link
 
 VIEWER_EVERY = 16             # ticks between viewer syncs (~60 Hz of sim time)
-TOOL_PREFIX = 'tool:'
-TOOL_OBJECTS = (mujoco.mjtObj.mjOBJ_BODY, mujoco.mjtObj.mjOBJ_GEOM, mujoco.mjtObj.mjOBJ_SITE,
-                mujoco.mjtObj.mjOBJ_JOINT)
+GRIP_CONTACT_FORCE = 0.2      # N: a finger pressing a model harder than this touches it
+_SEVEN, _SIX = np.arange(7), np.arange(6)
+_REST = (0.0,) * 6
 
 
 class MujocoBoards(SimulatedPlant):
     name = 'mujoco'
+    capabilities = frozenset(CAPABILITIES)     # every sim-only ability, the world included
     OPTIONS = {
         'substeps': BackendOption(int, 1, 'MuJoCo steps per 1 ms tick'),
         'table': BackendOption(bool, False, 'a table in front of the robot (0.75 m high, near '
@@ -46,10 +59,12 @@ class MujocoBoards(SimulatedPlant):
                                            'contact stiffness as MuJoCo solref time constant (s, '
                                            '>= 2 steps)'),
         'viewer': BackendOption(bool, False, "open MuJoCo's interactive viewer (needs a display)"),
+        'gripper': BackendOption(bool, False, 'the electric gripper on right_hand, its fingers '
+                                 'MuJoCo bodies (urdf/fragments/electric_gripper.urdf)'),
     }
 
     def __init__(self, model, joint_names=BOARD_JOINTS, substeps=1, table=False,
-                 contact_timeconst=CONTACT_TIMECONST, viewer=False):
+                 contact_timeconst=CONTACT_TIMECONST, viewer=False, gripper=False):
         """Args:
             model: intera_rt.model.RobotModel (its URDF).
             joint_names: the joints the boards drive, in their order.
@@ -57,6 +72,7 @@ class MujocoBoards(SimulatedPlant):
             table: put the table in the cell.
             contact_timeconst: s, the contacts' MuJoCo solref time constant.
             viewer: open the interactive viewer on activate() (needs a display).
+            gripper: graft the electric gripper (set_tool) before the first step.
         """
         substeps = int(substeps)
         if substeps < 1:
@@ -66,34 +82,58 @@ class MujocoBoards(SimulatedPlant):
             raise ValueError('contact_timeconst must be >= 2 MuJoCo steps (%g s), got %r'
                              % (2 * h, contact_timeconst))
         self._init_plant(model, joint_names)
+        self.model = model
         self.substeps = substeps
         self.table = bool(table)
         self.viewer = bool(viewer)
-        self._model = model
-        self._contact_timeconst_arg = contact_timeconst
-        self._tool_bodies = []          # names of the tool's root bodies (set_tool)
-        self.xml = mjcf_from_urdf(model.urdf, model.limits, self.joint_names, self.table,
-                                  contact_timeconst, substeps)
-        self._spec = mujoco.MjSpec.from_string(self.xml)
-        self.m = self._spec.compile()
-        self.d = mujoco.MjData(self.m)
-        m = self.m
-        jids = [mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_JOINT, n) for n in self.joint_names]
-        if min(jids) < 0:
-            raise BoardsError('the MuJoCo model lacks joint %s'
-                              % self.joint_names[jids.index(min(jids))])
-        self._qadr = np.array([m.jnt_qposadr[j] for j in jids])
-        self._dof = np.array([m.jnt_dofadr[j] for j in jids])
+        self._contact_tc = float(contact_timeconst)
         self._steps = 0                 # physics steps taken (contacts are cached per step)
-        self._wrenches = []             # [body id, force (3), torque about the origin (3), s left]
+        # [body id, force (3), torque (3), s left, body name, (model, body) or None for an
+        #  arm link, point of application (3, in the body's frame)]
+        self._wrenches = []
         self._obstacles = {}            # name → Obstacle record, in the order first added
+        self._models = {}               # name → world.Model spawned, in the order spawned
+        self._grip = None               # the latest GripperCommand
+        self._grip_moving = False       # the fingers' setpoint or force still to be updated
+        self._grip_target = 0.0         # m: the fingers' separation setpoint, slewed
+        self._grip_at = -1
+        self._grip_state = None
         self._contacts_at = -1
         self._contacts = []
         self._viewer = None
         self._viewer_threads = ()
-        self._scratch = np.zeros(m.nv)
-        self._index()
+        self.m = self.d = None
+        self._build(model.urdf)
+        self._fit_fingers(False)
+        if gripper and not model.has_frame(GRIPPER_BASE):
+            self.set_tool(gripper_fragment())
         self._hold()
+
+    def _build(self, urdf):
+        """(Re)build the MuJoCo model of `urdf` (urdf_parser_py: the robot, its tool) with the
+        cell's obstacles and spawned models, keeping every joint's state that carries over."""
+        # A tool's joints other than fingers (prismatic) are welded at rest.
+        welded = {j.name for j in urdf.joints
+                  if j.type not in ('fixed', 'prismatic') and j.name not in self.model.limits}
+        xml = mjcf_from_urdf(urdf, self.model.limits, self.joint_names, self.table,
+                             self._contact_tc, self.substeps, welded=welded)
+        spec = mujoco.MjSpec.from_string(xml)
+        for record in self._obstacles.values():
+            self._place_obstacle(spec, record)
+        for name, (world_model, pose) in self._models.items():
+            mujoco_world.add_model(spec, world_model, pose, self._solref())
+        m = spec.compile()
+        d = mujoco.MjData(m)
+        jids = [mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_JOINT, n) for n in self.joint_names]
+        if min(jids) < 0:
+            raise BoardsError('the MuJoCo model lacks joint %s'
+                              % self.joint_names[jids.index(min(jids))])
+        if self.m is not None:
+            _carry_state(self.m, self.d, m, d)
+        self.xml, self._spec, self.m, self.d = xml, spec, m, d
+        self._qadr = np.array([m.jnt_qposadr[j] for j in jids])
+        self._dof = np.array([m.jnt_dofadr[j] for j in jids])
+        self._reindex()
 
     # --- lifecycle -----------------------------------------------------------------------
     def on_activate(self):
@@ -129,17 +169,24 @@ class MujocoBoards(SimulatedPlant):
         engaged = bool(engaged)
         if engaged != self.brakes:
             self.brakes = engaged
-            self.d.qvel[:] = 0.0
+            self.d.qvel[self._dof] = 0.0
             self.qd = np.zeros(len(self.qd))
+            if engaged:
+                self._hold()                # the static load where the brakes catch the arm
 
     def advance(self, dt):
         d = self.d
         if self._wrenches:
             self._apply_wrenches()
+        if self._grip_moving:
+            self._drive_fingers(dt)
         if self.brakes:
-            self._hold()
+            if self._models or self._fingers:
+                self._step_held()
+            else:
+                self._hold()
         else:
-            d.ctrl[:] = self.tau_cmd
+            d.ctrl[:self._n] = self.tau_cmd
             q_before = self.q
             bad = d.warning[mujoco.mjtWarning.mjWARN_BADQACC].number
             mujoco.mj_step(self.m, d, nstep=self.substeps)
@@ -175,23 +222,40 @@ class MujocoBoards(SimulatedPlant):
             if self._viewer.is_running():
                 self._viewer.sync()
 
+    def _step_held(self):
+        """Braked with a world that moves (models, fingers): step the physics with the drives
+        carrying the static load, then put the arm back where the brakes hold it."""
+        d = self.d
+        d.ctrl[:self._n] = self._held_tau
+        mujoco.mj_step(self.m, d, nstep=self.substeps)
+        d.qpos[self._qadr] = self.q
+        d.qvel[self._dof] = 0.0
+
     def _hold(self):
         """Braked (or just placed): at rest where it is; the drives carry the static load
-        (inverse dynamics at zero velocity and acceleration, less the external wrenches)."""
+        (inverse dynamics at zero velocity and acceleration, less the external wrenches).
+        The world's bodies keep their motion."""
         m, d = self.m, self.d
-        d.qvel[:] = 0.0
-        d.qacc[:] = 0.0
+        dof = self._dof
+        qvel, qacc = d.qvel.copy(), d.qacc.copy()
+        qvel[dof] = 0.0
+        qacc[dof] = 0.0
+        d.qvel[:] = qvel
+        d.qacc[:] = qacc
         mujoco.mj_inverse(m, d)
         tau = d.qfrc_inverse.copy()
+        d.qacc[:] = qacc                    # mj_inverse leaves it, but say so
         if self._wrenches:
             ext = self._scratch
             ext[:] = 0.0
-            for body, force, torque, _ in self._wrenches:
-                mujoco.mj_applyFT(m, d, force, torque, d.xpos[body], body, ext)
+            for body, force, torque, _, _, _, point in self._wrenches:
+                at = d.xmat[body].reshape(3, 3) @ point + d.xpos[body]
+                mujoco.mj_applyFT(m, d, force, torque, at, body, ext)
             tau -= ext
         self.q = d.qpos[self._qadr]
         self.qd = np.zeros(len(self.qd))
-        self.tau_transmitted = tau[self._dof]
+        self.tau_transmitted = tau[dof]
+        self._held_tau = self.tau_transmitted
 
     # --- sim control -------------------------------------------------------------------
     def apply_wrench(self, link, wrench, duration):
@@ -200,34 +264,41 @@ class MujocoBoards(SimulatedPlant):
         if body < 0:
             raise KeyError('no link named %r' % link)
         w = np.asarray(wrench, float)
-        self._wrenches.append([body, w[:3].copy(), w[3:].copy(), float(duration)])
+        self._wrenches.append([body, w[:3].copy(), w[3:].copy(), float(duration),
+                               'world' if body == 0 else link, None, np.zeros(3)])
 
     def _apply_wrenches(self):
         """xfrc_applied from the wrenches: MuJoCo applies them at each body's centre of mass."""
         d = self.d
         xfrc = d.xfrc_applied
         xfrc[:] = 0.0
-        for body, force, torque, _ in self._wrenches:
-            arm = d.xpos[body] - d.xipos[body]          # from the centre of mass to the origin
+        for body, force, torque, _, _, _, point in self._wrenches:
+            # from the centre of mass to where the force acts
+            arm = d.xmat[body].reshape(3, 3) @ point + d.xpos[body] - d.xipos[body]
             xfrc[body, :3] += force
             xfrc[body, 3:] += torque + np.cross(arm, force)
 
     def reset_pose(self, positions):
         """At rest at `positions` (clipped to the limits); drops the external wrenches, keeps
-        the obstacles."""
+        the obstacles and the world's models."""
         d = self.d
         d.qpos[self._qadr] = _clip(np.asarray(positions, float), self.lower, self.upper)
         self._wrenches = []
         d.xfrc_applied[:] = 0.0
         self._hold()
-        self._contacts_at = -1
+        self._contacts_at = self._grip_at = -1
 
     def add_obstacle(self, name, shape, position, quaternion, size):
         """See JointBoards.add_obstacle: a static MuJoCo geom (the model is recompiled)."""
         record = check_obstacle(name, shape, position, quaternion, size)
-        geom = self._spec.geom('obstacle/' + record.name)
+        self._place_obstacle(self._spec, record)
+        self._recompile()
+        self._obstacles[record.name] = record
+
+    def _place_obstacle(self, spec, record):
+        geom = spec.geom('obstacle/' + record.name)
         if geom is None:
-            geom = self._spec.worldbody.add_geom()
+            geom = spec.worldbody.add_geom()
             geom.name = 'obstacle/' + record.name
         if record.shape == 'box':
             geom.type = mujoco.mjtGeom.mjGEOM_BOX
@@ -239,43 +310,8 @@ class MujocoBoards(SimulatedPlant):
         x, y, z, w = record.quaternion
         geom.quat = [w, x, y, z]
         geom.contype, geom.conaffinity = WORLD_BITS
-        geom.solref = [self._contact_timeconst(), 1.0]
+        geom.solref = self._solref()
         geom.rgba = [0.2, 0.45, 0.8, 0.6]
-        self._recompile()
-        self._obstacles[record.name] = record
-
-    def set_tool(self, tool):
-        """See JointBoards.set_tool: the fragment's links as bodies under the robot's links
-        (recompiled, keeping the state), its joints welded at rest."""
-        for name in self._tool_bodies:
-            self._spec.delete(self._spec.body(name))
-        self._tool_bodies = []
-        if tool is not None:
-            fragment = ET.fromstring(tool.fragment)
-            links = {e.get('name') for e in fragment.findall('link')}
-            joints = fragment.findall('joint')
-            roots = [(j.find('parent').get('link'), j.find('child').get('link')) for j in joints
-                     if j.find('parent').get('link') not in links]
-            # The robot's description with the fragment grafted (its elements before </robot>).
-            base = self._model.urdf_xml
-            inner = ''.join(ET.tostring(e, encoding='unicode') for e in fragment)
-            robot = URDF.from_xml_string((base[:base.rfind('</robot>')] + inner + '</robot>').encode())
-            welded = {j.get('name') for j in joints if j.get('type') != 'fixed'}
-            child = mujoco.MjSpec.from_string(mjcf_from_urdf(
-                robot, self._model.limits, self.joint_names, False,
-                self._contact_timeconst_arg, self.substeps, welded=welded))
-            for item in list(child.textures) + list(child.materials) + list(child.actuators):
-                child.delete(item)              # the cell's and arm's, which this model has
-            for parent, link in roots:
-                target = self._spec.body(parent)
-                if target is None:
-                    raise KeyError('the tool hangs from %r, which the MuJoCo model lacks' % parent)
-                body = target.add_frame().attach_body(child.body(link), TOOL_PREFIX, '')
-                # (attached under a prefix, as MuJoCo wants; the URDF's names back)
-                for item in [body] + [x for kind in TOOL_OBJECTS for x in body.find_all(kind)]:
-                    item.name = item.name[len(TOOL_PREFIX):]
-                self._tool_bodies.append(link)
-        self._recompile()
 
     def remove_obstacle(self, name):
         if name not in self._obstacles:
@@ -289,41 +325,276 @@ class MujocoBoards(SimulatedPlant):
 
     def contacts(self):
         """The contacts of the latest physics step between a link of the arm (or head) and an
-        obstacle, the table or the floor: list of Contact (obstacle, link, depth m, force N
-        in base: normal and friction, point m in base)."""
+        obstacle, the table, the floor or a static spawned model: list of Contact (obstacle,
+        link, depth m, force N in base: normal and friction, point m in base)."""
         if self._contacts_at != self._steps:
             self._contacts_at = self._steps
             self._contacts = self._read_contacts()
         return list(self._contacts)
 
-    # --- internals -----------------------------------------------------------------------
-    def _contact_timeconst(self):
-        return float(self.m.geom_solref[mujoco.mj_name2id(self.m, mujoco.mjtObj.mjOBJ_GEOM, 'floor'), 0])
+    # --- the world ---------------------------------------------------------------------
+    def spawn_model(self, model, pose):
+        """See JointBoards.spawn_model: its bodies as MuJoCo bodies (boards.mujoco_world),
+        the model recompiled keeping every other body's state."""
+        if model.name in self._models:
+            raise WorldError('model_name: a model named %r already exists' % model.name)
+        mujoco_world.check(model)
+        mujoco_world.add_model(self._spec, model, pose, self._solref())
+        self._models[model.name] = (model, pose)
+        try:
+            self._recompile()
+        except Exception as exc:        # noqa: BLE001 - MuJoCo's compiler says why in a ValueError
+            mujoco_world.remove_model(self._spec, model)
+            del self._models[model.name]
+            raise WorldError("model '%s': MuJoCo cannot simulate it: %s" % (model.name, exc)) from exc
 
-    def _index(self):
-        """Geom id → the link (arm) or obstacle name (world) it belongs to."""
+    def delete_model(self, name):
+        model, _ = self._model(name)
+        mujoco_world.remove_model(self._spec, model)
+        del self._models[name]
+        self._wrenches = [w for w in self._wrenches if w[5] is None or w[5][0] != name]
+        self.d.xfrc_applied[:] = 0.0
+        self._recompile()
+
+    def set_model_state(self, name, pose, twist):
+        """See JointBoards.set_model_state: every body placed with the model's frame at `pose`;
+        each moves as a point of the model would (linear v + w × r, angular w)."""
+        model, _ = self._model(name)
+        twist = np.asarray(twist, float)
+        v, w = twist[:3], twist[3:]
+        m, d = self.m, self.d
+        for body in model.bodies():
+            at = pose * body.pose
+            bid = mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_BODY,
+                                    mujoco_world.body_name(name, body.name))
+            if body.anchored:               # fixed in the world: where it is built
+                b = self._spec.body(mujoco_world.body_name(name, body.name))
+                b.pos, b.quat = list(at.position), mujoco_world.wxyz(at.quaternion)
+                m.body_pos[bid], m.body_quat[bid] = b.pos, b.quat
+                continue
+            jnt = m.body_jntadr[bid]
+            qa, da = m.jnt_qposadr[jnt], m.jnt_dofadr[jnt]
+            d.qpos[qa:qa + 3] = at.position
+            d.qpos[qa + 3:qa + 7] = mujoco_world.wxyz(at.quaternion)
+            d.qvel[da:da + 3] = v + np.cross(w, np.subtract(at.position, pose.position))
+            d.qvel[da + 3:da + 6] = at.rotation.T @ w          # a free joint's: body axes
+            if not d.qvel[da:da + 6].any():
+                # MuJoCo wakes a sleeping body that moves, not one moved to rest elsewhere:
+                # a velocity far below anything physical wakes it (and what it rests on).
+                d.qvel[da + 2] = -1e-12
+        self._models[name] = (model, pose)
+        mujoco.mj_forward(m, d)
+        self._contacts_at = self._grip_at = -1
+
+    def body_states(self):
+        d, m = self.d, self.m
+        qa, da = self._free_qadr, self._free_dadr
+        q = d.qpos[qa[:, None] + _SEVEN]                  # x y z, w, qx qy qz
+        v = d.qvel[da[:, None] + _SIX]                    # linear (world), angular (body axes)
+        w, u, a = q[:, 3:4], q[:, 4:7], v[:, 3:]
+        t = 2.0 * np.cross(u, a)                          # the angular velocity into base axes
+        rows = np.hstack((q[:, :3], u, w, v[:, :3], a + w * t + np.cross(u, t))).tolist()
+        out = []
+        free = iter(rows)
+        for model, body, bid, qadr, _ in self._bodies:
+            if qadr < 0:
+                pos, (qw, qx, qy, qz) = m.body_pos[bid].tolist(), m.body_quat[bid].tolist()
+                out.append(BodyState(model, body, Pose(tuple(pos), (qx, qy, qz, qw)), _REST))
+            else:
+                r = next(free)
+                out.append(BodyState(model, body, Pose(tuple(r[:3]), tuple(r[3:7])), tuple(r[7:])))
+        return tuple(out)
+
+    def apply_body_wrench(self, model, body, force, torque, point, duration):
+        world_model, _ = self._model(model)
+        if body not in [b.name for b in world_model.bodies()]:
+            raise KeyError('model %r has no body %r (its bodies: %s)'
+                           % (model, body, ', '.join(b.name for b in world_model.bodies())))
+        name = mujoco_world.body_name(model, body)
+        bid = mujoco.mj_name2id(self.m, mujoco.mjtObj.mjOBJ_BODY, name)
+        duration = float(duration)
+        self._wrenches.append([bid, np.array(force, float), np.array(torque, float),
+                               math.inf if duration < 0 else duration, name, (model, body),
+                               np.array(point, float)])
+
+    def clear_body_wrenches(self, model, body):
+        self._model(model)
+        self._wrenches = [w for w in self._wrenches if w[5] != (model, body)]
+        self.d.xfrc_applied[:] = 0.0
+
+    def _model(self, name):
+        try:
+            return self._models[name]
+        except KeyError:
+            raise KeyError('no model named %r (models: %s)'
+                           % (name, ', '.join(self._models) or 'none')) from None
+
+    # --- the gripper -------------------------------------------------------------------
+    def set_tool(self, tool):
+        """See JointBoards.set_tool. `tool`: a model.tool.Tool (its `fragment`: the tool's
+        links and joints as one <robot>, hanging from the robot's links), a fragment's XML,
+        or None. The plant is rebuilt with it (mass, inertia, collisions; its prismatic
+        joints as fingers the gripper commands drive, opened fully), keeping the arm's and
+        the world's state."""
+        fragment = getattr(tool, 'fragment', tool)
+        urdf = self.model.urdf if fragment is None else _grafted(self.model.urdf_xml, fragment)
+        had = bool(self._fingers)
+        self._build(urdf)
+        self._fit_fingers(had)
+        self._hold()
+        self._contacts_at = self._grip_at = -1
+        if self._viewer is not None:            # the viewer shows one model: reopen it
+            self._close_viewer()
+            self._open_viewer()
+
+    def _fit_fingers(self, had):
+        """Fingers new to the model start fully open, as the gripper device boots."""
+        if self._fingers and not had:
+            self._grip = GripperCommand(self._finger_span, 1.0, self._finger_force)
+            self._grip_target = self._finger_span
+            self._finger_ctrl()
+            for f in self._fingers:
+                self.d.qpos[f.qadr] = self.d.ctrl[f.actuator]
+            mujoco.mj_forward(self.m, self.d)
+        elif not self._fingers:
+            self._grip = None
+
+    def set_gripper(self, command):
+        """See JointBoards.set_gripper: the fingers' setpoint moves toward `separation` at
+        `speed`; each finger pushes with at most half of `force` (the device's holding force
+        is both fingers' together)."""
+        if not self._fingers:
+            raise BoardsError('%s has no gripper: put one on the robot first' % self.describe())
+        for field in ('separation', 'speed', 'force'):
+            value = getattr(command, field)
+            if not (isinstance(value, (int, float)) and value >= 0.0 and not math.isnan(value)):
+                raise ValueError('gripper %s must be a number >= 0, got %r' % (field, value))
+        self._grip = command
+        self._grip_moving = True
+
+    def gripper_state(self):
+        """The fingers' separation (m), the model both press on ('' if none) and the force
+        they press it with (N, both fingers' normal forces added)."""
+        if not self._fingers:
+            return None
+        if self._grip_at != self._steps:
+            self._grip_at = self._steps
+            self._grip_state = self._read_grip()
+        return self._grip_state
+
+    def _drive_fingers(self, dt):
+        cmd = self._grip
+        target = min(max(cmd.separation, 0.0), self._finger_span)
+        step = cmd.speed * dt
+        self._grip_target += min(max(target - self._grip_target, -step), step)
+        self._finger_ctrl()
+        self._grip_moving = self._grip_target != target      # until the setpoint arrives
+
+    def _finger_ctrl(self):
+        """Each finger's setpoint (half the separation, on its side) and force limit."""
+        force = 0.5 * self._grip.force
+        ctrl, frange = self.d.ctrl, self.m.actuator_forcerange
+        for f in self._fingers:
+            ctrl[f.actuator] = min(max(f.sign * 0.5 * self._grip_target, f.lower), f.upper)
+            limit = min(force, f.effort)
+            if frange[f.actuator, 1] != limit:
+                frange[f.actuator] = (-limit, limit)
+
+    def _read_grip(self):
+        d = self.d
+        separation = sum(f.sign * float(d.qpos[f.qadr]) for f in self._fingers)
+        n = d.ncon
+        pressed = {}                            # model → [normal force per finger]
+        if n:
+            geoms = d.contact.geom[:n]
+            finger = self._geom_finger[geoms]
+            owner = self._geom_model[geoms]
+            f6 = np.zeros(6)
+            for i in np.flatnonzero(((finger[:, 0] >= 0) & (owner[:, 1] >= 0))
+                                    | ((finger[:, 1] >= 0) & (owner[:, 0] >= 0))):
+                k, j = (0, 1) if finger[i, 0] >= 0 else (1, 0)
+                mujoco.mj_contactForce(self.m, d, int(i), f6)
+                forces = pressed.setdefault(int(owner[i, j]), [0.0] * len(self._fingers))
+                forces[int(finger[i, k])] += f6[0]
+        held, squeeze = '', 0.0
+        for owner, forces in pressed.items():
+            if min(forces) > GRIP_CONTACT_FORCE and sum(forces) > squeeze:
+                held, squeeze = self._model_names[owner], sum(forces)
+        return GripperState(separation, held, squeeze)
+
+    # --- internals -----------------------------------------------------------------------
+    def _solref(self):
+        return [self._contact_tc, 1.0]
+
+    def _reindex(self):
+        """After a (re)compile: the geoms' owners (arm link, obstacle, finger, spawned
+        model), the fingers' actuators, the spawned bodies' state addresses, the wrenches'
+        body ids."""
         m = self.m
+        self._n = len(self.joint_names)
+        self._scratch = np.zeros(m.nv)
         self._geom_link, self._geom_obstacle = {}, {}
+        self._geom_finger = np.full(m.ngeom, -1)
+        self._geom_model = np.full(m.ngeom, -1)
+        self._model_names = list(self._models)
+        model_index = {name: k for k, name in enumerate(self._model_names)}
+        self._fingers = []
+        for aid in range(m.nu):
+            name = mujoco.mj_id2name(m, mujoco.mjtObj.mjOBJ_ACTUATOR, aid) or ''
+            if name.startswith(FINGER_PREFIX):
+                jid = m.actuator_trnid[aid, 0]
+                lo, hi = m.jnt_range[jid]
+                self._fingers.append(_Finger(
+                    name[len(FINGER_PREFIX):], aid, m.jnt_qposadr[jid], m.jnt_bodyid[jid],
+                    1.0 if abs(hi) >= abs(lo) else -1.0, lo, hi, m.actuator_forcerange[aid, 1]))
+        finger_of = {f.body: k for k, f in enumerate(self._fingers)}
+        self._finger_span = sum(f.upper - f.lower for f in self._fingers)
+        self._finger_force = 2.0 * min((f.effort for f in self._fingers), default=0.0)
         for gid in range(m.ngeom):
             name = mujoco.mj_id2name(m, mujoco.mjtObj.mjOBJ_GEOM, gid) or ''
             if name.startswith('collision/') and m.geom_contype[gid]:
                 self._geom_link[gid] = name.split('/')[1]
+                self._geom_finger[gid] = finger_of.get(m.geom_bodyid[gid], -1)
             elif name.startswith('obstacle/'):
                 self._geom_obstacle[gid] = name[len('obstacle/'):]
             elif name in ('floor', 'table'):
                 self._geom_obstacle[gid] = name
+            elif name.startswith(mujoco_world.PREFIX):
+                owner = name[len(mujoco_world.PREFIX):].split('/')[0]
+                self._geom_model[gid] = model_index[owner]
+                if m.geom_conaffinity[gid] and not m.geom_contype[gid]:
+                    self._geom_obstacle[gid] = owner          # static: an obstacle for the arm
+        self._bodies = []
+        for name, (model, _) in self._models.items():
+            for body in model.bodies():
+                bid = mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_BODY,
+                                        mujoco_world.body_name(name, body.name))
+                jnt = m.body_jntadr[bid]
+                qa = m.jnt_qposadr[jnt] if jnt >= 0 else -1
+                da = m.jnt_dofadr[jnt] if jnt >= 0 else -1
+                self._bodies.append((name, body.name, bid, qa, da))
+        self._free_qadr = np.array([b[3] for b in self._bodies if b[3] >= 0], dtype=int)
+        self._free_dadr = np.array([b[4] for b in self._bodies if b[3] >= 0], dtype=int)
+        self._grip_moving = bool(self._fingers)           # a recompile resets the force limits
+        wrenches = []
+        for w in self._wrenches:
+            bid = 0 if w[4] == 'world' else mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_BODY, w[4])
+            if bid >= 0:
+                w[0] = bid
+                wrenches.append(w)
+        self._wrenches = wrenches
 
     def _recompile(self):
-        """Rebuild the model after the cell changed, keeping the arm's state and commands."""
+        """Rebuild the model after the cell changed, keeping every joint's state and the
+        commands."""
         ctrl = self.d.ctrl.copy()
         self.m, self.d = self._spec.recompile(self.m, self.d)
-        self.d.ctrl[:] = ctrl
-        self._scratch = np.zeros(self.m.nv)
-        self._index()
+        self.d.ctrl[:len(ctrl)] = ctrl[:self.m.nu]
+        self._reindex()
         mujoco.mj_forward(self.m, self.d)
         if self.brakes:
             self._hold()
-        self._contacts_at = -1
+        self._contacts_at = self._grip_at = -1
         if self._viewer is not None:            # the viewer shows one model: reopen it
             self._close_viewer()
             self._open_viewer()
@@ -357,3 +628,58 @@ class MujocoBoards(SimulatedPlant):
             point = np.array(c.pos) + 0.5 * depth * into
             out.append(Contact(obstacle, link, depth, force, point))
         return out
+
+
+class _Finger(NamedTuple):
+    joint: str
+    actuator: int
+    qadr: int
+    body: int
+    sign: float               # +1: opening moves it toward its upper limit
+    lower: float
+    upper: float
+    effort: float             # N: the most it pushes with
+
+
+def _carry_state(m_old, d_old, m_new, d_new):
+    """Copy every joint's position and velocity, the actuators' commands and the time from
+    one model's data to another's, by name (a rebuilt model: a tool on or off)."""
+    for jid in range(m_new.njnt):
+        name = mujoco.mj_id2name(m_new, mujoco.mjtObj.mjOBJ_JOINT, jid)
+        old = mujoco.mj_name2id(m_old, mujoco.mjtObj.mjOBJ_JOINT, name) if name else -1
+        if old < 0 or m_old.jnt_type[old] != m_new.jnt_type[jid]:
+            continue
+        nq = {0: 7, 1: 4}.get(int(m_new.jnt_type[jid]), 1)
+        nv = {0: 6, 1: 3}.get(int(m_new.jnt_type[jid]), 1)
+        qa, qb = m_new.jnt_qposadr[jid], m_old.jnt_qposadr[old]
+        va, vb = m_new.jnt_dofadr[jid], m_old.jnt_dofadr[old]
+        d_new.qpos[qa:qa + nq] = d_old.qpos[qb:qb + nq]
+        d_new.qvel[va:va + nv] = d_old.qvel[vb:vb + nv]
+    for aid in range(m_new.nu):
+        name = mujoco.mj_id2name(m_new, mujoco.mjtObj.mjOBJ_ACTUATOR, aid)
+        old = mujoco.mj_name2id(m_old, mujoco.mjtObj.mjOBJ_ACTUATOR, name) if name else -1
+        if old >= 0:
+            d_new.ctrl[aid] = d_old.ctrl[old]
+    d_new.time = d_old.time
+    mujoco.mj_forward(m_new, d_new)
+
+
+def gripper_fragment():
+    """The electric gripper's URDF fragment (urdf/fragments/electric_gripper.urdf)."""
+    path = os.path.join(os.path.dirname(default_urdf_path()), 'fragments', 'electric_gripper.urdf')
+    with open(path) as f:
+        return f.read()
+
+
+def _grafted(description, fragment):
+    """The robot's URDF (urdf_parser_py) with the tool `fragment`'s elements (a <robot>
+    already checked as /robot/urdf fragments are) inside it; BoardsError naming what the
+    parser refuses."""
+    try:
+        root = parse_xml(fragment, what='tool')
+        inner = ''.join(ET.tostring(e, encoding='unicode') for e in root
+                        if e.tag in ('link', 'joint', 'material'))
+        end = description.rindex('</robot>')
+        return URDF.from_xml_string((description[:end] + inner + description[end:]).encode())
+    except (FragmentError, ValueError) as exc:
+        raise BoardsError('tool: %s' % exc) from None

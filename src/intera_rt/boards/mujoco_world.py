@@ -1,0 +1,136 @@
+"""Spawned world models (intera_rt.world.Model) as MuJoCo bodies, for the MuJoCo plant
+(boards.mujoco_boards) and anything else that builds a MuJoCo scene from the world.
+
+Each RigidBody of `Model.bodies()` is one body, a child of MuJoCo's world (the robot's base
+frame): a free joint unless the model is anchored (static, or welded to the world), its
+inertial given explicitly (mass, centre of mass, full inertia), one geom per collision (box,
+cylinder, sphere, plane, mesh as its convex hull's vertices: MuJoCo collides convex shapes).
+Friction: the collision's mu is MuJoCo's sliding friction (MuJoCo's is isotropic, so mu2 is
+not used), and it governs the model's contacts with the cell, the arm and the fingers (geom
+priority; where two models meet MuJoCo takes the larger mu, ODE the smaller); torsional
+friction (condim 4) keeps a grasped body from pivoting between two finger pads.
+Collision bits: moving bodies touch everything (the arm, the fingers, the table and floor,
+obstacles and each other); anchored ones touch what moves, as the cell's fixed geoms do.
+Names: body and free joint 'world/<model>/<body>', geoms '.../<k>', meshes 'mesh/...'.
+"""
+import numpy as np
+
+import mujoco
+
+from intera_rt.world.model import Pose, WorldError
+
+PREFIX = 'world/'
+OBJECT_BITS = (1, 1)          # contype, conaffinity: a moving body touches everything
+ANCHORED_BITS = (0, 1)        # as the floor and table (mjcf.WORLD_BITS): touched by what moves
+MIN_MASS = 1e-6               # kg: MuJoCo refuses a moving body without mass
+PLANE_GRID = 0.05             # m: the display grid of a plane
+
+
+def body_name(model, body):
+    return '%s%s/%s' % (PREFIX, model, body)
+
+
+def wxyz(quaternion):
+    x, y, z, w = quaternion
+    return [w, x, y, z]
+
+
+def _z_to(normal):
+    """Quaternion (x, y, z, w) turning +z onto the unit `normal` (a MuJoCo plane's normal is
+    its frame's z)."""
+    n = np.asarray(normal, float)
+    axis = np.cross((0.0, 0.0, 1.0), n)
+    s, c = np.linalg.norm(axis), float(n[2])
+    if s < 1e-12:
+        return (0.0, 0.0, 0.0, 1.0) if c > 0 else (1.0, 0.0, 0.0, 0.0)
+    half = 0.5 * np.arctan2(s, c)
+    axis = axis / s * np.sin(half)
+    return (float(axis[0]), float(axis[1]), float(axis[2]), float(np.cos(half)))
+
+
+def check(model):
+    """WorldError naming the element when MuJoCo cannot simulate `model` as it is: a moving
+    body without mass, a plane on a moving body (MuJoCo's planes are static)."""
+    for body in model.bodies():
+        if body.anchored:
+            continue
+        what = "model '%s': link '%s'" % (model.name, body.name)
+        if body.inertial is None or body.inertial.mass < MIN_MASS:
+            raise WorldError('%s: a body that moves needs a mass (<inertial>) on MuJoCo' % what)
+        for c in body.collisions:
+            if c.geometry.kind == 'plane':
+                raise WorldError("%s: collision '%s': a plane can only be static on MuJoCo "
+                                 '(make the model <static>)' % (what, c.name))
+
+
+def add_model(spec, model, pose, solref, friction_extra=(0.005, 0.0001)):
+    """Add `model`'s bodies to `spec` with its frame at `pose` (world.Pose in MuJoCo's world
+    frame). `solref`: (time constant, damping ratio) of its contacts; `friction_extra`:
+    (torsional, rolling) coefficients. Returns the body names added, in model.bodies()
+    order. check(model) first: this assumes it passed."""
+    names = []
+    for body in model.bodies():
+        at = pose * body.pose
+        name = body_name(model.name, body.name)
+        b = spec.worldbody.add_body(name=name, pos=list(at.position), quat=wxyz(at.quaternion))
+        names.append(name)
+        bits = ANCHORED_BITS if body.anchored else OBJECT_BITS
+        if not body.anchored:
+            b.add_freejoint(name=name)
+            i = body.inertial
+            r = i.pose.rotation
+            t = r @ i.matrix() @ r.T                 # about the COM, in the body's axes
+            b.mass = i.mass
+            b.ipos = list(i.pose.position)
+            b.fullinertia = [t[0, 0], t[1, 1], t[2, 2], t[0, 1], t[0, 2], t[1, 2]]
+            b.explicitinertial = True
+        for k, c in enumerate(body.collisions):
+            g = b.add_geom(name='%s/%d' % (name, k))
+            shape = c.geometry
+            placed = c.pose
+            if shape.kind == 'box':
+                g.type = mujoco.mjtGeom.mjGEOM_BOX
+                g.size = [0.5 * s for s in shape.size]
+            elif shape.kind == 'cylinder':
+                g.type = mujoco.mjtGeom.mjGEOM_CYLINDER
+                g.size = [shape.radius, 0.5 * shape.length, 0.0]
+            elif shape.kind == 'sphere':
+                g.type = mujoco.mjtGeom.mjGEOM_SPHERE
+                g.size = [shape.radius, 0.0, 0.0]
+            elif shape.kind == 'plane':
+                g.type = mujoco.mjtGeom.mjGEOM_PLANE
+                g.size = [0.5 * shape.size[0], 0.5 * shape.size[1], PLANE_GRID]
+                placed = placed * Pose((0.0, 0.0, 0.0), _z_to(shape.normal))
+            elif shape.kind == 'mesh':
+                mesh = spec.add_mesh(name='mesh/%s/%d' % (name, k))
+                mesh.uservert = np.asarray(shape.hull_vertices, float).reshape(-1).tolist()
+                g.type = mujoco.mjtGeom.mjGEOM_MESH
+                g.meshname = mesh.name
+            else:                                    # world.model.SHAPES is the whole list
+                raise WorldError("model '%s': collision '%s': shape %r"
+                                 % (model.name, c.name, shape.kind))
+            g.pos = list(placed.position)
+            g.quat = wxyz(placed.quaternion)
+            g.contype, g.conaffinity = bits
+            # The model's friction governs its contacts with the cell, the arm and the
+            # fingers (priority); two models meeting take the larger of theirs.
+            g.priority = 1
+            g.condim = 4
+            g.friction = [c.friction.mu, friction_extra[0], friction_extra[1]]
+            g.solref = list(solref)
+            g.rgba = [0.8, 0.5, 0.2, 1.0] if not body.anchored else [0.5, 0.45, 0.4, 1.0]
+    return names
+
+
+def remove_model(spec, model):
+    """Take `model`'s bodies (and their meshes) out of `spec`."""
+    for body in model.bodies():
+        name = body_name(model.name, body.name)
+        b = spec.body(name)
+        if b is None:
+            continue
+        for k in range(len(body.collisions)):
+            mesh = spec.mesh('mesh/%s/%d' % (name, k))
+            if mesh is not None:
+                spec.delete(mesh)
+        spec.delete(b)

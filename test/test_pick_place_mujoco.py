@@ -1,0 +1,149 @@
+"""An SDK-style client picks a block from a table on MuJoCo and places it (issue 21 item 4,
+through ROS): the demo's kind of table and a 4 cm block spawned with /gazebo/spawn_sdf_model,
+IK on right_gripper_tip (/robot_description carries the gripper with --gripper), joint
+positions streamed at 100 Hz as intera_interface.Limb.set_joint_positions does, the gripper
+closed and opened through its IO signals as intera_interface.Gripper does; the block is
+carried by the fingers' friction in MuJoCo, and judged by /gazebo/get_model_state."""
+import os
+
+import numpy as np
+import pytest
+
+from clients import ARM, Arm, arm_positions, pace
+from io_client import IODevice
+from rosharness import wait_for
+
+pytestmark = pytest.mark.sawyer_args(['--backend', 'mujoco', '--gripper'])
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+TABLE = os.path.join(HERE, 'data', 'world', 'world_test_pkg', 'models', 'table', 'model.sdf')
+NS = '/ExternalTools/right/PositionKinematicsNode/'
+TIP = 'right_gripper_tip'
+BASE_Z = 0.93                      # the robot's base above the world (sawyer_world.launch)
+TABLE_TOP = 0.75                   # world z of the table's top
+BLOCK = 0.04                       # m: the block's edge
+PICK = (0.65, 0.05)                # world x, y of the block
+PLACE = (0.65, -0.15)              # ... and where it goes (20 cm away)
+OPEN, CLOSED = 0.041667, 0.0
+TIMEOUT = 20.0
+
+
+def block_sdf(mass=0.1):
+    i = mass * BLOCK * BLOCK / 6.0
+    return ('<sdf version="1.6"><model name="block"><link name="link"><inertial><mass>%g</mass>'
+            '<inertia><ixx>%g</ixx><iyy>%g</iyy><izz>%g</izz></inertia></inertial>'
+            '<collision name="c"><geometry><box><size>%g %g %g</size></box></geometry></collision>'
+            '<visual name="v"><geometry><box><size>%g %g %g</size></box></geometry></visual>'
+            '</link></model></sdf>' % ((mass, i, i, i) + (BLOCK,) * 6))
+
+
+@pytest.fixture(scope='module')
+def cell(robot):
+    import rospy
+    from gazebo_msgs.srv import GetModelState, SpawnModel
+    from geometry_msgs.msg import Pose
+    from intera_core_msgs.srv import SolvePositionIK
+    for name in ('spawn_sdf_model', 'get_model_state'):
+        rospy.wait_for_service('/gazebo/' + name, 10.0)
+    rospy.wait_for_service(NS + 'IKService', 10.0)
+    wait_for(lambda: TIP in rospy.get_param('/robot_description'), TIMEOUT,
+             'the gripper in /robot_description')
+    spawn = rospy.ServiceProxy('/gazebo/spawn_sdf_model', SpawnModel)
+    get = rospy.ServiceProxy('/gazebo/get_model_state', GetModelState)
+
+    def put(name, xml, x, y, z):
+        p = Pose()
+        p.position.x, p.position.y, p.position.z = x, y, z
+        p.orientation.w = 1.0
+        r = spawn(name, xml, '', p, 'world')
+        assert r.success, r.status_message
+
+    with open(TABLE) as f:
+        put('table', f.read(), 0.75, 0.0, 0.0)
+    put('block', block_sdf(), PICK[0], PICK[1], TABLE_TOP + BLOCK / 2 + 0.005)
+    gripper = IODevice('end_effector', 'right_gripper')
+    yield {'get': get, 'ik': rospy.ServiceProxy(NS + 'IKService', SolvePositionIK),
+           'arm': Arm(), 'gripper': gripper}
+    gripper.close()
+
+
+def block(cell):
+    r = cell['get']('block', 'world')
+    assert r.success, r.status_message
+    p, t = r.pose.position, r.twist
+    return np.array((p.x, p.y, p.z)), max(abs(v) for v in (t.linear.x, t.linear.y, t.linear.z))
+
+
+def ik(cell, x, y, z, seed):
+    """Joint angles putting right_gripper_tip at world (x, y, z), pointing down."""
+    from geometry_msgs.msg import PoseStamped
+    from intera_core_msgs.srv import SolvePositionIKRequest
+    from sensor_msgs.msg import JointState
+    p = PoseStamped()
+    p.header.frame_id = 'base'
+    p.pose.position.x, p.pose.position.y, p.pose.position.z = x, y, z - BASE_Z
+    p.pose.orientation.y = 1.0
+    req = SolvePositionIKRequest(pose_stamp=[p], tip_names=[TIP],
+                                 seed_angles=[JointState(name=list(ARM), position=list(seed))])
+    resp = cell['ik'](req)
+    assert resp.result_type[0] > 0, 'no IK solution for %s' % ((x, y, z),)
+    return np.array(resp.joints[0].position)
+
+
+def move(cell, start, goal, seconds):
+    """Stream IK solutions along the straight line start → goal (world) at 100 Hz, as a
+    demo script's Cartesian approach does, then hold the last one until the arm is there."""
+    arm = cell['arm']
+    start, goal = np.asarray(start, float), np.asarray(goal, float)
+    q = arm_positions(arm.js.last())
+    steps = max(1, int(seconds * 100))
+    path = []
+    for k in range(1, steps + 1):
+        q = ik(cell, *(start + (goal - start) * k / steps), seed=q)
+        path.append(q)
+    sent = iter(path)
+
+    def body(_t):
+        target = next(sent, None)
+        arm.set_positions(dict(zip(ARM, path[-1] if target is None else target)))
+        return target is None and np.abs(arm_positions(arm.js.last()) - path[-1]).max() < 2e-3
+
+    pace(100.0, body, seconds + 5.0)
+
+
+def grip(cell, position, done, what):
+    """intera_interface.Gripper.set_position: the position signal, then wait (as a demo
+    polls the gripper's state) until `done(gripper)`."""
+    g = cell['gripper']
+    assert g.set('position_m', position) == ''
+    g.wait(lambda: done(g), TIMEOUT, what)
+    return g
+
+
+def test_an_sdk_client_picks_a_block_carries_it_and_places_it(cell):
+    wait_for(lambda: block(cell)[1] < 1e-6, TIMEOUT, 'the block at rest on the table')
+    at, _ = block(cell)
+    assert abs(at[2] - (TABLE_TOP + BLOCK / 2)) < 2e-3
+    above = (at[0], at[1], at[2] + 0.15)
+    hand = cell['arm']
+    hand.tolerate_stalls()
+    move(cell, above, above, 3.0)                        # to the approach pose
+    move(cell, above, at, 1.5)                           # down around the block
+    g = grip(cell, CLOSED, lambda g: g.value('is_gripping') is True, 'the block gripped')
+    assert 0.02 < g.value('position_response_m') < 0.04  # stopped on the block, not closed
+    lifted = at + (0, 0, 0.20)
+    move(cell, at, lifted, 1.5)
+    now, _ = block(cell)
+    assert abs(now[2] - lifted[2]) < 0.01 and np.hypot(*(now[:2] - at[:2])) < 0.01   # carried 20 cm
+    place = np.array((PLACE[0], PLACE[1], lifted[2]))
+    move(cell, lifted, place, 2.0)
+    down = np.array((PLACE[0], PLACE[1], at[2] + 0.003))
+    move(cell, place, down, 1.5)
+    assert g.value('is_gripping') is True
+    g = grip(cell, OPEN, lambda g: g.value('position_response_m') > OPEN - 0.002, 'the fingers open')
+    assert g.value('is_gripping') is False
+    move(cell, down, down + (0, 0, 0.15), 1.0)
+    wait_for(lambda: block(cell)[1] < 1e-6, TIMEOUT, 'the block at rest')
+    final, _ = block(cell)
+    assert np.hypot(final[0] - PLACE[0], final[1] - PLACE[1]) < 0.01
+    assert abs(final[2] - (TABLE_TOP + BLOCK / 2)) < 2e-3
