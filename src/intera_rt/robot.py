@@ -77,9 +77,11 @@ DRIVES = {
     'head_pan': Drive(0.05, 0.2, 0.1),
 }
 ARMATURE = {name: drive.armature for name, drive in DRIVES.items()}
-# N·m·s/rad: the drag zero-G renders at each arm joint (a person guiding the arm feels it): a
-# push of up to 30 N at the hand leaves every joint below its velocity limit, from any pose.
+# N·m·s/rad: the drag zero-G renders at each arm joint moving faster than ZERO_G_FREE_SPEED
+# (rad/s; slower, the arm moves freely: collision avoidance eases links apart unhindered):
+# a push of up to 30 N at the hand leaves every joint below its velocity limit, from any pose.
 ZERO_G_DAMPING = (20.0, 25.0, 10.0, 10.0, 3.0, 2.0, 1.0)
+ZERO_G_FREE_SPEED = 0.1
 GRAVITY = (0.0, 0.0, -9.81)  # m/s², in base: the models' and the simulators' gravity
 # rad: each joint's mechanical stop lies this far beyond its URDF limit (the limit the
 # software keeps to), so a joint held at its limit does not press on the stop.
