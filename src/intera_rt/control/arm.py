@@ -18,11 +18,6 @@ LIMIT_SLACK = 1e-6             # rad a commanded position may exceed a joint lim
 # (stable with up to 10 steps of latency between state and command on the Gazebo
 # stand-in; 120 rad/s is not beyond 5).
 OMEGA_MAX = 80.0
-# rad/s of the velocity the law asks for (reference plus position error × Kp/Kd) over which
-# the drives' Coulomb friction is fed forward in full: narrow, so a joint held still is not
-# left short of its reference by friction/(M·Kp) (3 mrad at right_j0), smooth, so it does
-# not chatter there.
-FRICTION_BAND = 0.002
 
 
 class Arm:
@@ -36,7 +31,7 @@ class Arm:
         self.lower, self.upper = lim['lower'], lim['upper']
         self.vel_limit, self.acc_limit = lim['velocity'], lim['accel']
         self.effort_limit, self.armature = lim['effort'], lim['armature']
-        self.damping, self.friction = lim['damping'], lim['friction']   # the drives', fed forward
+        self.damping = lim['damping']                # the drives' viscous damping, fed forward
         self.kp = omega * omega
         self.kd = 2.0 * zeta * omega
         # Per joint: ω on the robot's drives; on a plant with less armature (Gazebo has none)
@@ -83,25 +78,17 @@ class Arm:
     def track(self, state, p, v, a):
         """Computed torque tracking the reference (p, v, a): u = a + Kp·e + Kd·ė,
         τ = M(q)·u + C(q, q̇)·q̇ (+ each drive's reflected inertia) + the drives' viscous
-        damping at the reference velocity and Coulomb friction in the direction the law
-        drives (so neither leaves the arm behind its reference), gravity left out (gravity
-        compensation adds it)."""
+        damping at the reference velocity (so a move does not lag behind it), gravity left
+        out (gravity compensation adds it)."""
         q, qd = state.q, state.qd
-        e = p - q
-        u = a + self.kp_joint * e + self.kd_joint * (v - qd)
-        losses = drive_losses(self.damping, self.friction, v, v + (self.kp_joint / self.kd_joint) * e)
-        return self.dynamics.inverse_dynamics(q, qd, u) + self.armature * u + losses - state.gravity()
+        u = a + self.kp_joint * (p - q) + self.kd_joint * (v - qd)
+        return (self.dynamics.inverse_dynamics(q, qd, u) + self.armature * u + self.damping * v
+                - state.gravity())
 
     def stop_point(self, p, v):
         """Where a reference at (p, v) comes to rest braking at the acceleration limits,
         within the joint limits."""
         return clip(p + v * np.abs(v) / (2.0 * self.acc_limit), self.lower, self.upper)
-
-
-def drive_losses(damping, friction, v, wanted):
-    """The torque the drives lose to their viscous damping at the reference velocity v and
-    to Coulomb friction while the law asks for the velocity `wanted` (feed-forward)."""
-    return damping * v + friction * np.tanh(wanted / FRICTION_BAND)
 
 
 def trapezoid_step(p, v, target, vmax, amax, dt):

@@ -4,7 +4,7 @@ import math
 
 import numpy as np
 
-from intera_rt.control.arm import drive_losses, trapezoid_step
+from intera_rt.control.arm import trapezoid_step
 from intera_rt.control.base import CommandRejected
 
 # HeadPanCommand.pan_mode values (NO_MODE_CHANGE = 3 arrives here as None).
@@ -21,7 +21,7 @@ class HeadController:
         self.effort = float(lim['effort'][0])
         # The head's inertia about its vertical axis plus its drive's.
         self.inertia = float(lim['armature'][0]) + 0.005
-        self.damping, self.friction = float(lim['damping'][0]), float(lim['friction'][0])
+        self.damping = float(lim['damping'][0])      # its drive's viscous damping, fed forward
         self.kp, self.kd = omega * omega, 2.0 * omega
         self.p_ref, self.v_ref = 0.0, 0.0
         self.target = 0.0
@@ -68,8 +68,6 @@ class HeadController:
                                        np.array([self.target]), np.array([self.vmax * self.speed_ratio]),
                                        np.array([self.amax]), dt)
             self.p_ref, self.v_ref, a = float(p[0]), float(v[0]), float(acc[0])
-        e = self.p_ref - q
-        u = a + self.kp * e + self.kd * (self.v_ref - qd)
-        tau = self.inertia * u + float(drive_losses(self.damping, self.friction, self.v_ref,
-                                                    self.v_ref + (self.kp / self.kd) * e))
+        u = a + self.kp * (self.p_ref - q) + self.kd * (self.v_ref - qd)
+        tau = self.inertia * u + self.damping * self.v_ref
         return min(self.effort, max(-self.effort, tau))
