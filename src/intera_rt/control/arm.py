@@ -6,6 +6,7 @@ import math
 import numpy as np
 
 from intera_rt.control.base import CommandRejected
+from intera_rt.native import kernels
 from intera_rt.numeric import clip
 from intera_rt.robot import ARM_JOINTS, ARMATURE, NEUTRAL
 
@@ -79,6 +80,13 @@ class Arm:
         τ = M(q)·u + C(q, q̇)·q̇ (+ each drive's reflected inertia), gravity left out (gravity
         compensation adds it)."""
         q, qd = state.q, state.qd
+        if kernels is not None:
+            u = kernels.track_accel(a, p, q, v, qd, self.kp_joint, self.kd_joint)
+            if u is not None:
+                tau = kernels.track_torque(self.dynamics.inverse_dynamics(q, qd, u), self.armature,
+                                           u, state.gravity())
+                if tau is not None:
+                    return tau
         u = a + self.kp_joint * (p - q) + self.kd_joint * (v - qd)
         return self.dynamics.inverse_dynamics(q, qd, u) + self.armature * u - state.gravity()
 
@@ -90,7 +98,16 @@ class Arm:
 
 def trapezoid_step(p, v, target, vmax, amax, dt):
     """One step of an online, acceleration-limited approach to `target` (per joint).
-    Returns the new (p, v, a)."""
+    Returns the new (p, v, a). Compiled where intera_rt.native is (float64 vectors of one
+    length, dt a float); this Python twin otherwise, with identical results."""
+    if kernels is not None:
+        out = kernels.trapezoid_step(p, v, target, vmax, amax, dt, SETTLE_SNAP)
+        if out is not None:
+            return out
+    return _trapezoid_step(p, v, target, vmax, amax, dt)
+
+
+def _trapezoid_step(p, v, target, vmax, amax, dt):
     d = target - p
     v_des = np.sign(d) * np.minimum(vmax, np.sqrt(2.0 * amax * np.abs(d)))
     v_new = v + clip(v_des - v, -amax * dt, amax * dt)

@@ -23,6 +23,7 @@ from scipy.linalg.lapack import dposv
 
 from intera_rt.control.base import Halt, Monitor
 from intera_rt.control.momentum_observer import MomentumObserver
+from intera_rt.native import kernels
 from intera_rt.numeric import clip
 from intera_rt.options import Option, per_joint
 from intera_rt.robot import ARM_JOINTS, COLLISION_HOLD
@@ -204,6 +205,9 @@ class CollisionDetection(Monitor):
         """r_slow follows the judged r; the band is what that has beyond it, per joint over
         its scale."""
         band = self._band
+        if kernels is not None and kernels.slow_step(judged, self.r_slow, band, self._band_gain,
+                                                     self._k_slow):
+            return
         np.subtract(judged, self.r_slow, out=band)
         np.multiply(band, self._k_slow, out=self._tmp7)
         self.r_slow += self._tmp7

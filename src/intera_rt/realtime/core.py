@@ -18,6 +18,7 @@ import math
 
 import numpy as np
 
+from intera_rt import native
 from intera_rt.boards import make_boards
 from intera_rt.control import commands as cmds
 from intera_rt.control.arm import Arm
@@ -113,6 +114,8 @@ class RealtimeCore(CommandInputs):
         for stage in self._stages:
             for kind in stage.COMMANDS:
                 self._apply[kind] = lambda c, stage=stage: stage.take(c, self.now, self.suppressions)
+        if native.kernels is None:
+            self.log('warn', 'native', native.why_not)
         reading = self.boards.read()
         # Loop time starts at boot; boards that own the clock may count from anywhere.
         # A simulator's clock (sim_clock) is ROS time: loop time is that time.
