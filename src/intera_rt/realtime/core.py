@@ -260,10 +260,8 @@ class RealtimeCore(CommandInputs):
     def _supervise_zero_g(self, state):
         """Zero-G while the cuff is grasped (or the navigator's circle held), unless
         suppress_cuff_interaction keeps arriving; when let go, back to the controller in use
-        before, at rest where the arm was let go."""
+        before, at rest where the arm was let go. (The tick calls it only then.)"""
         zero_g = self.zero_g
-        if not self._cuff_held and self.active is not zero_g:
-            return
         # (not while a monitor holds the arm: a brake or a collision stop comes first)
         wanted = self._cuff_held and not state.suppressed('cuff_interaction') \
             and state.now >= self._halt_until
@@ -313,7 +311,8 @@ class RealtimeCore(CommandInputs):
             if reading.brakes:
                 self.boards.set_brakes(False)
                 self._restart(state)
-            self._supervise_zero_g(state)
+            if self._cuff_held or self.active is self.zero_g:
+                self._supervise_zero_g(state)
             for monitor in self.monitors:
                 halt = monitor.update(state, self.active)
                 if halt is not None:
