@@ -7,7 +7,7 @@ import numpy as np
 
 from intera_rt.control.base import CommandRejected
 from intera_rt.native import kernels
-from intera_rt.numeric import clip
+from intera_rt.numeric import clip, count_nonzero
 from intera_rt.robot import ARM_JOINTS, ARMATURE, NEUTRAL
 
 DEFAULT_SPEED_RATIO = 0.3      # set_speed_ratio's default on the robot
@@ -69,7 +69,7 @@ class Arm:
         """A reference (p, v, a) extrapolated into a position limit stops there: clipped to
         the limits, no velocity or acceleration on the joints at one."""
         at_limit = (p <= self.lower) | (p >= self.upper)
-        if np.count_nonzero(at_limit):
+        if count_nonzero(at_limit):
             v, a = v.copy(), a.copy()
             v[at_limit], a[at_limit] = 0.0, 0.0
             p = clip(p, self.lower, self.upper)
@@ -130,7 +130,7 @@ def model_effort(dynamics, armature, q, a_ref, gravity_suppressed):
     torque holding the arm still would take). Computed by whoever publishes them (100 Hz),
     not on the 1 kHz path."""
     gravity = dynamics.gravity(q)
-    if np.count_nonzero(a_ref):
+    if count_nonzero(a_ref):
         inertial = dynamics.inverse_dynamics(q, np.zeros(len(q)), a_ref) - gravity + armature * a_ref
     else:
         inertial = np.zeros(len(q))

@@ -24,7 +24,7 @@ from scipy.linalg.lapack import dposv
 from intera_rt.control.base import Halt, Monitor
 from intera_rt.control.momentum_observer import MomentumObserver
 from intera_rt.native import kernels
-from intera_rt.numeric import clip
+from intera_rt.numeric import clip, count_nonzero
 from intera_rt.options import Option, per_joint
 from intera_rt.robot import ARM_JOINTS, COLLISION_HOLD
 
@@ -277,8 +277,8 @@ class CollisionDetection(Monitor):
                 self._hold_until['impact'] = now + self.hold
             abs_r = np.abs(judged)
             if self._squish:
-                self._squish = bool(np.count_nonzero(abs_r >= self._release))
-            elif np.count_nonzero(abs_r > self.squish_threshold):
+                self._squish = bool(count_nonzero(abs_r >= self._release))
+            elif count_nonzero(abs_r > self.squish_threshold):
                 self._squish = True
                 j = int(np.argmax(abs_r / self.squish_threshold))
                 squish = ('squish on joint %s - %.3f > %.3f'

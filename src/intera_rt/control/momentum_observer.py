@@ -17,6 +17,7 @@ import numpy as np
 import pinocchio as pin
 
 from intera_rt.native import kernels
+from intera_rt.numeric import count_nonzero
 from intera_rt.robot import ARM_JOINTS, HEAD_JOINTS
 
 NAME = 'momentum observer'
@@ -100,7 +101,7 @@ class MomentumObserver:
         if on_stop is None:                 # the Python path
             self._load(state, self._q1, self._v1)
             q = self._q1
-            on_stop = bool(np.count_nonzero((q >= self._upper) | (q <= self._lower)))
+            on_stop = bool(count_nonzero((q >= self._upper) | (q <= self._lower)))
             compiled = False
         else:
             compiled = True                 # (and the velocity step is in self._acc)
