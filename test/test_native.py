@@ -71,6 +71,10 @@ def test_observer_matches_python_bit_for_bit(monkeypatch):
     python.restart(states[0])
     for k, state in enumerate(states[1:]):
         h = 0.001 if k % 3 else 0.001 + 1e-17 * k
+        assert kernels.observer_load(
+            compiled._q1.copy(), compiled._v1.copy(), state.q, state.qd, compiled._arm,
+            compiled._head_k, state.q_head, state.qd_head, compiled._upper, compiled._lower,
+            compiled._v0, compiled._acc.copy(), 1.0 / h) is not None
         compiled.update(state, h)
         monkeypatch.setattr(mo, 'kernels', None)
         python.update(state, h)
@@ -97,19 +101,27 @@ def test_track_and_slow_step_match_python_bit_for_bit(monkeypatch):
             return ArmState(now=0.0, period=0.001, q=q[:7], qd=qd[:7], effort=np.zeros(7),
                             q_head=q[7], qd_head=qd[7], dynamics=a.dynamics, suppressions=None)
         ours = a.track(state(), p, v, acc)
+        assert kernels.track_accel(acc, p, q[:7], v, qd[:7], a.kp, a.kd) is not None
         monkeypatch.setattr(arm, 'kernels', None)
         theirs = a.track(state(), p, v, acc)
         monkeypatch.setattr(arm, 'kernels', kernels)
         np.testing.assert_array_equal(ours, theirs)
-    for _ in range(200):
-        judged, slow, gain = rng.uniform(-5, 5, 7), rng.uniform(-5, 5, 7), rng.uniform(0, 9, 7)
-        k = float(rng.uniform(0, 1))
-        ours, theirs = [slow.copy(), np.zeros(7)], [slow.copy(), np.zeros(7)]
-        assert kernels.slow_step(judged, ours[0], ours[1], gain, k)
-        band = theirs[1]
-        np.subtract(judged, theirs[0], out=band)
-        theirs[0] += band * k
-        band *= gain
-        np.testing.assert_array_equal(ours[0], theirs[0])
-        np.testing.assert_array_equal(ours[1], theirs[1])
+    from intera_rt.control.base import PluginContext
+    detection = cd.CollisionDetection(PluginContext(model, a))
+    for h in (0.001, 0.001 + 1e-17, 0.0007):
+        detection._gains(h)
+        for _ in range(100):
+            judged, slow = rng.uniform(-5, 5, 7), rng.uniform(-5, 5, 7)
+            out = []
+            for path in (kernels, None):
+                monkeypatch.setattr(cd, 'kernels', path)
+                detection.r_slow[:] = slow
+                detection._slow_step(judged)
+                out.append((detection.r_slow.copy(), detection._band.copy()))
+            monkeypatch.setattr(cd, 'kernels', kernels)
+            # (the compiled path was taken, not refused)
+            assert kernels.slow_step(judged, slow.copy(), np.zeros(7), detection._band_gain,
+                                     detection._k_slow)
+            for ours, theirs in zip(*out):
+                np.testing.assert_array_equal(ours, theirs)
     assert cd.kernels is kernels
