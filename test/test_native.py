@@ -125,3 +125,16 @@ def test_track_and_slow_step_match_python_bit_for_bit(monkeypatch):
             for ours, theirs in zip(*out):
                 np.testing.assert_array_equal(ours, theirs)
     assert cd.kernels is kernels
+
+
+def test_the_core_says_once_when_the_kernels_are_missing(monkeypatch):
+    from intera_rt import native
+    from intera_rt.model import RobotModel
+    from intera_rt.realtime.core import RealtimeCore
+    monkeypatch.setattr(native, 'kernels', None)
+    monkeypatch.setattr(native, 'why_not', 'compiled kernels unavailable (test): Python path')
+    core = RealtimeCore(RobotModel.from_file())
+    for _ in range(5):
+        core.tick()
+    said = [entry for entry in core.take_logs() if entry[1] == 'native']
+    assert said == [('warn', 'native', 'compiled kernels unavailable (test): Python path')]
