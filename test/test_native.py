@@ -101,7 +101,7 @@ def test_track_and_slow_step_match_python_bit_for_bit(monkeypatch):
             return ArmState(now=0.0, period=0.001, q=q[:7], qd=qd[:7], effort=np.zeros(7),
                             q_head=q[7], qd_head=qd[7], dynamics=a.dynamics, suppressions=None)
         ours = a.track(state(), p, v, acc)
-        assert kernels.track_accel(acc, p, q[:7], v, qd[:7], a.kp, a.kd) is not None
+        assert kernels.track_accel(acc, p, q[:7], v, qd[:7], a.kp_joint, a.kd_joint) is not None
         monkeypatch.setattr(arm, 'kernels', None)
         theirs = a.track(state(), p, v, acc)
         monkeypatch.setattr(arm, 'kernels', kernels)
