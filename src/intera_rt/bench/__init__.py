@@ -43,7 +43,7 @@ SECTIONS = {'realtime': 'intera_rt.bench.realtime', 'plugins': 'intera_rt.bench.
             'fleet': 'intera_rt.bench.fleet', 'world': 'intera_rt.bench.world'}
 # The driver options each section takes (a section's own `duration` means something else).
 OPTIONS = {'realtime': ('out_dir', 'quick', 'duration'), 'plant': ('quick',),
-           'plugins': ('quick',), 'boards': ('quick',), 'soak': ('out_dir', 'quick', 'soak')}
+           'plugins': ('out_dir', 'quick'), 'boards': ('quick',), 'soak': ('out_dir', 'quick', 'soak')}
 COMMON_OPTIONS = ('out_dir', 'quick')
 
 

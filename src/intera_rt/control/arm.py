@@ -6,7 +6,8 @@ import math
 import numpy as np
 
 from intera_rt.control.base import CommandRejected
-from intera_rt.numeric import clip
+from intera_rt.native import kernels
+from intera_rt.numeric import clip, count_nonzero
 from intera_rt.robot import ARM_JOINTS, ARMATURE, NEUTRAL
 
 DEFAULT_SPEED_RATIO = 0.3      # set_speed_ratio's default on the robot
@@ -69,7 +70,7 @@ class Arm:
         """A reference (p, v, a) extrapolated into a position limit stops there: clipped to
         the limits, no velocity or acceleration on the joints at one."""
         at_limit = (p <= self.lower) | (p >= self.upper)
-        if np.count_nonzero(at_limit):
+        if count_nonzero(at_limit):
             v, a = v.copy(), a.copy()
             v[at_limit], a[at_limit] = 0.0, 0.0
             p = clip(p, self.lower, self.upper)
@@ -81,6 +82,13 @@ class Arm:
         damping at the reference velocity (so a move does not lag behind it), gravity left
         out (gravity compensation adds it)."""
         q, qd = state.q, state.qd
+        if kernels is not None:
+            u = kernels.track_accel(a, p, q, v, qd, self.kp_joint, self.kd_joint)
+            if u is not None:
+                tau = kernels.track_torque(self.dynamics.inverse_dynamics(q, qd, u), self.armature,
+                                           u, state.gravity())
+                if tau is not None:
+                    return tau
         u = a + self.kp_joint * (p - q) + self.kd_joint * (v - qd)
         return (self.dynamics.inverse_dynamics(q, qd, u) + self.armature * u + self.damping * v
                 - state.gravity())
@@ -93,7 +101,16 @@ class Arm:
 
 def trapezoid_step(p, v, target, vmax, amax, dt):
     """One step of an online, acceleration-limited approach to `target` (per joint).
-    Returns the new (p, v, a)."""
+    Returns the new (p, v, a). Compiled where intera_rt.native is (float64 vectors of one
+    length, dt a float); this Python twin otherwise, with identical results."""
+    if kernels is not None:
+        out = kernels.trapezoid_step(p, v, target, vmax, amax, dt, SETTLE_SNAP)
+        if out is not None:
+            return out
+    return _trapezoid_step(p, v, target, vmax, amax, dt)
+
+
+def _trapezoid_step(p, v, target, vmax, amax, dt):
     d = target - p
     v_des = np.sign(d) * np.minimum(vmax, np.sqrt(2.0 * amax * np.abs(d)))
     v_new = v + clip(v_des - v, -amax * dt, amax * dt)
@@ -116,7 +133,7 @@ def model_effort(dynamics, armature, q, a_ref, gravity_suppressed):
     torque holding the arm still would take). Computed by whoever publishes them (100 Hz),
     not on the 1 kHz path."""
     gravity = dynamics.gravity(q)
-    if np.count_nonzero(a_ref):
+    if count_nonzero(a_ref):
         inertial = dynamics.inverse_dynamics(q, np.zeros(len(q)), a_ref) - gravity + armature * a_ref
     else:
         inertial = np.zeros(len(q))

@@ -30,7 +30,7 @@ import numpy as np
 from intera_rt.control.base import Additive
 from intera_rt.model.avoidance import (DEFAULT_PADDING, DEFAULT_ZONE, AvoidanceModel,
                                        default_armnav_path, objects_from_mask)
-from intera_rt.numeric import clip
+from intera_rt.numeric import clip, count_nonzero
 from intera_rt.options import Option
 from intera_rt.robot import ARM_JOINTS
 
@@ -120,7 +120,7 @@ class CollisionAvoidance(Additive):
         self._active = pushing
         self._depth = -min(contact.clearance for contact in contacts)
         self._objects = self.model.objects(contacts)
-        return self.torque if pushing or np.count_nonzero(self.torque) else None
+        return self.torque if pushing or count_nonzero(self.torque) else None
 
     def _rate_limited(self, tau):
         """tau, its growth away from 0 limited per tick (a push builds up over ~25 ms;
@@ -161,7 +161,7 @@ class CollisionAvoidance(Additive):
         for grad in self._closing_guard:
             if float(grad @ velocity) < 0.0:
                 return 0.0
-        if not self.velocity_scaling or not np.count_nonzero(velocity):
+        if not self.velocity_scaling or not count_nonzero(velocity):
             return 1.0
         return self.velocity_scale(state, velocity)
 
