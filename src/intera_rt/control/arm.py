@@ -88,10 +88,11 @@ class Arm:
                 tau = kernels.track_torque(self.dynamics.inverse_dynamics(q, qd, u), self.armature,
                                            u, state.gravity())
                 if tau is not None:
-                    return tau
+                    return tau + self.damping * v
         u = a + self.kp_joint * (p - q) + self.kd_joint * (v - qd)
-        return (self.dynamics.inverse_dynamics(q, qd, u) + self.armature * u + self.damping * v
-                - state.gravity())
+        # (summed in the compiled path's order: the two agree bit for bit)
+        return (self.dynamics.inverse_dynamics(q, qd, u) + self.armature * u
+                - state.gravity()) + self.damping * v
 
     def stop_point(self, p, v):
         """Where a reference at (p, v) comes to rest braking at the acceleration limits,
