@@ -6,6 +6,8 @@
 #   venv  .venv exists and .venv/.requirements.sha == sha256(requirements.txt)
 #   msgs  build/gen_py/.gen_msgs.sha == hash of msg/ srv/ action/ and
 #         tools/gen_msgs.py (paths and contents)
+#   native src/intera_rt/native/.kernels.sha == hash of the kernels' C source,
+#         tools/build_native.py and the venv's stamp (a build attempt was made)
 
 IR_REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd -P)"
 IR_VENV="$IR_REPO/.venv"
@@ -13,6 +15,7 @@ IR_GEN_PY="$IR_REPO/build/gen_py"
 IR_REQUIREMENTS="$IR_REPO/requirements.txt"
 IR_VENV_STAMP="$IR_VENV/.requirements.sha"
 IR_MSGS_STAMP="$IR_GEN_PY/.gen_msgs.sha"
+IR_NATIVE_STAMP="$IR_REPO/src/intera_rt/native/.kernels.sha"
 IR_SYSTEM_PYTHON=/usr/bin/python3
 
 # Debian 12 packages the project needs (ROS 1 from Debian, not from ROS's
@@ -30,6 +33,8 @@ IR_APT_PACKAGES=(
     python3-rosgraph-msgs python3-tf2-ros python3-tf2-msgs python3-std-srvs ros-std-srvs
     python3-dynamic-reconfigure libdynamic-reconfigure-config-init-mutex-dev
     catkin cmake make g++
+    # the realtime tick's compiled kernels (intera_rt.native; tools/build_native.py)
+    python3-dev
     python3-venv python3-yaml python3-pytest python3-catkin-pkg
     # scripts/sawyer --rviz and its test: RViz, its markers, a virtual X server and Mesa's
     # software OpenGL (llvmpipe) for headless rendering (xauth: xvfb-run)
@@ -65,6 +70,13 @@ ir_msgs_sha() {
     ) | sha256sum | cut -d' ' -f1
 }
 
+ir_native_sha() {
+    (
+        cd "$IR_REPO"
+        cat src/intera_rt/native/_kernels.c tools/build_native.py "$IR_VENV_STAMP" 2>/dev/null
+    ) | sha256sum | cut -d' ' -f1
+}
+
 ir_apt_fresh() {
     [ -z "$(ir_apt_missing)" ]
 }
@@ -79,6 +91,10 @@ ir_msgs_fresh() {
         && [ "$(cat "$IR_MSGS_STAMP")" = "$(ir_msgs_sha)" ]
 }
 
+ir_native_fresh() {
+    [ -f "$IR_NATIVE_STAMP" ] && [ "$(cat "$IR_NATIVE_STAMP")" = "$(ir_native_sha)" ]
+}
+
 ir_all_fresh() {
-    ir_apt_fresh && ir_venv_fresh && ir_msgs_fresh
+    ir_apt_fresh && ir_venv_fresh && ir_msgs_fresh && ir_native_fresh
 }

@@ -1,7 +1,8 @@
-"""Collision avoidance in zero-G through ROS: the elbow folded until the hand's avoidance
-shape overlaps the shoulder's, then the cuff grasped. What is checked is what a user sees:
-the elbow's angle in joint_states (pushed out of the overlap), the robot no longer pushing,
-and no collision detected. test_realtime_plugins covers position mode, hold and the
+"""Collision avoidance in zero-G, VELOCITY_MODE and TORQUE_MODE through ROS: the elbow folded
+until the hand's avoidance shape overlaps the shoulder's, then the cuff grasped, or the SDK's
+velocity or torque commands folding it further. What is checked is what a user sees: the
+elbow's angle in joint_states (pushed out of the overlap, or held off at its edge), the
+robot pushing or not, and no collision detected. test_realtime_plugins covers position mode, hold and the
 suppressed / trajectory cases.
 
 In the armnav model at neutral with only right_j3 changed, the hand's shape overlaps the
@@ -12,7 +13,7 @@ import numpy as np
 import pytest
 
 from rosharness import CollisionWatch
-from clients import Series, arm_positions, arm_velocities, grasp_cuff, now
+from clients import Arm, Series, arm_positions, arm_velocities, grasp_cuff, now, pace
 from contract import ARM, NEUTRAL, NS
 
 SAWYER_ARGS = ['--sim-time', '--speed', '1']
@@ -102,3 +103,43 @@ def test_zero_g_lets_overlapping_links_be_pushed_apart(folded):
             apart.max(), q3.min(), pushing(ros, t_g, t_g + 1.5))
     after = ros['realtime'].between(t_g + 1.0, t_g + 1.5)
     assert after and not any(m.collision_avoidance_active for m in after), pushing(ros, t_g + 1.0, t_g + 1.5)
+
+
+def fold_on(ros, send, seconds=2.0):
+    """Stream an SDK command at 100 Hz (send(arm)) for `seconds` of robot time from the
+    folded pose; then back to position hold where the arm is. Returns (t0, t1)."""
+    arm = Arm()
+    t0 = now()
+    try:
+        pace(100, lambda t: send(arm), seconds)
+    finally:
+        arm.set_positions(dict(zip(ARM, arm_positions(ros['joints'].last()))))
+    return t0, now()
+
+
+def test_velocity_mode_folding_the_elbow_is_held_off_the_shoulder(folded):
+    """VELOCITY_MODE +0.3 rad/s on right_j3 from 2.45 rad, the other joints at 0: the elbow
+    stops within 5 mm of overlap (right_j3 ≤ 2.62 rad) instead of running on to its limit,
+    and stays there while the command keeps arriving."""
+    ros = folded
+    t0, t1 = fold_on(ros, lambda arm: arm.set_velocities(dict(zip(ARM, [0, 0, 0, 0.3, 0, 0, 0]))))
+    q3, _ = elbow(ros, t0, t1)
+    assert q3.max() <= OVERLAP, 'the elbow folded to %.3f rad (overlap from ~2.61); %s' % (
+        q3.max(), pushing(ros, t0, t1))
+    late, _ = elbow(ros, t1 - 0.5, t1)
+    assert late.max() - late.min() < 0.005, 'the elbow did not stay held off'
+    assert q3.max() > 2.55, 'the elbow never reached the shoulder (%.3f rad)' % q3.max()
+
+
+def test_torque_mode_folding_the_elbow_is_held_off_the_shoulder(folded):
+    """TORQUE_MODE +2 N·m on right_j3 (0 on the others) from 2.45 rad: the robot cancels the
+    folding torque once the shapes overlap and pushes them apart: right_j3 stays within 20 mm
+    of overlap (≤ 2.67 rad; before, it folded to 2.81 rad), the robot acting on the torque
+    command (avoidance active) while the torque controller stays in charge."""
+    ros = folded
+    t0, t1 = fold_on(ros, lambda arm: arm.set_torques(dict(zip(ARM, [0, 0, 0, 2.0, 0, 0, 0]))))
+    q3, _ = elbow(ros, t0, t1)
+    assert q3.max() <= DEEP + 0.01, 'the elbow folded to %.3f rad; %s' % (q3.max(), pushing(ros, t0, t1))
+    assert q3.max() > 2.55, 'the elbow never reached the shoulder (%.3f rad)' % q3.max()
+    active = [m for m in ros['realtime'].between(t0 + 0.5, t1) if m.collision_avoidance_active]
+    assert active and all(m.controller == 'torque' for m in active), pushing(ros, t0, t1)

@@ -163,7 +163,9 @@ def test_a_10_khz_command_flood_does_not_starve_the_robot(at_neutral, robot):
             time.sleep(0.5)
         w1 = time.time()
         sent = flood.sent
-        time.sleep(0.5)                          # what was published by w1 has arrived
+        # What was published by w1 has arrived once a later message of each topic has.
+        wait_for(lambda: all(v and v[-1] >= w1 for v in stamps.values()), 5.0,
+                 'joint_states and robot/state published after the flood')
     finally:
         flood.close()
         for sub in subs:

@@ -133,10 +133,14 @@ def test_home_joints_pattern_through_ros(robot):
             pub_cmd.publish(JointCommand(mode=JointCommand.POSITION_MODE, names=['right_j0'],
                                          position=[q0 + TARGET]))
             time.sleep(0.02)
-        time.sleep(0.5)
-        assert abs(_j0(joints) - q0) < 1e-3
+        # Taken in once the robot says why it refused them; a joint state 0.5 s of robot
+        # time later shows whether the arm moved (an accepted command would move it ~0.1 rad).
         wait_for(lambda: 'joint_command ignored: the arm is not homed' in open(robot.log_path).read(),
                  5.0, 'the log line saying why')
+        said = rospy.get_time()
+        wait_for(lambda: joints.get().header.stamp.to_sec() > said + 0.5, 5.0,
+                 'a joint state 0.5 s after the refusal')
+        assert abs(_j0(joints) - q0) < 1e-3
 
         # Periodic: the unchanged state keeps coming.
         n = homing.count

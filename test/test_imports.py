@@ -13,7 +13,7 @@ PACKAGE = 'intera_rt'
 # layer and those below it, never one above.
 LAYERS = {
     # facts and helpers every layer shares; they import nothing of the package
-    'robot': 0, 'numeric': 0, 'direct_writes': 0, 'options': 0,
+    'robot': 0, 'numeric': 0, 'direct_writes': 0, 'options': 0, 'native': 0,
     'model': 1,
     'control': 2, 'motion': 2, 'io': 2, 'joint_trajectory': 2, 'world': 2,
     'boards': 3,

@@ -14,10 +14,9 @@ from clients import (Arm, Sent, Series, add_box, clean, collisions, grasp_cuff, 
 from contract import ARM, IMPACT_LINE, NS, SQUISH_LINE, TERMINAL
 from rosharness import wait_connected, wait_for
 
-from intera_rt.robot import NEUTRAL, SUPPRESS_TOPICS
+from intera_rt.robot import NEUTRAL, SUPPRESS_TOPICS, SUPPRESS_WINDOW
 
 SAWYER_ARGS = ['--sim-time', '--speed', '1']
-SUPPRESS_WINDOW = 0.2          # s (seed 000: the topics must arrive at ≥ 5 Hz)
 STATE_PERIOD = 0.01            # s between two realtime_state messages
 
 
@@ -176,6 +175,49 @@ def test_a_large_force_at_the_hand_is_a_hand_overwrench(sim, realtime_state, ros
         pub.unregister()
     wait_for(lambda: any(line.startswith('hand over-wrench: force') for line in list(rosout)),
              10.0, 'the hand over-wrench log line')
+
+
+
+def test_a_push_begun_under_hand_overwrench_suppression_is_detected_when_it_lapses(
+        sim, realtime_state, rosout, clean):
+    """A 100 N push at the hand begun while suppress_hand_overwrench_safety arrives (and
+    suppress_contact_safety throughout): no detection while it arrives; when it stops, the
+    robot stops the arm as soon as the suppression lapses (SUPPRESS_WINDOW after the last
+    message), long before the push ends."""
+    from geometry_msgs.msg import Wrench
+    from std_msgs.msg import Empty
+    contact = sync_publisher(NS + 'suppress_contact_safety', Empty)
+    overwrench = sync_publisher(NS + 'suppress_hand_overwrench_safety', Empty)
+    wait_connected(contact, '/realtime_loop')
+    wait_connected(overwrench, '/realtime_loop')
+    t0 = now()
+    pushed, last = [], []
+
+    def suppress(t):
+        contact.publish(Empty())
+        if t - t0 < 1.0:
+            overwrench.publish(Empty())
+            last[:] = [t]
+        if not pushed and t - t0 > 0.3:
+            w = Wrench()
+            w.force.z = -100.0
+            assert sim['apply_wrench']('right_hand', w, 3.0).success
+            pushed.append(t)
+        msgs = realtime_state.between(t0)
+        return bool(msgs) and msgs[-1].hand_overwrench
+    try:
+        _, _, hit = pace(10, suppress, 2.5)
+    finally:
+        contact.unregister()
+        overwrench.unregister()
+    assert hit, 'the push was not detected once the suppression lapsed'
+    first = next(m for m in realtime_state.between(t0) if m.hand_overwrench)
+    late = stamp(first) - last[0]
+    # The last message may reach the robot a few ms after it was sent; states are 10 ms apart.
+    assert SUPPRESS_WINDOW - STATE_PERIOD <= late <= SUPPRESS_WINDOW + STATE_PERIOD + 0.03, \
+        'hand over-wrench detected %.3f s after the last suppress message, not %.1f s' % (
+            late, SUPPRESS_WINDOW)
+    assert first.collision and not first.squish and not first.impact
 
 
 # --- zero-G -------------------------------------------------------------------------------

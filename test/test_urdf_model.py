@@ -422,3 +422,16 @@ def test_armnav_file_is_up_to_date():
     expected = tool.make_armnav(URDF.read_text(encoding="utf-8"))
     assert ARMNAV_URDF.read_text(encoding="utf-8") == expected, \
         "urdf/sawyer_armnav.urdf is stale: run tools/make_armnav_urdf.py"
+
+
+@pytest.mark.parametrize("joint", sorted(LIMITS))
+def test_joint_dynamics_copy_the_drives(model, joint):
+    """The URDF's <dynamics> are copies of intera_rt.robot.DRIVES (their one home) for tools
+    that read a URDF; the robot model takes the drives from there."""
+    from intera_rt.model import RobotModel
+    from intera_rt.robot import DRIVES
+    dyn = model.joints[joint].find("dynamics")
+    assert float(dyn.get("damping")) == DRIVES[joint].damping
+    assert float(dyn.get("friction")) == DRIVES[joint].friction
+    lim = RobotModel.from_file().limits[joint]
+    assert (lim.armature, lim.damping, lim.friction) == tuple(DRIVES[joint])

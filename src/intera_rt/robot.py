@@ -6,11 +6,20 @@ server: the robot and the code see the same numbers. The rest are behaviours of 
 robot's software. No ROS here.
 """
 import os
+from typing import NamedTuple
 
 import yaml
 
 _REPO = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '..'))
 PARAMS_FILE = os.path.join(_REPO, 'config', 'robot_params.yaml')
+
+
+class Drive(NamedTuple):
+    """One joint's drive: reflected inertia (kg m²), viscous damping (N·m·s/rad), Coulomb
+    friction (N·m)."""
+    armature: float
+    damping: float
+    friction: float
 
 
 def _load_params(path=PARAMS_FILE):
@@ -51,10 +60,28 @@ SUPPRESS_TOPICS = {
     'suppress_cuff_interaction': 'cuff_interaction',
 }
 COLLISION_HOLD = 0.5         # s the arm stops and holds after a detected collision
-# Reflected motor inertia of each joint's drive (kg m²). Sawyer's links are light; behind
-# the gearboxes the rotors dominate the effective inertia of the wrist.
-ARMATURE = {'right_j0': 0.6, 'right_j1': 0.6, 'right_j2': 0.3, 'right_j3': 0.3,
-            'right_j4': 0.08, 'right_j5': 0.08, 'right_j6': 0.05, 'head_pan': 0.05}
+# Each joint's drive as the plants simulate it and the controllers model it (docs/model.md
+# gives each figure's source): the motor's inertia reflected through its gearbox (kg m²,
+# added to M's diagonal), viscous damping (N·m·s/rad) and Coulomb friction (N·m) at the
+# joint. Behind gearboxes of ratio ~100-160 the drives, not the light links, set how the arm
+# feels when a person pushes it in zero-G.
+DRIVES = {
+    #             armature  damping  friction
+    'right_j0': Drive(0.6, 0.7, 0.5),
+    'right_j1': Drive(0.6, 0.7, 0.5),
+    'right_j2': Drive(0.3, 0.7, 0.5),
+    'right_j3': Drive(0.3, 0.7, 0.5),
+    'right_j4': Drive(0.08, 0.2, 0.1),
+    'right_j5': Drive(0.08, 0.2, 0.1),
+    'right_j6': Drive(0.05, 0.1, 0.05),
+    'head_pan': Drive(0.05, 0.2, 0.1),
+}
+ARMATURE = {name: drive.armature for name, drive in DRIVES.items()}
+# N·m·s/rad: the drag zero-G renders at each arm joint moving faster than ZERO_G_FREE_SPEED
+# (rad/s; slower, the arm moves freely: collision avoidance eases links apart unhindered):
+# a push of up to 30 N at the hand leaves every joint below its velocity limit, from any pose.
+ZERO_G_DAMPING = (20.0, 25.0, 10.0, 10.0, 3.0, 2.0, 1.0)
+ZERO_G_FREE_SPEED = 0.1
 GRAVITY = (0.0, 0.0, -9.81)  # m/s², in base: the models' and the simulators' gravity
 # rad: each joint's mechanical stop lies this far beyond its URDF limit (the limit the
 # software keeps to), so a joint held at its limit does not press on the stop.

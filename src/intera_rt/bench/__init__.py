@@ -46,7 +46,7 @@ SECTIONS = {'realtime': 'intera_rt.bench.realtime', 'plugins': 'intera_rt.bench.
             'picking': 'intera_rt.bench.picking'}
 # The driver options each section takes (a section's own `duration` means something else).
 OPTIONS = {'realtime': ('out_dir', 'quick', 'duration'), 'plant': ('quick',),
-           'plugins': ('quick',), 'boards': ('quick',), 'soak': ('out_dir', 'quick', 'soak')}
+           'plugins': ('out_dir', 'quick'), 'boards': ('quick',), 'soak': ('out_dir', 'quick', 'soak')}
 COMMON_OPTIONS = ('out_dir', 'quick')
 
 

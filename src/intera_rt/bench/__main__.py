@@ -88,10 +88,12 @@ def main(argv=None):
         report[name] = result
         _write(out_dir, report)
     report['meta']['load_avg_at_end'] = list(os.getloadavg())
+    report['guard'] = guard(report)
     path = _write(out_dir, report)
     print()
     for name in selected:
         _summarise(name, report[name])
+    _print_guard(report['guard'])
     print('\n[bench] wrote %s' % path)
     return 1 if failed else 0
 
@@ -177,6 +179,53 @@ def _summarise(name, result):
                 print('  %-28s %s' % (key, _fmt(value)))
     if 'error' in result:
         print('  FAILED: %s' % result['error'])
+
+
+# The regression guard: ratios measured within one run, so that they hold on a slow hour as
+# on a quiet one (docs/performance.md). name: (what, target, whether a value passes).
+GUARD = {
+    'tick_over_plant': ('whole tick (every plugin on, worst situation) / the plant\'s step',
+                        2.0, lambda v, t: v <= t),
+    'tick_p99_us': ('1 kHz tick p99, us', 500.0, lambda v, t: v <= t),
+    'overruns_over_empty_loop': ('1 kHz overruns - the empty loop\'s in the same run',
+                                 0, lambda v, t: v <= t),
+    # (2.5 x the code before issue 24; docs/performance.md "The guard")
+    'lockstep_python_s': ('lockstep sim s per wall s x this hour\'s s per 1e7 Python additions',
+                          6.9, lambda v, t: v >= t),
+}
+
+
+def guard(report):
+    """{name: {'value', 'target', 'pass', 'what'}} of the GUARD ratios the run's sections
+    give (a section not run: that ratio left out)."""
+    values = {}
+    plugins, rt = report.get('plugins') or {}, report.get('realtime') or {}
+    if 'tick_over_plant' in plugins:
+        values['tick_over_plant'] = plugins['tick_over_plant']
+    tick, platform = rt.get('tick'), rt.get('platform')
+    if tick:
+        values['tick_p99_us'] = tick['p99_us']
+    if tick and platform:
+        values['overruns_over_empty_loop'] = tick['overruns'] - platform['overruns']
+    if rt.get('lockstep') and platform and 'python_1e7_additions_s' in platform:
+        values['lockstep_python_s'] = round(rt['lockstep']['speedup']
+                                            * platform['python_1e7_additions_s'], 3)
+    out = {}
+    for name, value in values.items():
+        what, target, ok = GUARD[name]
+        out[name] = {'value': value, 'target': target, 'what': what,
+                     'pass': None if target is None else bool(ok(value, target))}
+    return out
+
+
+def _print_guard(result):
+    if not result:
+        return
+    print('guard (ratios within this run):')
+    for name, g in result.items():
+        verdict = 'info' if g['pass'] is None else ('PASS' if g['pass'] else 'FAIL')
+        target = '' if g['target'] is None else ' (target %s)' % _fmt(g['target'])
+        print('  %-4s %-26s %s%s: %s' % (verdict, name, _fmt(g['value']), target, g['what']))
 
 
 def _fmt(value):

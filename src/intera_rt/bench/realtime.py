@@ -130,8 +130,9 @@ def _summary(out):
                      % (p['duration_s'], p['priority'], p['overruns'], p['late_over_200us'],
                         p['late_p99_us'], p['late_max_us']))
         w = p['pipe_round_trip_us']
-        lines.append('  process -> process -> back over a pipe, both idle: p50 %.0f us, p99 %.0f us'
-                     % (w['p50'], w['p99']))
+        lines.append('  process -> process -> back over a pipe, both idle: p50 %.0f us, p99 %.0f us; '
+                     'ten million Python additions %.2f s'
+                     % (w['p50'], w['p99'], p['python_1e7_additions_s']))
     if 'roundtrip' in out:
         r = out['roundtrip']
         lines.append('command -> state round trip (%d samples): p50 %.2f ms, p99 %.2f ms, max %.2f ms'

@@ -342,6 +342,18 @@ def _wake_latency(samples=200, idle=0.01):
     return dict(_percentiles(trips_us, (50, 99)), max=float(trips_us.max()), samples=samples)
 
 
+def python_speed(runs=5, n=2_000_000):
+    """Seconds ten million Python additions take here (the median of `runs` timed loops):
+    how fast this hour runs the interpreter, which sets the Python tick's cost."""
+    times = []
+    for _ in range(runs):
+        t0, x = time.perf_counter(), 0
+        for i in range(n):
+            x += i
+        times.append(time.perf_counter() - t0)
+    return float(np.median(times)) * 1e7 / n
+
+
 def measure_platform(duration):
     from intera_rt.realtime.process import bare_loop
     late, priority = bare_loop(duration)
@@ -349,7 +361,7 @@ def measure_platform(duration):
             'overruns': int(np.count_nonzero(late > 1000.0)),
             'late_over_200us': int(np.count_nonzero(late > 200.0)),
             'late_p99_us': float(np.percentile(late, 99)), 'late_max_us': float(late.max()),
-            'pipe_round_trip_us': _wake_latency()}
+            'pipe_round_trip_us': _wake_latency(), 'python_1e7_additions_s': python_speed()}
 
 
 MEASURES = {'tick': (measure_tick, []),

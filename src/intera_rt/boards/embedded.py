@@ -491,8 +491,13 @@ class EmbeddedBoards(SimulatedPlant):
         mass += self._armature_matrix
         bias = pin.nonLinearEffects(self.pin, self.data, self._full_q, self._full_v)
         self._full_tau[idx] = tau
-        # M is symmetric positive definite: a Cholesky solve that reads its upper triangle.
-        chol, qdd_full, info = dposv(mass, self._full_tau - bias, lower=0)
+        # The drives' damping taken at the step's end velocity (implicit: (M + h·B) q̈ =
+        # τ − B·q̇ − b), stable however stiff, and what the joints transmit below is then
+        # exactly what moved the links. M is symmetric positive definite: a Cholesky solve
+        # that reads its upper triangle.
+        solve = mass.copy()
+        solve[idx, idx] += h * self.damping
+        chol, qdd_full, info = dposv(solve, self._full_tau - bias, lower=0)
         if info != 0:               # cannot happen for a valid model; never integrate junk
             self.report_fault('embedded plant: mass matrix not positive definite at q = %s'
                               % np.round(self.q, 4).tolist())
@@ -522,5 +527,5 @@ class EmbeddedBoards(SimulatedPlant):
             q_new = _clip(q_new, self.stop_lower, self.stop_upper)
             qd_new[(below & (qd_new < 0)) | (above & (qd_new > 0))] = 0.0
         self.q, self.qd = q_new, qd_new
-        # What each joint transmits: the drive torque less the friction it loses to.
-        self.tau_transmitted = self.tau_cmd - self.damping * qd_new - friction
+        # What each joint transmits: the drive torque less the damping and friction it loses to.
+        self.tau_transmitted = self.tau_cmd - self.damping * qd_free - friction

@@ -6,7 +6,8 @@ import math
 import numpy as np
 
 from intera_rt.control.base import CommandRejected
-from intera_rt.numeric import clip
+from intera_rt.native import kernels
+from intera_rt.numeric import clip, count_nonzero
 from intera_rt.robot import ARM_JOINTS, ARMATURE, NEUTRAL
 
 DEFAULT_SPEED_RATIO = 0.3      # set_speed_ratio's default on the robot
@@ -31,6 +32,7 @@ class Arm:
         self.lower, self.upper = lim['lower'], lim['upper']
         self.vel_limit, self.acc_limit = lim['velocity'], lim['accel']
         self.effort_limit, self.armature = lim['effort'], lim['armature']
+        self.damping = lim['damping']                # the drives' viscous damping, fed forward
         self.kp = omega * omega
         self.kd = 2.0 * zeta * omega
         # Per joint: ω on the robot's drives; on a plant with less armature (Gazebo has none)
@@ -68,7 +70,7 @@ class Arm:
         """A reference (p, v, a) extrapolated into a position limit stops there: clipped to
         the limits, no velocity or acceleration on the joints at one."""
         at_limit = (p <= self.lower) | (p >= self.upper)
-        if np.count_nonzero(at_limit):
+        if count_nonzero(at_limit):
             v, a = v.copy(), a.copy()
             v[at_limit], a[at_limit] = 0.0, 0.0
             p = clip(p, self.lower, self.upper)
@@ -76,11 +78,21 @@ class Arm:
 
     def track(self, state, p, v, a):
         """Computed torque tracking the reference (p, v, a): u = a + Kp·e + Kd·ė,
-        τ = M(q)·u + C(q, q̇)·q̇ (+ each drive's reflected inertia), gravity left out (gravity
-        compensation adds it)."""
+        τ = M(q)·u + C(q, q̇)·q̇ (+ each drive's reflected inertia) + the drives' viscous
+        damping at the reference velocity (so a move does not lag behind it), gravity left
+        out (gravity compensation adds it)."""
         q, qd = state.q, state.qd
+        if kernels is not None:
+            u = kernels.track_accel(a, p, q, v, qd, self.kp_joint, self.kd_joint)
+            if u is not None:
+                tau = kernels.track_torque(self.dynamics.inverse_dynamics(q, qd, u), self.armature,
+                                           u, state.gravity())
+                if tau is not None:
+                    return tau + self.damping * v
         u = a + self.kp_joint * (p - q) + self.kd_joint * (v - qd)
-        return self.dynamics.inverse_dynamics(q, qd, u) + self.armature * u - state.gravity()
+        # (summed in the compiled path's order: the two agree bit for bit)
+        return (self.dynamics.inverse_dynamics(q, qd, u) + self.armature * u
+                - state.gravity()) + self.damping * v
 
     def stop_point(self, p, v):
         """Where a reference at (p, v) comes to rest braking at the acceleration limits,
@@ -90,7 +102,16 @@ class Arm:
 
 def trapezoid_step(p, v, target, vmax, amax, dt):
     """One step of an online, acceleration-limited approach to `target` (per joint).
-    Returns the new (p, v, a)."""
+    Returns the new (p, v, a). Compiled where intera_rt.native is (float64 vectors of one
+    length, dt a float); this Python twin otherwise, with identical results."""
+    if kernels is not None:
+        out = kernels.trapezoid_step(p, v, target, vmax, amax, dt, SETTLE_SNAP)
+        if out is not None:
+            return out
+    return _trapezoid_step(p, v, target, vmax, amax, dt)
+
+
+def _trapezoid_step(p, v, target, vmax, amax, dt):
     d = target - p
     v_des = np.sign(d) * np.minimum(vmax, np.sqrt(2.0 * amax * np.abs(d)))
     v_new = v + clip(v_des - v, -amax * dt, amax * dt)
@@ -113,7 +134,7 @@ def model_effort(dynamics, armature, q, a_ref, gravity_suppressed):
     torque holding the arm still would take). Computed by whoever publishes them (100 Hz),
     not on the 1 kHz path."""
     gravity = dynamics.gravity(q)
-    if np.count_nonzero(a_ref):
+    if count_nonzero(a_ref):
         inertial = dynamics.inverse_dynamics(q, np.zeros(len(q)), a_ref) - gravity + armature * a_ref
     else:
         inertial = np.zeros(len(q))

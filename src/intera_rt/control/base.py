@@ -67,7 +67,8 @@ class Suppressions:
     def active(self, what, now):
         # (less a nanosecond: loop times are tick counts × 1 ms, and 0.2 s after one must
         # not fall a rounding error short of it)
-        return now < self._until.get(what, -math.inf) - 1e-9
+        until = self._until
+        return bool(until) and now < until.get(what, -math.inf) - 1e-9
 
 
 class ArmState:

@@ -8,6 +8,12 @@ tick (a controller driving deep into an overlap is not fought with saturated tor
 flip sign as pairs come and go). Idle under a planned path (trajectory mode) and while
 /robot/limb/right/suppress_collision_avoidance keeps arriving.
 
+It also acts on the commands (seed 000: the motor controller modifies velocity and torque
+commands for collision avoidance), which a push of bounded torque alone cannot hold off: in
+VELOCITY_MODE the reference velocity is scaled to 0 while it closes an overlapping pair
+(speed_scale; the arm stops, the push then holds it off), and in TORQUE_MODE the part of the
+user's torque that closes an overlapping pair (each joint's, where it does) is cancelled.
+
 Also `velocity_scale`: distance-aware scaling of a reference velocity near the shapes
 (seed 002's directional_collision_scaling), applied by the core to the position and velocity
 controllers' references when the `velocity_scaling` option is on. Options: OPTIONS.
@@ -24,7 +30,7 @@ import numpy as np
 from intera_rt.control.base import Additive
 from intera_rt.model.avoidance import (DEFAULT_PADDING, DEFAULT_ZONE, AvoidanceModel,
                                        default_armnav_path, objects_from_mask)
-from intera_rt.numeric import clip
+from intera_rt.numeric import clip, count_nonzero
 from intera_rt.options import Option
 from intera_rt.robot import ARM_JOINTS
 
@@ -35,6 +41,7 @@ DAMPING = 500.0                # N·s/m: about critical for the 3–10 kg the co
 LIMIT_BAND = 0.05              # rad before a joint limit over which a push toward it fades out
 MAX_SHARE = 0.75               # of each joint's effort limit
 RATE_SHARE = 0.02              # of each joint's effort limit per tick (0 → MAX in 25 ms)
+VELOCITY_MODE, TORQUE_MODE = 2, 3  # the JointCommand modes whose commands it acts on
 
 
 class CollisionAvoidance(Additive):
@@ -77,13 +84,18 @@ class CollisionAvoidance(Additive):
         self._active = False
         self._depth = 0.0
         self._objects = 0
+        self._closing_guard = ()     # the overlapping pairs' gradients, while in VELOCITY_MODE
 
     def update(self, state, controller, out):
+        self._closing_guard = ()
         if controller.role in self.idle_roles or state.suppressed('collision_avoidance'):
             return self._idle()
         contacts = self.model.pushing(state.q, state.q_head)
         if not contacts:
             return self._release()
+        mode = getattr(controller, 'joint_command_mode', None)
+        if mode == VELOCITY_MODE:
+            self._closing_guard = [contact.gradient for contact in contacts]
         tau = np.zeros(7)
         k, c, qd = self.stiffness, self.damping, state.qd
         pushing = False
@@ -100,10 +112,15 @@ class CollisionAvoidance(Additive):
         tau *= clip(fade, 0.0, 1.0)
         tau = clip(tau, -self._max, self._max)
         self.torque = self._rate_limited(tau)
+        if mode == TORQUE_MODE and out.effort is not None:
+            cancel = _closing_part(out.effort, contacts)
+            if cancel is not None:
+                self.torque = self.torque - cancel
+                pushing = True
         self._active = pushing
         self._depth = -min(contact.clearance for contact in contacts)
         self._objects = self.model.objects(contacts)
-        return self.torque if pushing or np.count_nonzero(self.torque) else None
+        return self.torque if pushing or count_nonzero(self.torque) else None
 
     def _rate_limited(self, tau):
         """tau, its growth away from 0 limited per tick (a push builds up over ~25 ms;
@@ -138,9 +155,13 @@ class CollisionAvoidance(Additive):
         return objects_from_mask(self._objects, self.model.shape_links)
 
     def speed_scale(self, state, velocity):
-        """With the velocity_scaling option: velocity_scale of where the active
+        """In VELOCITY_MODE, 0 while the commanded velocity closes a pair that overlapped at
+        the last tick; with the velocity_scaling option, velocity_scale of where the active
         controller heads (seed 002); else 1."""
-        if not self.velocity_scaling or not np.count_nonzero(velocity):
+        for grad in self._closing_guard:
+            if float(grad @ velocity) < 0.0:
+                return 0.0
+        if not self.velocity_scaling or not count_nonzero(velocity):
             return 1.0
         return self.velocity_scale(state, velocity)
 
@@ -151,6 +172,16 @@ class CollisionAvoidance(Additive):
         if state.suppressed('collision_avoidance'):
             return 1.0
         return self.model.velocity_scale(state.q, state.q_head, qd_ref)
+
+
+def _closing_part(effort, contacts):
+    """The part of the torque `effort` (7) that drives overlapping pairs together: each
+    joint's torque whose sign closes a pair (g_j·τ_j < 0, g the pair's gradient); None when
+    it closes none."""
+    closing = np.zeros(len(effort), dtype=bool)
+    for contact in contacts:
+        closing |= contact.gradient * effort < 0.0
+    return np.where(closing, effort, 0.0) if np.count_nonzero(closing) else None
 
 
 def _gain(name, value):

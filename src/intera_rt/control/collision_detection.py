@@ -23,7 +23,8 @@ from scipy.linalg.lapack import dposv
 
 from intera_rt.control.base import Halt, Monitor
 from intera_rt.control.momentum_observer import MomentumObserver
-from intera_rt.numeric import clip
+from intera_rt.native import kernels
+from intera_rt.numeric import clip, count_nonzero
 from intera_rt.options import Option, per_joint
 from intera_rt.robot import ARM_JOINTS, COLLISION_HOLD
 
@@ -204,6 +205,9 @@ class CollisionDetection(Monitor):
         """r_slow follows the judged r; the band is what that has beyond it, per joint over
         its scale."""
         band = self._band
+        if kernels is not None and kernels.slow_step(judged, self.r_slow, band, self._band_gain,
+                                                     self._k_slow):
+            return
         np.subtract(judged, self.r_slow, out=band)
         np.multiply(band, self._k_slow, out=self._tmp7)
         self.r_slow += self._tmp7
@@ -273,8 +277,8 @@ class CollisionDetection(Monitor):
                 self._hold_until['impact'] = now + self.hold
             abs_r = np.abs(judged)
             if self._squish:
-                self._squish = bool(np.count_nonzero(abs_r >= self._release))
-            elif np.count_nonzero(abs_r > self.squish_threshold):
+                self._squish = bool(count_nonzero(abs_r >= self._release))
+            elif count_nonzero(abs_r > self.squish_threshold):
                 self._squish = True
                 j = int(np.argmax(abs_r / self.squish_threshold))
                 squish = ('squish on joint %s - %.3f > %.3f'

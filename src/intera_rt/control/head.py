@@ -21,6 +21,7 @@ class HeadController:
         self.effort = float(lim['effort'][0])
         # The head's inertia about its vertical axis plus its drive's.
         self.inertia = float(lim['armature'][0]) + 0.005
+        self.damping = float(lim['damping'][0])      # its drive's viscous damping, fed forward
         self.kp, self.kd = omega * omega, 2.0 * omega
         self.p_ref, self.v_ref = 0.0, 0.0
         self.target = 0.0
@@ -68,4 +69,5 @@ class HeadController:
                                        np.array([self.amax]), dt)
             self.p_ref, self.v_ref, a = float(p[0]), float(v[0]), float(acc[0])
         u = a + self.kp * (self.p_ref - q) + self.kd * (self.v_ref - qd)
-        return min(self.effort, max(-self.effort, self.inertia * u))
+        tau = self.inertia * u + self.damping * self.v_ref
+        return min(self.effort, max(-self.effort, tau))

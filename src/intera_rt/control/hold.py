@@ -5,6 +5,7 @@ import numpy as np
 
 from intera_rt.control.arm import trapezoid_step
 from intera_rt.control.base import Controller, Output
+from intera_rt.numeric import count_nonzero
 
 
 class HoldController(Controller):
@@ -35,7 +36,7 @@ class HoldController(Controller):
         if not self._settled:
             self.p, self.v, self.a = trapezoid_step(self.p, self.v, self.target, self.max_velocity(state),
                                                     self.arm.acc_limit, state.period)
-            self._settled = not (np.count_nonzero(self.v) or np.count_nonzero(self.p != self.target))
-        elif np.count_nonzero(self.a):
+            self._settled = not (count_nonzero(self.v) or count_nonzero(self.p != self.target))
+        elif count_nonzero(self.a):
             self.a = np.zeros(7)               # the landing step's deceleration is over
         return Output(self.arm.track(state, self.p, self.v, self.a), self.p, self.v, self.a)

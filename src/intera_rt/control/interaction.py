@@ -28,7 +28,7 @@ from intera_rt.control.interaction_params import (D_SCALE, ENDPOINT, FORCE_WITH_
                                                   IMPEDANCE, IMPEDANCE_WITH_FORCE_LIMIT, K_CAP,
                                                   K_MAX_RANGE, describe, parse)
 from intera_rt.control.trajectory import TrajectoryController, extrapolate, sample_reference
-from intera_rt.numeric import clip
+from intera_rt.numeric import clip, count_nonzero
 from intera_rt.robot import LOOP_PERIOD
 
 MOTION_BOUND = np.array([0.12] * 3 + [0.2618] * 3)       # m, rad (seed 000)
@@ -123,7 +123,7 @@ class InteractionController(Controller):
         if self._starting:                        # gains at once, the force from zero
             self._cur[:] = self._tgt
             self._F[:] = 0.0
-            self._ns = bool(np.count_nonzero(self._tgt[18:32]))
+            self._ns = bool(count_nonzero(self._tgt[18:32]))
 
     def reference(self, parsed, state):
         """A TRAJECTORY_MODE sample: the joint reference the endpoint and nullspace references
@@ -156,13 +156,13 @@ class InteractionController(Controller):
         if not self._driven:
             return self._q_ns, self._jv, self._ja
         t_end = min(now, self._j_last + self.arm.timeout)
-        if t_end > self._jt and (np.count_nonzero(self._jv) or np.count_nonzero(self._ja)):
+        if t_end > self._jt and (count_nonzero(self._jv) or count_nonzero(self._ja)):
             self._jp, self._jv, self._ja = self.arm.stop_at_limits(*extrapolate(
                 self._jp, self._jv, self._ja, t_end - self._jt, self.arm.vel_limit))
             self._ref_dirty = True
         self._jt = t_end
-        if now >= self._j_last + self.arm.timeout and (np.count_nonzero(self._jv) or
-                                                       np.count_nonzero(self._ja)):
+        if now >= self._j_last + self.arm.timeout and (count_nonzero(self._jv) or
+                                                       count_nonzero(self._ja)):
             self._jv, self._ja = np.zeros(7), np.zeros(7)
             self._ref_dirty = True
         return self._jp, self._jv, self._ja
@@ -232,14 +232,14 @@ class InteractionController(Controller):
         # The axes' rotation: None for base's own (the SDK's default frame), skipping the
         # products each tick.
         self._frame_R = None if np.array_equal(p.frame_rotation, np.eye(3)) else p.frame_rotation
-        self._offset = p.frame_position if np.count_nonzero(p.frame_position) else None
-        self._ns = bool(np.count_nonzero(tgt[18:32]) or np.count_nonzero(self._cur[18:32]))
+        self._offset = p.frame_position if count_nonzero(p.frame_position) else None
+        self._ns = bool(count_nonzero(tgt[18:32]) or count_nonzero(self._cur[18:32]))
 
     def _filter_step(self):
         self._filter_left -= 1
         if self._filter_left <= 0:
             self._cur[:] = self._tgt
-            self._ns = bool(np.count_nonzero(self._tgt[18:32]))
+            self._ns = bool(count_nonzero(self._tgt[18:32]))
         else:
             self._cur += self._alpha * (self._tgt - self._cur)
 
@@ -281,7 +281,7 @@ class InteractionController(Controller):
         self._cur[:] = self._tgt
         self._F[:] = 0.0
         self._filter_left = FILTER_TICKS
-        self._ns = bool(np.count_nonzero(self._tgt[18:32]))
+        self._ns = bool(count_nonzero(self._tgt[18:32]))
         self._expected = None
         self._starting = True                     # the command that activates it: no ramp
         self._slow_left = 0                       # the projector at this pose first
@@ -345,7 +345,7 @@ class InteractionController(Controller):
             Fs = clip(Fs, -limit, limit)
         if self._bound is not None:
             over = e - clip(e, -self._bound, self._bound)
-            if np.count_nonzero(over):
+            if count_nonzero(over):
                 Fs = Fs - self._wall_k * over
                 Fd = Fd - self._wall_d * v * (over != 0.0)
         if self._rot_wall is not None and not (self.params.free_rotations and not self._driven):
@@ -400,14 +400,14 @@ class InteractionController(Controller):
         (free motion toward the balance); what else holds the endpoint short of it is the
         drives' friction (the joint torques are measured after it): u makes that up, at
         most BALANCE_MAX."""
-        if np.count_nonzero(np.abs(v) >= BALANCE_SPEED) or np.abs(qd).max() >= BALANCE_JOINT_SPEED:
+        if count_nonzero(np.abs(v) >= BALANCE_SPEED) or np.abs(qd).max() >= BALANCE_JOINT_SPEED:
             # Moving: what held the endpoint is gone (a push let go, a joint broken free), a
             # correction left over would push it on, and the measured wrench is not the
             # external one (the links' inertia is in it).
             self._u *= 1.0 - dt / BALANCE_LEAK
             return
         act = self._balanced & (np.abs(z) > BALANCE_DEADBAND)
-        if np.count_nonzero(act):
+        if count_nonzero(act):
             self._u = clip(self._u + (BALANCE_GAIN * dt) * z * act, -BALANCE_MAX, BALANCE_MAX)
 
     def _follow(self, now):
@@ -419,7 +419,7 @@ class InteractionController(Controller):
         self._ref_dirty = False
         R, p, J = self._kinematics(qr)
         self._R_ref, self._p_ref, self._q_ns = R, p, qr
-        self._v_ref = J @ vr if np.count_nonzero(vr) else None
+        self._v_ref = J @ vr if count_nonzero(vr) else None
 
     # --- state ---------------------------------------------------------------------------------
     def report(self, put):

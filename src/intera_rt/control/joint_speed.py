@@ -12,6 +12,7 @@ import math
 import numpy as np
 
 from intera_rt.control.base import Halt, Monitor
+from intera_rt.numeric import count_nonzero
 from intera_rt.options import Option
 from intera_rt.robot import ARM_JOINTS, COLLISION_HOLD
 
@@ -42,7 +43,7 @@ class JointSpeedLimit(Monitor):
 
     def update(self, state, controller):
         over = np.abs(state.qd) > self.trip
-        if not np.count_nonzero(over) or state.now < self._held_until:
+        if not count_nonzero(over) or state.now < self._held_until:
             return None
         j = int(np.argmax(np.abs(state.qd) / self.trip))
         self.tripped_at = state.now

@@ -16,6 +16,8 @@ import math
 import numpy as np
 import pinocchio as pin
 
+from intera_rt.native import kernels
+from intera_rt.numeric import count_nonzero
 from intera_rt.robot import ARM_JOINTS, HEAD_JOINTS
 
 NAME = 'momentum observer'
@@ -37,6 +39,7 @@ class MomentumObserver:
         self._arm = models.idx_v(ARM_JOINTS)
         heads = [n for n in HEAD_JOINTS if models.has_joint(n)]
         self._head = models.idx_v(heads[:1])[0] if heads else None
+        self._head_k = -1 if self._head is None else int(self._head)    # (the kernels')
         if self._pin.nq != nv:
             raise ValueError('%s: the model has joints with nq != nv (only revolute joints '
                              'are supported)' % NAME)
@@ -91,28 +94,40 @@ class MomentumObserver:
         """The reading `state`, h s after the previous one: r follows, unless a joint is (or
         was) on its mechanical stop — the stop's reaction is no push from the world, and the
         model cannot tell it apart."""
-        self._load(state, self._q1, self._v1)
+        on_stop = None if kernels is None else kernels.observer_load(
+            self._q1, self._v1, state.q, state.qd, self._arm, self._head_k, state.q_head,
+            state.qd_head, self._upper, self._lower, self._v0, self._acc, 1.0 / h)
         self._tau_meas = state.effort
-        q = self._q1
-        on_stop = bool(np.count_nonzero((q >= self._upper) | (q <= self._lower)))
+        if on_stop is None:                 # the Python path
+            self._load(state, self._q1, self._v1)
+            q = self._q1
+            on_stop = bool(count_nonzero((q >= self._upper) | (q <= self._lower)))
+            compiled = False
+        else:
+            compiled = True                 # (and the velocity step is in self._acc)
         stopped, self._on_stop = on_stop or self._on_stop, on_stop
         if not stopped:
-            self._observe(h)
+            self._observe(h, compiled)
         # This reading becomes the previous one.
         self._q0, self._q1 = self._q1, self._q0
         self._v0, self._v1 = self._v1, self._v0
 
-    def _observe(self, h):
+    def _observe(self, h, compiled=False):
         """One step over h s from (q0, v0) to (q1, v1) with the transmitted torque
-        self._tau_meas."""
+        self._tau_meas (compiled: the kernels loaded the reading, the velocity step in
+        self._acc)."""
         if h != self._h_cached:
             self._h_cached = h
             self._k_fast = 1.0 - math.exp(-self.gain * h)
         acc = self._acc
-        np.subtract(self._v1, self._v0, out=acc)
-        acc *= 1.0 / h
+        if not compiled:
+            np.subtract(self._v1, self._v0, out=acc)
+            acc *= 1.0 / h
         # M(q0)·Δq̇/h + n(q0, q̇0): the torque the plant's step from the previous state needed.
         tau = pin.rnea(self._pin, self._data, self._q0, self._v0, acc)
+        if compiled and kernels.observer_step(tau, acc, self._armature, self._arm, self._tau_meas,
+                                              self.r, self._k_fast):
+            return
         acc *= self._armature
         tau += acc
         raw = tau[self._arm]

@@ -5,7 +5,7 @@ import numpy as np
 
 from intera_rt.control import joint_command
 from intera_rt.control.base import Controller, Output
-from intera_rt.numeric import clip
+from intera_rt.numeric import clip, count_nonzero
 
 
 class TorqueController(Controller):
@@ -26,7 +26,7 @@ class TorqueController(Controller):
         eff, names = parsed.effort, parsed.names
         emax = self.arm.effort_limit[parsed.idx]
         warnings = []
-        if np.count_nonzero(np.abs(eff) > emax):
+        if count_nonzero(np.abs(eff) > emax):
             j = int(np.argmax(np.abs(eff) - emax))
             warnings.append('effort %.2f for %s saturated at %.2f' % (eff[j], names[j], emax[j]))
             parsed.effort = clip(eff, -emax, emax)

@@ -8,7 +8,7 @@ import numpy as np
 
 from intera_rt.control import joint_command
 from intera_rt.control.base import Controller, Output
-from intera_rt.numeric import clip
+from intera_rt.numeric import clip, count_nonzero
 
 STAMP_WINDOW = 0.1      # s: a header.stamp further from now is ignored (the sample is "now")
 
@@ -21,7 +21,7 @@ def extrapolate(p, v, a, dt, vmax):
         return p + v * dt + 0.5 * a * dt * dt, v + a * dt, a
     v_end = v + a * dt
     capped = np.abs(v_end) > vmax
-    if not np.count_nonzero(capped):
+    if not count_nonzero(capped):
         return p + v * dt + 0.5 * a * dt * dt, v_end, a
     cap = np.sign(a) * vmax
     # When each capped joint reaches its cap (0 if it started beyond it).
@@ -54,7 +54,7 @@ def _saturated(label, values, limit, parsed, warnings):
     if values is None:
         return None
     lim = limit[parsed.idx]
-    if np.count_nonzero(np.abs(values) > lim):
+    if count_nonzero(np.abs(values) > lim):
         j = int(np.argmax(np.abs(values) - lim))
         warnings.append('%s %.3f for %s saturated at %.3f' % (label, values[j], parsed.names[j], lim[j]))
         return clip(values, -lim, lim)

@@ -6,7 +6,7 @@ import numpy as np
 
 from intera_rt.control import joint_command
 from intera_rt.control.base import CommandRejected, Controller, Output
-from intera_rt.numeric import clip
+from intera_rt.numeric import clip, count_nonzero
 
 
 class VelocityController(Controller):
@@ -36,7 +36,7 @@ class VelocityController(Controller):
         idx, names, vel = parsed.idx, parsed.names, parsed.velocity
         warnings = []
         vmax = arm.vel_limit[idx]
-        if np.count_nonzero(np.abs(vel) > vmax):
+        if count_nonzero(np.abs(vel) > vmax):
             j = int(np.argmax(np.abs(vel) - vmax))
             warnings.append('velocity %.3f for %s saturated at %.3f' % (vel[j], names[j], vmax[j]))
             vel = clip(vel, -vmax, vmax)
@@ -44,7 +44,7 @@ class VelocityController(Controller):
         q = state.q[idx]
         reach = q + vel * arm.timeout + vel * np.abs(vel) / (2.0 * arm.acc_limit[idx])
         past = (reach < arm.lower[idx]) | (reach > arm.upper[idx])
-        if np.count_nonzero(past):
+        if count_nonzero(past):
             j = int(np.argmax(past))
             raise CommandRejected('velocity %.3f would carry %s past its limit (at %.4f, limits '
                                   '[%.4f, %.4f]); command rejected, arm holds'

@@ -16,7 +16,7 @@ from intera_rt.model.dynamics import ArmDynamics
 from intera_rt.model.pinocchio_model import pinocchio_models
 from intera_rt.model.safe_xml import safe_urdf
 from intera_rt.robot import (ACCEL_LIMITS, ARM_JOINTS, ARMATURE, BASE_FRAME,  # noqa: F401 (re-exported)
-                             GRAVITY, HARD_STOP_MARGIN, HEAD_JOINTS)
+                             DRIVES, GRAVITY, HARD_STOP_MARGIN, HEAD_JOINTS, Drive)
 
 
 def default_urdf_path():
@@ -163,6 +163,11 @@ class RobotModel:
                 continue
             lim = joint.limit
             dyn = joint.dynamics
+            # The Sawyer's drives have their one home in robot.py; another joint (a tool's)
+            # takes its URDF <dynamics>.
+            drive = DRIVES.get(joint.name) or Drive(
+                0.0, (dyn.damping or 0.0) if dyn is not None else 0.0,
+                (dyn.friction or 0.0) if dyn is not None else 0.0)
             self.limits[joint.name] = JointLimit(
                 name=joint.name,
                 lower=lim.lower if lim is not None and lim.lower is not None else -math.pi,
@@ -170,9 +175,7 @@ class RobotModel:
                 velocity=lim.velocity if lim is not None else 1.0,
                 effort=lim.effort if lim is not None else 1.0,
                 accel=ACCEL_LIMITS.get(joint.name, 10.0),
-                damping=(dyn.damping or 0.0) if dyn is not None else 0.0,
-                friction=(dyn.friction or 0.0) if dyn is not None else 0.0,
-                armature=ARMATURE.get(joint.name, 0.0))
+                damping=drive.damping, friction=drive.friction, armature=drive.armature)
         self.arm = Chain(self.tree, 'right_hand')
         if tuple(self.arm.joint_names) != ARM_JOINTS:
             raise ValueError('URDF chain base→right_hand has joints %s, expected %s'

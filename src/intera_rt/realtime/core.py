@@ -18,6 +18,7 @@ import math
 
 import numpy as np
 
+from intera_rt import native
 from intera_rt.boards import make_boards
 from intera_rt.control import commands as cmds
 from intera_rt.control.arm import Arm
@@ -113,6 +114,8 @@ class RealtimeCore(CommandInputs):
         for stage in self._stages:
             for kind in stage.COMMANDS:
                 self._apply[kind] = lambda c, stage=stage: stage.take(c, self.now, self.suppressions)
+        if native.kernels is None:
+            self.log('warn', 'native', native.why_not)
         reading = self.boards.read()
         # Loop time starts at boot; boards that own the clock may count from anywhere.
         # A simulator's clock (sim_clock) is ROS time: loop time is that time.
@@ -257,10 +260,8 @@ class RealtimeCore(CommandInputs):
     def _supervise_zero_g(self, state):
         """Zero-G while the cuff is grasped (or the navigator's circle held), unless
         suppress_cuff_interaction keeps arriving; when let go, back to the controller in use
-        before, at rest where the arm was let go."""
+        before, at rest where the arm was let go. (The tick calls it only then.)"""
         zero_g = self.zero_g
-        if not self._cuff_held and self.active is not zero_g:
-            return
         # (not while a monitor holds the arm: a brake or a collision stop comes first)
         wanted = self._cuff_held and not state.suppressed('cuff_interaction') \
             and state.now >= self._halt_until
@@ -310,7 +311,8 @@ class RealtimeCore(CommandInputs):
             if reading.brakes:
                 self.boards.set_brakes(False)
                 self._restart(state)
-            self._supervise_zero_g(state)
+            if self._cuff_held or self.active is self.zero_g:
+                self._supervise_zero_g(state)
             for monitor in self.monitors:
                 halt = monitor.update(state, self.active)
                 if halt is not None:

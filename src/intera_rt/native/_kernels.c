@@ -1,0 +1,278 @@
+/* The realtime tick's arithmetic on a few joints, compiled: numpy's per-call cost (~0.4 us a
+ * ufunc on 7 elements) exceeds the work by far there. Each kernel computes exactly what its
+ * Python twin computes (the same IEEE operations in the same order), so the compiled and the
+ * Python path give identical results; test_native checks that bit for bit.
+ * Built by scripts/setup (intera_rt.native says when it is missing). */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#define NPY_NO_DEPRECATED_API NPY_1_7_API_VERSION
+#include <numpy/arrayobject.h>
+#include <math.h>
+
+static double sign(double x)          /* np.sign: 0 for ±0, NaN kept */
+{
+    if (x > 0.0) return 1.0;
+    if (x < 0.0) return -1.0;
+    return x == 0.0 ? 0.0 : x;
+}
+
+static double minimum(double a, double b)          /* np.minimum, NaN kept */
+{
+    return (a < b || isnan(a)) ? a : b;
+}
+
+static double maximum(double a, double b)          /* np.maximum, NaN kept */
+{
+    return (a > b || isnan(a)) ? a : b;
+}
+
+static double clip(double x, double lo, double hi) /* numpy's clip ufunc */
+{
+    if (isnan(x)) return x;
+    double y = x > lo ? x : lo;
+    if (isnan(y)) return y;
+    return y < hi ? y : hi;
+}
+
+/* A 1-D float64 C-contiguous array of n elements (*n < 0: of any length, which is set), or
+ * NULL. */
+static const double *vec(PyObject *o, npy_intp *n)
+{
+    if (!PyArray_Check(o)) return NULL;
+    PyArrayObject *a = (PyArrayObject *)o;
+    if (PyArray_NDIM(a) != 1 || PyArray_TYPE(a) != NPY_DOUBLE || !PyArray_IS_C_CONTIGUOUS(a))
+        return NULL;
+    if (*n < 0) *n = PyArray_DIM(a, 0);
+    else if (PyArray_DIM(a, 0) != *n) return NULL;
+    return (const double *)PyArray_DATA(a);
+}
+
+/* trapezoid_step(p, v, target, vmax, amax, dt, snap) -> (p, v, a): control.arm.trapezoid_step
+ * (snap its SETTLE_SNAP), or
+ * None when an argument is not a float64 vector of p's length (the caller then takes the
+ * Python path). */
+static PyObject *trapezoid_step(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 7) {
+        PyErr_SetString(PyExc_TypeError, "trapezoid_step takes 7 arguments");
+        return NULL;
+    }
+    npy_intp n = -1;
+    const double *p = vec(args[0], &n), *v = p ? vec(args[1], &n) : NULL,
+                 *target = v ? vec(args[2], &n) : NULL, *vmax = target ? vec(args[3], &n) : NULL,
+                 *amax = vmax ? vec(args[4], &n) : NULL;
+    if (!amax || !PyFloat_Check(args[5]) || !PyFloat_Check(args[6])) Py_RETURN_NONE;
+    double dt = PyFloat_AS_DOUBLE(args[5]), snap = PyFloat_AS_DOUBLE(args[6]);
+    PyObject *po = PyArray_SimpleNew(1, &n, NPY_DOUBLE);
+    PyObject *vo = PyArray_SimpleNew(1, &n, NPY_DOUBLE);
+    PyObject *ao = PyArray_SimpleNew(1, &n, NPY_DOUBLE);
+    if (!po || !vo || !ao) {
+        Py_XDECREF(po); Py_XDECREF(vo); Py_XDECREF(ao);
+        return NULL;
+    }
+    double *pn = PyArray_DATA((PyArrayObject *)po), *vn = PyArray_DATA((PyArrayObject *)vo),
+           *an = PyArray_DATA((PyArrayObject *)ao);
+    for (npy_intp i = 0; i < n; i++) {
+        double d = target[i] - p[i];
+        double v_des = sign(d) * minimum(vmax[i], sqrt(2.0 * amax[i] * fabs(d)));
+        double v_new = v[i] + clip(v_des - v[i], -amax[i] * dt, amax[i] * dt);
+        double p_new = p[i] + 0.5 * (v[i] + v_new) * dt;
+        int done = (fabs(target[i] - p_new) < maximum(snap, amax[i] * dt * dt))
+                   & (fabs(v_new) <= amax[i] * dt);
+        int overshoot = sign(target[i] - p_new) != sign(d);
+        int land = done | (overshoot & (fabs(v_new) <= 2.0 * amax[i] * dt));
+        if (land) {
+            p_new = target[i];
+            v_new = 0.0;
+        }
+        pn[i] = p_new;
+        vn[i] = v_new;
+        an[i] = (v_new - v[i]) / dt;
+    }
+    PyObject *out = PyTuple_New(3);
+    if (!out) {
+        Py_DECREF(po); Py_DECREF(vo); Py_DECREF(ao);
+        return NULL;
+    }
+    PyTuple_SET_ITEM(out, 0, po);
+    PyTuple_SET_ITEM(out, 1, vo);
+    PyTuple_SET_ITEM(out, 2, ao);
+    return out;
+}
+
+/* Arguments as float64 vectors of one length n (set by the first), or NULL. */
+static int vecs(PyObject *const *args, int k, const double **out, npy_intp *n)
+{
+    *n = -1;
+    for (int i = 0; i < k; i++)
+        if (!(out[i] = vec(args[i], n))) return 0;
+    return 1;
+}
+
+static int floats(PyObject *const *args, int k, double *out)
+{
+    for (int i = 0; i < k; i++) {
+        if (!PyFloat_Check(args[i])) return 0;
+        out[i] = PyFloat_AS_DOUBLE(args[i]);
+    }
+    return 1;
+}
+
+static PyObject *new_vec(npy_intp n, double **data)
+{
+    PyObject *o = PyArray_SimpleNew(1, &n, NPY_DOUBLE);
+    if (o) *data = PyArray_DATA((PyArrayObject *)o);
+    return o;
+}
+
+#define NARGS(k, name) \
+    if (nargs != (k)) { \
+        PyErr_SetString(PyExc_TypeError, name " takes " #k " arguments"); \
+        return NULL; \
+    }
+
+/* track_accel(a, p, q, v, qd, kp, kd) -> u = a + kp·(p − q) + kd·(v − qd), kp and kd per joint
+ * (control.arm.Arm.track), or None for arguments it does not take. */
+static PyObject *track_accel(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    NARGS(7, "track_accel")
+    const double *x[7];
+    double *u;
+    npy_intp n;
+    if (!vecs(args, 7, x, &n)) Py_RETURN_NONE;
+    PyObject *o = new_vec(n, &u);
+    if (!o) return NULL;
+    for (npy_intp i = 0; i < n; i++)
+        u[i] = x[0][i] + x[5][i] * (x[1][i] - x[2][i]) + x[6][i] * (x[3][i] - x[4][i]);
+    return o;
+}
+
+/* track_torque(tau, armature, u, gravity) -> tau + armature·u − gravity, written into tau
+ * (a fresh array of the caller's) and returned; None for arguments it does not take. */
+static PyObject *track_torque(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    NARGS(4, "track_torque")
+    const double *x[4];
+    npy_intp n;
+    if (!vecs(args, 4, x, &n) || !PyArray_ISWRITEABLE((PyArrayObject *)args[0])) Py_RETURN_NONE;
+    double *tau = (double *)x[0];
+    for (npy_intp i = 0; i < n; i++)
+        tau[i] = tau[i] + x[1][i] * x[2][i] - x[3][i];
+    Py_INCREF(args[0]);
+    return args[0];
+}
+
+/* observer_load(q1, v1, q, qd, arm, head, q_head, qd_head, upper, lower, v0, acc, inv_h) ->
+ * on_stop (control.momentum_observer: the reading into Pinocchio's order; whether a joint
+ * is on its mechanical stop; acc = (v1 − v0)·inv_h). arm: the arm joints' indices (int64),
+ * head: the head's (−1: none). None for arguments it does not take. */
+static PyObject *observer_load(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    NARGS(13, "observer_load")
+    npy_intp nv = -1, na = -1;
+    double *q1 = (double *)vec(args[0], &nv), *v1 = (double *)vec(args[1], &nv);
+    const double *q = vec(args[2], &na), *qd = vec(args[3], &na);
+    const double *upper = vec(args[8], &nv), *lower = vec(args[9], &nv), *v0 = vec(args[10], &nv);
+    double *acc = (double *)vec(args[11], &nv);
+    PyObject *arm_o = args[4];
+    if (!q1 || !v1 || !q || !qd || !upper || !lower || !v0 || !acc || !PyArray_Check(arm_o))
+        Py_RETURN_NONE;
+    PyArrayObject *arm_a = (PyArrayObject *)arm_o;
+    if (PyArray_NDIM(arm_a) != 1 || PyArray_TYPE(arm_a) != NPY_INT64 || PyArray_DIM(arm_a, 0) != na
+            || !PyArray_IS_C_CONTIGUOUS(arm_a) || !PyLong_Check(args[5]) || !PyFloat_Check(args[12]))
+        Py_RETURN_NONE;
+    const npy_int64 *arm = PyArray_DATA(arm_a);
+    long head = PyLong_AsLong(args[5]);
+    for (npy_intp i = 0; i < na; i++)
+        if (arm[i] < 0 || arm[i] >= nv) Py_RETURN_NONE;
+    if (head >= nv) Py_RETURN_NONE;
+    double qh = 0.0, vh = 0.0;
+    if (head >= 0) {
+        if (args[6] != Py_None && !PyFloat_Check(args[6])) Py_RETURN_NONE;
+        if (args[7] != Py_None && !PyFloat_Check(args[7])) Py_RETURN_NONE;
+        qh = args[6] == Py_None ? 0.0 : PyFloat_AS_DOUBLE(args[6]);
+        vh = args[7] == Py_None ? 0.0 : PyFloat_AS_DOUBLE(args[7]);
+    }
+    for (npy_intp i = 0; i < na; i++) {
+        q1[arm[i]] = q[i];
+        v1[arm[i]] = qd[i];
+    }
+    if (head >= 0) {
+        q1[head] = qh;
+        v1[head] = vh;
+    }
+    int on_stop = 0;
+    double inv_h = PyFloat_AS_DOUBLE(args[12]);
+    for (npy_intp i = 0; i < nv; i++) {
+        on_stop |= (q1[i] >= upper[i]) | (q1[i] <= lower[i]);
+        acc[i] = (v1[i] - v0[i]) * inv_h;
+    }
+    return PyBool_FromLong(on_stop);
+}
+
+/* observer_step(tau, acc, armature, arm, tau_meas, r, k): r += k·((tau + armature·acc)[arm] −
+ * tau_meas − r), r in place (control.momentum_observer._observe after its RNEA). True, or
+ * None for arguments it does not take. */
+static PyObject *observer_step(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    NARGS(7, "observer_step")
+    npy_intp nv = -1, na = -1;
+    const double *tau = vec(args[0], &nv), *acc = vec(args[1], &nv), *arma = vec(args[2], &nv);
+    const double *meas = vec(args[4], &na);
+    double *r = (double *)vec(args[5], &na);
+    if (!tau || !acc || !arma || !meas || !r || !PyArray_Check(args[3]) || !PyFloat_Check(args[6]))
+        Py_RETURN_NONE;
+    PyArrayObject *arm_a = (PyArrayObject *)args[3];
+    if (PyArray_NDIM(arm_a) != 1 || PyArray_TYPE(arm_a) != NPY_INT64 || PyArray_DIM(arm_a, 0) != na
+            || !PyArray_IS_C_CONTIGUOUS(arm_a))
+        Py_RETURN_NONE;
+    const npy_int64 *arm = PyArray_DATA(arm_a);
+    for (npy_intp i = 0; i < na; i++)
+        if (arm[i] < 0 || arm[i] >= nv) Py_RETURN_NONE;
+    double k = PyFloat_AS_DOUBLE(args[6]);
+    for (npy_intp i = 0; i < na; i++) {
+        npy_int64 j = arm[i];
+        double raw = (tau[j] + acc[j] * arma[j]) - meas[i];
+        raw -= r[i];
+        r[i] += raw * k;
+    }
+    Py_RETURN_TRUE;
+}
+
+/* slow_step(judged, r_slow, band, band_gain, k_slow): band = judged − r_slow; r_slow +=
+ * band·k_slow; band *= band_gain, in place (collision_detection._slow_step). True, or None
+ * for arguments it does not take. */
+static PyObject *slow_step(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    NARGS(5, "slow_step")
+    const double *x[4];
+    double k;
+    npy_intp n;
+    if (!vecs(args, 4, x, &n) || !floats(args + 4, 1, &k)) Py_RETURN_NONE;
+    double *slow = (double *)x[1], *band = (double *)x[2];
+    for (npy_intp i = 0; i < n; i++) {
+        double b = x[0][i] - slow[i];
+        slow[i] += b * k;
+        band[i] = b * x[3][i];
+    }
+    Py_RETURN_TRUE;
+}
+
+static PyMethodDef methods[] = {
+    {"trapezoid_step", (PyCFunction)(void (*)(void))trapezoid_step, METH_FASTCALL,
+     "control.arm.trapezoid_step, compiled (None: arguments it does not take)."},
+    {"track_accel", (PyCFunction)(void (*)(void))track_accel, METH_FASTCALL, NULL},
+    {"track_torque", (PyCFunction)(void (*)(void))track_torque, METH_FASTCALL, NULL},
+    {"observer_load", (PyCFunction)(void (*)(void))observer_load, METH_FASTCALL, NULL},
+    {"observer_step", (PyCFunction)(void (*)(void))observer_step, METH_FASTCALL, NULL},
+    {"slow_step", (PyCFunction)(void (*)(void))slow_step, METH_FASTCALL, NULL},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_kernels", NULL, -1, methods};
+
+PyMODINIT_FUNC PyInit__kernels(void)
+{
+    import_array();
+    return PyModule_Create(&module);
+}

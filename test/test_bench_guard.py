@@ -1,0 +1,28 @@
+"""scripts/bench's guard: the in-run ratios from the sections' results, each judged against
+its target; a section not run leaves its ratios out."""
+from intera_rt.bench.__main__ import GUARD, guard
+
+
+def _report(tick_over_plant=1.8, p99=420.0, overruns=3, empty=5, lockstep=30.0, python_s=0.25):
+    return {'plugins': {'tick_over_plant': tick_over_plant},
+            'realtime': {'tick': {'p99_us': p99, 'overruns': overruns},
+                         'platform': {'overruns': empty, 'python_1e7_additions_s': python_s},
+                         'lockstep': {'speedup': lockstep}}}
+
+
+def test_every_ratio_passes_within_its_target():
+    g = guard(_report())
+    assert set(g) == set(GUARD)
+    assert all(r['pass'] for r in g.values()), g
+    assert g['overruns_over_empty_loop']['value'] == -2
+    assert g['lockstep_python_s']['value'] == 7.5
+
+
+def test_each_ratio_fails_beyond_its_target():
+    g = guard(_report(tick_over_plant=2.4, p99=501.0, overruns=6, empty=5, lockstep=20.0))
+    assert not any(r['pass'] for r in g.values()), g
+
+
+def test_sections_not_run_leave_their_ratios_out():
+    assert set(guard({'plugins': {'tick_over_plant': 1.0}})) == {'tick_over_plant'}
+    assert guard({}) == {}

@@ -1,0 +1,140 @@
+"""The compiled kernels (intera_rt.native) against their Python twins: identical results,
+bit for bit, and the Python path taken for arguments a kernel does not take."""
+import numpy as np
+import pytest
+
+from intera_rt.control import arm
+from intera_rt.native import kernels, why_not
+
+needs_kernels = pytest.mark.skipif(kernels is None, reason=why_not or 'no kernels')
+
+
+@needs_kernels
+def test_trapezoid_step_matches_python_bit_for_bit():
+    rng = np.random.default_rng(7)
+    vmax, amax = rng.uniform(0.5, 3.0, 7), rng.uniform(2.0, 12.0, 7)
+    for case in range(3000):
+        p, target = rng.uniform(-3, 3, 7), rng.uniform(-3, 3, 7)
+        v = rng.uniform(-3, 3, 7) * (case % 3 != 0)
+        if case % 5 == 0:                              # on or next to the target: landing
+            target = p + rng.choice([0.0, 1e-7, -1e-6, 3e-5], 7)
+        if case % 7 == 0:
+            v[:3] = 0.0
+            target[:3] = p[:3]
+        for dt in (0.001, 0.0005 + 1e-12 * case):
+            ours = kernels.trapezoid_step(p, v, target, vmax, amax, dt, arm.SETTLE_SNAP)
+            theirs = arm._trapezoid_step(p, v, target, vmax, amax, dt)
+            for a, b in zip(ours, theirs):
+                np.testing.assert_array_equal(a, b)
+                assert a.dtype == np.float64 and a.shape == (7,)
+
+
+@needs_kernels
+def test_trapezoid_step_takes_the_python_path_for_other_arguments():
+    p, v, target = np.zeros(7), np.zeros(7), np.ones(7)
+    assert kernels.trapezoid_step(p, v, target, 1.0, np.ones(7), 0.001, 1e-5) is None
+    assert kernels.trapezoid_step(p, v, target[:3], np.ones(7), np.ones(7), 0.001, 1e-5) is None
+    assert kernels.trapezoid_step(p.astype(np.float32), v, target, np.ones(7), np.ones(7), 0.001, 1e-5) is None
+    # ... which the public function still answers, the same as for float64 vectors
+    out = arm.trapezoid_step(p, v, target, 1.0, np.ones(7), 0.001)
+    ref = arm.trapezoid_step(p, v, target, np.ones(7), np.ones(7), 0.001)
+    for a, b in zip(out, ref):
+        np.testing.assert_array_equal(a, b)
+
+
+def test_python_path_when_kernels_are_missing(monkeypatch):
+    rng = np.random.default_rng(1)
+    args = [rng.uniform(-1, 1, 7) for _ in range(3)] + [np.full(7, 2.0), np.full(7, 5.0), 0.001]
+    expected = arm._trapezoid_step(*args)
+    monkeypatch.setattr(arm, 'kernels', None)
+    for a, b in zip(arm.trapezoid_step(*args), expected):
+        np.testing.assert_array_equal(a, b)
+
+
+def _observer_case(rng):
+    from intera_rt.control.base import ArmState
+    return ArmState(now=0.0, period=0.001, q=rng.uniform(-1, 1, 7), qd=rng.uniform(-1, 1, 7),
+                    effort=rng.uniform(-20, 20, 7), q_head=float(rng.uniform(-1, 1)),
+                    qd_head=float(rng.uniform(-1, 1)), dynamics=None, suppressions=None)
+
+
+@needs_kernels
+def test_observer_matches_python_bit_for_bit(monkeypatch):
+    """The momentum observer fed the same readings on the compiled and the Python path."""
+    from intera_rt.control import momentum_observer as mo
+    from intera_rt.model import RobotModel
+    model = RobotModel.from_file()
+    compiled, python = mo.MomentumObserver(model, 200.0), mo.MomentumObserver(model, 200.0)
+    rng = np.random.default_rng(3)
+    states = [_observer_case(rng) for _ in range(200)]
+    compiled.restart(states[0])
+    python.restart(states[0])
+    for k, state in enumerate(states[1:]):
+        h = 0.001 if k % 3 else 0.001 + 1e-17 * k
+        assert kernels.observer_load(
+            compiled._q1.copy(), compiled._v1.copy(), state.q, state.qd, compiled._arm,
+            compiled._head_k, state.q_head, state.qd_head, compiled._upper, compiled._lower,
+            compiled._v0, compiled._acc.copy(), 1.0 / h) is not None
+        compiled.update(state, h)
+        monkeypatch.setattr(mo, 'kernels', None)
+        python.update(state, h)
+        monkeypatch.setattr(mo, 'kernels', kernels)
+        np.testing.assert_array_equal(compiled.r, python.r)
+        np.testing.assert_array_equal(compiled.q, python.q)
+    assert np.count_nonzero(compiled.r)
+
+
+@needs_kernels
+def test_track_and_slow_step_match_python_bit_for_bit(monkeypatch):
+    from intera_rt.control import collision_detection as cd
+    from intera_rt.control.arm import Arm
+    from intera_rt.control.base import ArmState
+    from intera_rt.model import RobotModel
+    model = RobotModel.from_file()
+    a = Arm(model)
+    rng = np.random.default_rng(5)
+    for _ in range(200):
+        q, qd = rng.uniform(-1, 1, 8), rng.uniform(-1, 1, 8)
+        p, v, acc = rng.uniform(-1, 1, 7), rng.uniform(-1, 1, 7), rng.uniform(-5, 5, 7)
+
+        def state():
+            return ArmState(now=0.0, period=0.001, q=q[:7], qd=qd[:7], effort=np.zeros(7),
+                            q_head=q[7], qd_head=qd[7], dynamics=a.dynamics, suppressions=None)
+        ours = a.track(state(), p, v, acc)
+        assert kernels.track_accel(acc, p, q[:7], v, qd[:7], a.kp_joint, a.kd_joint) is not None
+        monkeypatch.setattr(arm, 'kernels', None)
+        theirs = a.track(state(), p, v, acc)
+        monkeypatch.setattr(arm, 'kernels', kernels)
+        np.testing.assert_array_equal(ours, theirs)
+    from intera_rt.control.base import PluginContext
+    detection = cd.CollisionDetection(PluginContext(model, a))
+    for h in (0.001, 0.001 + 1e-17, 0.0007):
+        detection._gains(h)
+        for _ in range(100):
+            judged, slow = rng.uniform(-5, 5, 7), rng.uniform(-5, 5, 7)
+            out = []
+            for path in (kernels, None):
+                monkeypatch.setattr(cd, 'kernels', path)
+                detection.r_slow[:] = slow
+                detection._slow_step(judged)
+                out.append((detection.r_slow.copy(), detection._band.copy()))
+            monkeypatch.setattr(cd, 'kernels', kernels)
+            # (the compiled path was taken, not refused)
+            assert kernels.slow_step(judged, slow.copy(), np.zeros(7), detection._band_gain,
+                                     detection._k_slow)
+            for ours, theirs in zip(*out):
+                np.testing.assert_array_equal(ours, theirs)
+    assert cd.kernels is kernels
+
+
+def test_the_core_says_once_when_the_kernels_are_missing(monkeypatch):
+    from intera_rt import native
+    from intera_rt.model import RobotModel
+    from intera_rt.realtime.core import RealtimeCore
+    monkeypatch.setattr(native, 'kernels', None)
+    monkeypatch.setattr(native, 'why_not', 'compiled kernels unavailable (test): Python path')
+    core = RealtimeCore(RobotModel.from_file())
+    for _ in range(5):
+        core.tick()
+    said = [entry for entry in core.take_logs() if entry[1] == 'native']
+    assert said == [('warn', 'native', 'compiled kernels unavailable (test): Python path')]
