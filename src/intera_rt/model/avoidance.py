@@ -397,12 +397,11 @@ class ToolShapes:
 
 def tool_shapes(armnav_xml, fragment_xml, **kwargs):
     """The ToolShapes of the armnav model carrying the fragments (model.tool.graft, their
-    shapes grown as the armnav ones are): the full
-    pair selection and allowances of AvoidanceModel on the grafted URDF (`kwargs`: its
-    options), each shape then welded, as model.tool welds the tool's inertias, onto the
-    nearest joint of the boot armnav model (fingers where they rest, q = 0). Heavy (a
-    fraction of a second): call it off the realtime path. ValueError (CollisionModelError)
-    when the grafted shapes cannot be built."""
+    shapes grown as the armnav ones are): AvoidanceModel's full pair selection and
+    allowances on the grafted URDF (`kwargs`: its options), each shape then welded, as
+    model.tool welds the tool's inertias, onto the nearest joint of the boot armnav model
+    (fingers where they rest, q = 0). Heavy (a fraction of a second): call it off the
+    realtime path. ValueError (CollisionModelError) when the grafted shapes cannot be built."""
     grafted = AvoidanceModel(graft(armnav_xml, fragment_xml, ARMNAV_MARGIN), **kwargs)
     boot = pinocchio_models(safe_urdf(armnav_xml, 'armnav URDF')).full
     shapes = welded_shapes(boot, grafted.model, grafted.geom, grafted.shape_links)
