@@ -181,18 +181,17 @@ class AvoidanceModel(ShapeModel):
         # witness point's Jacobian; none for base-fixed shapes, right_j0 only for the head).
         arm_joint_ids = [model.getJointId(nm) for nm in ARM_JOINTS]
         self._arm_v = self.models.idx_v(ARM_JOINTS)
+        joints = [g.parentJoint for g in objects]        # (each wrapper fetched once)
         masks, sets = {}, {}
-        for g in objects:
-            if g.parentJoint not in masks:
-                support = set(model.supports[g.parentJoint])
-                masks[g.parentJoint] = np.array([1.0 if j in support else 0.0 for j in arm_joint_ids])
-                sets[g.parentJoint] = len(sets)
-        self._pair_info = [(i, j, masks[objects[i].parentJoint], masks[objects[j].parentJoint])
-                           for i, j in pairs]
+        for joint in joints:
+            if joint not in masks:
+                support = set(model.supports[joint])
+                masks[joint] = np.array([1.0 if j in support else 0.0 for j in arm_joint_ids])
+                sets[joint] = len(sets)
+        self._pair_info = [(i, j, masks[joints[i]], masks[joints[j]]) for i, j in pairs]
         # The distinct masks as rows, and each pair's two rows (velocity_scale's rates).
         self._move_sets = np.array(list(masks.values()))
-        self._pair_sets = [(sets[objects[i].parentJoint], sets[objects[j].parentJoint])
-                           for i, j in pairs]
+        self._pair_sets = [(sets[joints[i]], sets[joints[j]]) for i, j in pairs]
 
     def with_tool(self, shapes):
         """This model with the tool's shapes and pairs (a ToolShapes prepared from the
