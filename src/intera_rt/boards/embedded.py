@@ -29,6 +29,7 @@ from intera_rt.boards.base import (CAPABILITIES, BackendOption, Contact, Obstacl
                                    check_obstacle)
 from intera_rt.boards.embedded_world import EmbeddedWorld
 from intera_rt.model.joint_frames import JointFrames, pose_matrix
+from intera_rt.model.tool import shape_object
 from intera_rt.numeric import clip as _clip
 from intera_rt.robot import ARM_JOINTS, HARD_STOP_MARGIN, HEAD_JOINTS
 from intera_rt.world.frames import placed_collisions
@@ -104,6 +105,8 @@ class EmbeddedBoards(SimulatedPlant):
         # radius). What each step checks is rebuilt from them (_rebuild_pairs).
         self._obstacles = {}
         self._link_shapes = None       # built with the first obstacle
+        self._arm_shapes = None        # the robot's own, of _link_shapes (built once)
+        self._tool_shapes = ()         # model.tool.welded_shapes of the tool carried
         self._geom = self._gdata = None  # None: nothing within reach, nothing to check
         self._pairs = ()               # per pair: (its result, (link, obstacle, joint, witness))
         self._contacts = []
@@ -147,10 +150,15 @@ class EmbeddedBoards(SimulatedPlant):
 
     def set_tool(self, tool):
         """See JointBoards.set_tool: the tool's mass and inertia on the bodies it hangs from
-        (model.tool: its fingers welded at rest). Its shapes do not touch obstacles."""
+        (model.tool: its fingers welded at rest), and its collision shapes among the links
+        that touch obstacles."""
         self.pin = self._models.full if tool is None else tool.apply(self._models.full)
         self.data = self.pin.createData()
         self.carry_gripper(tool.fragment if tool is not None else None)
+        self._tool_shapes = () if tool is None else tool.shapes
+        if self._link_shapes is not None:
+            self._link_shapes = self._build_link_shapes()
+            self._rebuild_pairs()
 
     def reset_pose(self, positions):
         """At rest at `positions` (clipped to the limits); drops the external wrenches and the
@@ -310,11 +318,23 @@ class EmbeddedBoards(SimulatedPlant):
         its chain: the shape's offset and bounding radius plus every joint offset along the
         chain bound where it can ever be (that joint is revolute: its origin stays put)."""
         model = self.pin
-        geom = pin.buildGeomFromUrdfString(model, self._urdf_xml, pin.COLLISION)
         data = model.createData()
         pin.forwardKinematics(model, data, pin.neutral(model))
+        if self._arm_shapes is None:
+            geom = pin.buildGeomFromUrdfString(model, self._urdf_xml, pin.COLLISION)
+            self._arm_shapes = self._reaching(
+                [(obj, model.frames[obj.parentFrame].name) for obj in geom.geometryObjects],
+                model, data)
+        tool = [(shape_object(shape, model, k), shape[0])
+                for k, shape in enumerate(self._tool_shapes)]
+        return self._arm_shapes + self._reaching(tool, model, data)
+
+    @staticmethod
+    def _reaching(objects, model, data):
+        """_LinkShapes of the moving ones of `objects` ((GeometryObject on `model`, its
+        link)), `data` at the neutral configuration."""
         shapes = []
-        for obj in geom.geometryObjects:
+        for obj, link in objects:
             joint = obj.parentJoint
             if joint == 0:            # fixed in base: pedestal, controller box, feet, arm base
                 continue
@@ -326,7 +346,7 @@ class EmbeddedBoards(SimulatedPlant):
                 joint = model.parents[joint]
             if model.joints[joint].shortname().startswith('JointModelP'):   # prismatic, planar
                 reach = math.inf
-            shapes.append(_LinkShape(obj, model.frames[obj.parentFrame].name,
+            shapes.append(_LinkShape(obj, link,
                                      isinstance(obj.geometry, hppfcl.Sphere),
                                      data.oMi[joint].translation.copy(), reach))
         return shapes

@@ -189,6 +189,10 @@ class Stage:
         keep a dynamics model of their own follow it (the shared ArmState.dynamics already
         does)."""
 
+    def set_tool_shapes(self, shapes):
+        """The avoidance shapes now include the tool's (model.avoidance.ToolShapes; None:
+        the armnav shapes alone). Stages with an avoidance model swap it in, between ticks."""
+
     def speed_scale(self, state, velocity):
         """The fraction (0..1) of its speed a controller with speed_scaling may use,
         heading for `velocity` (its heading(); e.g. slowing only motion that closes a

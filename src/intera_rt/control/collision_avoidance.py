@@ -71,9 +71,8 @@ class CollisionAvoidance(Additive):
             with open(default_armnav_path()) as f:
                 xml = f.read()
         self.model = AvoidanceModel(xml, padding=option['padding'], zone=option['zone'])
-        if len(self.model.shape_links) > 53:       # `objects` rides in a float64
-            raise ValueError('collision_avoidance reports at most 53 shapes, the armnav URDF '
-                             'has %d' % len(self.model.shape_links))
+        self._armnav_model = self.model          # without a tool's shapes
+        _check_shape_count(self.model)
         self.velocity_scaling = option['velocity_scaling']
         lim = context.model.limit_arrays(ARM_JOINTS)
         self.effort_limit, self.lower, self.upper = lim['effort'], lim['lower'], lim['upper']
@@ -143,6 +142,12 @@ class CollisionAvoidance(Additive):
     def reset(self, state):
         self._idle()
 
+    def set_tool_shapes(self, shapes):
+        model = self._armnav_model if shapes is None else self._armnav_model.with_tool(shapes)
+        _check_shape_count(model)
+        self.model = model
+        self._objects = 0                       # its bits named the old shapes
+
     def report(self, put):
         put('active', 1.0 if self._active else 0.0)
         put('torque', self.torque)
@@ -182,6 +187,12 @@ def _closing_part(effort, contacts):
     for contact in contacts:
         closing |= contact.gradient * effort < 0.0
     return np.where(closing, effort, 0.0) if np.count_nonzero(closing) else None
+
+
+def _check_shape_count(model):
+    if len(model.shape_links) > 53:       # `objects` rides in a float64
+        raise ValueError('collision_avoidance reports at most 53 shapes, the avoidance model '
+                         'has %d' % len(model.shape_links))
 
 
 def _gain(name, value):

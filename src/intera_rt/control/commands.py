@@ -113,8 +113,11 @@ class BypassSpeedScaling:
 class SetTool:
     """The robot's model changed what it carries (a gripper, a /robot/urdf fragment):
     `tool` is a model.tool.Tool, None for nothing. The dynamics (gravity compensation,
-    collision detection's expected torques) and a simulated plant carry it from the next tick."""
+    collision detection's expected torques) and a simulated plant carry it from the next tick.
+    `shapes`: collision avoidance's shapes with the tool's (model.avoidance.ToolShapes,
+    prepared by the adapter: the core only installs them), None for the armnav ones alone."""
     tool: object = None
+    shapes: object = None
 
 
 # --- sim control: each answers (success, message) --------------------------------------------

@@ -58,14 +58,21 @@ class SafetyStatus(Additive):
         if xml is None:
             with open(default_armnav_path()) as f:
                 xml = f.read()
-        self.model = AvoidanceModel(xml)
-        self._pairs = self.model.candidates           # shape indices, in `pairs` order
+        self._armnav_model = AvoidanceModel(xml)      # without a tool's shapes
+        self._use(self._armnav_model)
+        self._scale = 1.0
+        self._bypass_left = 0.0
+
+    def _use(self, model):
+        self.model = model
+        self._pairs = model.candidates                # shape indices, in `pairs` order
         n = len(self._pairs)
         self._per_tick = max(1, -(-n // SWEEP_TICKS))
         self._clearance = np.full(n, np.inf)
         self._next = 0
-        self._scale = 1.0
-        self._bypass_left = 0.0
+
+    def set_tool_shapes(self, shapes):
+        self._use(self._armnav_model if shapes is None else self._armnav_model.with_tool(shapes))
 
     def take(self, command, now, suppressions):
         if command.on:

@@ -19,8 +19,11 @@ it), `normal` a unit vector from a towards b, `gradient` = ∂distance/∂(right
 across shape pairs, so n comes from the witness points, else its normal, else the shape
 centres, oriented so that n·(c_b − c_a) ≥ 0. Design notes: docs/model.md.
 """
+import copy
 import math
 import os
+from dataclasses import dataclass
+from typing import Tuple
 
 import numpy as np
 import pinocchio as pin
@@ -29,6 +32,8 @@ from intera_rt.model.collision import (DEFAULT_SAMPLES, DEFAULT_SEED, REFERENCE_
                                        ShapeModel)
 from intera_rt.model.pinocchio_model import pinocchio_models
 from intera_rt.model.safe_xml import safe_urdf
+from intera_rt.model.shape_growth import ARMNAV_MARGIN
+from intera_rt.model.tool import graft, shape_object, welded_shapes
 from intera_rt.robot import ARM_JOINTS, HEAD_JOINTS
 
 # Seed 000: the pedestal and controller boxes "are not used by the Motion Controller or
@@ -149,6 +154,14 @@ class AvoidanceModel(ShapeModel):
                 float(self.allowance[k]), 'overlap %.4f at %s%s' % (
                     worst[k], name, ' (head %.2f)' % h if panned else ''))
 
+        self._install(pairs)
+
+    def _install(self, pairs):
+        """Watch `pairs` (shape indices, self.allowance set for each) from now on: the
+        checks, the wrappers the 1 kHz path reads and the joints moving each shape."""
+        self._set_pairs(pairs)
+        self._dres = list(self.gdata.distanceResults)
+        model, objects, n, zone = self.model, self.geom.geometryObjects, len(pairs), self.zone
         # Two collision checks with per-pair security margins answer "which pairs need a
         # look" in one C++ call: beyond the allowance (the torques) and within the zone.
         self._gd_push = self.gdata
@@ -168,18 +181,35 @@ class AvoidanceModel(ShapeModel):
         # witness point's Jacobian; none for base-fixed shapes, right_j0 only for the head).
         arm_joint_ids = [model.getJointId(nm) for nm in ARM_JOINTS]
         self._arm_v = self.models.idx_v(ARM_JOINTS)
+        joints = [g.parentJoint for g in objects]        # (each wrapper fetched once)
         masks, sets = {}, {}
-        for g in objects:
-            if g.parentJoint not in masks:
-                support = set(model.supports[g.parentJoint])
-                masks[g.parentJoint] = np.array([1.0 if j in support else 0.0 for j in arm_joint_ids])
-                sets[g.parentJoint] = len(sets)
-        self._pair_info = [(i, j, masks[objects[i].parentJoint], masks[objects[j].parentJoint])
-                           for i, j in pairs]
+        for joint in joints:
+            if joint not in masks:
+                support = set(model.supports[joint])
+                masks[joint] = np.array([1.0 if j in support else 0.0 for j in arm_joint_ids])
+                sets[joint] = len(sets)
+        self._pair_info = [(i, j, masks[joints[i]], masks[joints[j]]) for i, j in pairs]
         # The distinct masks as rows, and each pair's two rows (velocity_scale's rates).
         self._move_sets = np.array(list(masks.values()))
-        self._pair_sets = [(sets[objects[i].parentJoint], sets[objects[j].parentJoint])
-                           for i, j in pairs]
+        self._pair_sets = [(sets[joints[i]], sets[joints[j]]) for i, j in pairs]
+
+    def with_tool(self, shapes):
+        """This model with the tool's shapes and pairs (a ToolShapes prepared from the
+        same armnav URDF by tool_shapes), as a new AvoidanceModel on the same Pinocchio
+        model: no selection, cheap enough to run between two ticks. This one is left as
+        it was. KeyError naming a joint the model lacks."""
+        geom = pin.GeometryModel()
+        for k, shape in enumerate(shapes.shapes):
+            geom.addGeometryObject(shape_object(shape, self.model, k))
+        new = copy.copy(self)
+        new.geom = geom
+        new.shape_links = list(shapes.shape_links)
+        new.excluded = dict(shapes.excluded)
+        new.candidates = [tuple(pair) for pair in shapes.pairs]
+        new.allowance = np.array(shapes.allowance, dtype=float)
+        new.allowances = dict(shapes.allowances)
+        new._install(new.candidates)
+        return new
 
     # --- helpers ------------------------------------------------------------------------
     def _actuated(self, seed, heads=5, arms=20):
@@ -342,6 +372,42 @@ class AvoidanceModel(ShapeModel):
             ia, ib = self._pair_info[c.pair][:2]
             mask |= (1 << ia) | (1 << ib)
         return mask
+
+
+@dataclass(frozen=True)
+class ToolShapes:
+    """The armnav shapes with a tool's, and the pairs avoidance watches among them: plain,
+    picklable data (it travels to the realtime core in cmds.SetTool), made off the realtime
+    path by tool_shapes and installed by AvoidanceModel.with_tool.
+
+    shapes: per shape, in shape order (bit i of `objects`), a model.tool.welded_shapes entry.
+    pairs: the watched pairs (shape indices); allowance: m, one per pair.
+    allowances, excluded: AvoidanceModel's, as ((link, link), value) tuples."""
+    shapes: Tuple
+    pairs: Tuple
+    allowance: Tuple
+    allowances: Tuple
+    excluded: Tuple
+
+    @property
+    def shape_links(self):
+        return [shape[0] for shape in self.shapes]
+
+
+def tool_shapes(armnav_xml, fragment_xml, **kwargs):
+    """The ToolShapes of the armnav model carrying the fragments (model.tool.graft, their
+    shapes grown as the armnav ones are): AvoidanceModel's full pair selection and
+    allowances on the grafted URDF (`kwargs`: its options), each shape then welded, as
+    model.tool welds the tool's inertias, onto the nearest joint of the boot armnav model
+    (fingers where they rest, q = 0). Heavy (a fraction of a second): call it off the
+    realtime path. ValueError (CollisionModelError) when the grafted shapes cannot be built."""
+    grafted = AvoidanceModel(graft(armnav_xml, fragment_xml, ARMNAV_MARGIN), **kwargs)
+    boot = pinocchio_models(safe_urdf(armnav_xml, 'armnav URDF')).full
+    shapes = welded_shapes(boot, grafted.model, grafted.geom, grafted.shape_links)
+    return ToolShapes(shapes=shapes, pairs=tuple(tuple(p) for p in grafted.candidates),
+                      allowance=tuple(float(a) for a in grafted.allowance),
+                      allowances=tuple(grafted.allowances.items()),
+                      excluded=tuple(grafted.excluded.items()))
 
 
 def objects_from_mask(mask, links):

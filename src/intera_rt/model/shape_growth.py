@@ -4,6 +4,8 @@ tight ones grown by 5 cm (tools/make_armnav_urdf.py), high-speed scaling's the a
 grown again (model.high_speed). Standard library only: the tool loads this file by its path.
 """
 
+ARMNAV_MARGIN = 0.05           # m: the armnav shapes are the tight ones grown by this
+
 
 def grow_geometry(geometry, margin, fmt=repr, where='a link'):
     """Grow the primitives of one <geometry> element (xml.etree) in place by `margin` (m);

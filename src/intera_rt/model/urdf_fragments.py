@@ -122,7 +122,11 @@ class FragmentManager:
         carry no <inertial>). Builds Pinocchio models: call it off the realtime path."""
         if not self.fragments:
             return None
-        return tool_of(self.base_xml, self._xml, self._compose(self.fragments, standalone=True))
+        return tool_of(self.base_xml, self._xml, self.fragment_xml())
+
+    def fragment_xml(self):
+        """The fragments' elements as one <robot> (None without fragments)."""
+        return self._compose(self.fragments, standalone=True) if self.fragments else None
 
     def fragment_links(self):
         """Links of every fragment, fragments in the order applied."""

@@ -59,6 +59,7 @@ class CommandInputs:
         self.dynamics.set_tool(c.tool)
         for stage in self._stages:
             stage.set_tool(c.tool)
+            stage.set_tool_shapes(c.shapes)
         what = 'a tool of %.3f kg' % c.tool.mass if c.tool is not None else 'no tool'
         try:
             self.boards.set_tool(c.tool)

@@ -41,7 +41,7 @@ from intera_rt.boards import backend_class, check_backend
 from intera_rt.control import commands as cmds
 from intera_rt.control.registry import ADDITIVES, CONTROLLERS, MONITORS, check_stage_options
 from intera_rt.model import RobotModel
-from intera_rt.model.avoidance import default_armnav_path, shape_links
+from intera_rt.model.avoidance import default_armnav_path, shape_links, tool_shapes
 from intera_rt.realtime import pipe
 from intera_rt.realtime import process as rt_process
 from intera_rt.realtime.state import StateView
@@ -145,7 +145,8 @@ class RealtimeLoop:
         if armnav is None:
             with open(default_armnav_path()) as f:
                 armnav = f.read()
-        self._avoidance_links = shape_links(armnav) \
+        self._armnav = armnav
+        self._armnav_links = self._avoidance_links = shape_links(armnav) \
             if msgs.HAS_AVOIDANCE or msgs.HAS_SAFETY_STATUS else None
         self._status_key = None          # last safety_status sent
         self.state = None                # the core's latest state (a StateView)
@@ -306,13 +307,30 @@ class RealtimeLoop:
     def _on_model_change(self, change):
         """A fragment changed the robot's model (model.urdf_fragments.Change): the core's
         dynamics and a simulated plant carry what the fragments weigh from the next tick."""
-        tool = self.tips.fragments.manager.tool()
+        manager = self.tips.fragments.manager
+        tool = manager.tool()
         dynamics = self.model.dynamics()
         dynamics.set_tool(tool)
-        self._send(cmds.SetTool(tool=tool))
+        shapes = self._tool_shapes(manager.fragment_xml())
+        self._send(cmds.SetTool(tool=tool, shapes=shapes))
         self._dynamics = dynamics
+        if self._armnav_links is not None:
+            self._avoidance_links = shapes.shape_links if shapes else self._armnav_links
         rospy.loginfo('realtime_loop: the arm carries %s', 'a tool of %.3f kg (on %s)' % (
             tool.mass, ', '.join(name for name, _ in tool.loads)) if tool else 'no tool')
+
+    def _tool_shapes(self, fragment_xml):
+        """Collision avoidance's shapes with the fragments' (model.avoidance.ToolShapes), the
+        pair selection done here, off the realtime path; None without fragments or when
+        their shapes cannot be grown (meshes: the armnav shapes alone, logged)."""
+        if fragment_xml is None:
+            return None
+        try:
+            return tool_shapes(self._armnav, fragment_xml)
+        except ValueError as exc:
+            rospy.logwarn('realtime_loop: collision avoidance keeps the arm\'s shapes only: the '
+                          'tool\'s cannot join them (%s)', exc)
+            return None
 
     def _on_joint_commands(self, raws, connection):
         """The joint commands one read of a connection brought (wire form), in order: the

@@ -186,9 +186,10 @@ def safety_status_key(view, links):
 
 
 def closest_pair(view, links):
-    """The links of the pair safety_status found closest ([] before its first look)."""
+    """The links of the pair safety_status found closest ([] before its first look, and
+    for a state the core computed with other shapes than `links`: a tool just taken off)."""
     a, b = (int(i) for i in view.safety_status.pair)
-    if links is None or a < 0 or b < 0:
+    if links is None or a < 0 or b < 0 or max(a, b) >= len(links):
         return []
     return [links[a], links[b]]
 
