@@ -127,6 +127,7 @@ def test_pick_carry_and_place_a_block(ros):
     gripper(ros, 0.0)
     assert g.value('is_gripping')
     move(ros, over)
+    ros['arm'].settle()             # released from where the hand holds still
     high = where(ros, 'block')
     assert high[2] > TABLE_TOP + 0.08
     gripper(ros, 0.041667)
