@@ -2,10 +2,15 @@
 item 1): the stand-in serves /gazebo/* as gazebo_ros does, its spawned table and block MuJoCo
 bodies in the same physics as the arm (Gazebo's frames: the floor at world z = 0, the robot
 `sawyer` spawned at -z 0.93). test_gazebo_world's tests run here; pausing is test_gazebo_robot's
-(a paused Gazebo puts the robot in error, which this module's other tests do not want)."""
+(a paused Gazebo puts the robot in error, which this module's other tests do not want).
+With --gripper the stand-in's arm carries the electric gripper (its 0.59 kg in Gazebo's model,
+as in the robot's dynamics), and holds still, enabled and at the brakes."""
+import numpy as np
+
 from geometry_msgs.msg import Point, Vector3, Wrench
 
-from rosharness import latest, wait_for, wait_for_message
+from clients import Series, arm_positions, stamp, sync_publisher
+from rosharness import latest, wait_connected, wait_for, wait_for_message
 from test_gazebo_world import (  # noqa: F401 - the fixtures and tests, run on this module's robot
     TABLE_TOP, TIMEOUT, gz, resting, scene, table_only, where,
     test_bad_requests_on_models_are_refused, test_bad_spawns_are_refused,
@@ -14,7 +19,7 @@ from test_gazebo_world import (  # noqa: F401 - the fixtures and tests, run on t
     test_spawned_models_are_in_the_world)
 
 SAWYER_ARGS = ['--sim-time', '--backend', 'gazebo', '--backend-option', 'standin=true',
-               '--backend-option', 'real_time_factor=0.5']
+               '--backend-option', 'real_time_factor=0.5', '--gripper']
 
 
 def test_model_states_and_link_states_every_10_ms_of_gazebos_time(scene):
@@ -67,3 +72,43 @@ def test_the_robot_is_a_gazebo_model(gz):
                                 rospy.Time(), rospy.Duration(0.1))
     assert not r.success and 'right_hand' in r.status_message, r.status_message
 
+
+
+def test_the_arm_with_the_gripper_holds_still(robot, gz):
+    """Gazebo's model carries the gripper (0.450 + 2 × 0.070 kg on right_hand) as the
+    robot's dynamics do (the end_effector's fragment): a second at neutral enabled, and a
+    second disabled on the brakes' stand-in, each within 3 mrad (test_gazebo_robot's bound
+    without a gripper)."""
+    import rospy
+    from intera_core_msgs.msg import RobotAssemblyState
+    from sensor_msgs.msg import JointState
+    from std_msgs.msg import Bool
+    from intera_rt.robot import NEUTRAL
+    props = gz['get_model_properties']('sawyer')
+    assert 'right_gripper_l_finger' in props.body_names, props.body_names
+    assert rospy.get_param('/realtime_loop/backend_options')['gripper'] is True
+    joints = Series('/robot/joint_states', JointState)
+    try:
+        t0 = stamp(joints.last())
+        joints.wait_until(t0 + 1.0)
+        q = np.array([arm_positions(m) for m in joints.between(t0, t0 + 1.0)])
+        assert len(q) >= 50
+        assert np.abs(q - NEUTRAL).max() < 3e-3, np.abs(q - NEUTRAL).max(axis=0)
+        enable = sync_publisher('/robot/set_super_enable', Bool)
+        wait_connected(enable, '/realtime_loop')
+        try:
+            enable.publish(Bool(False))
+            wait_for(lambda: not wait_for_message('/robot/state', RobotAssemblyState, TIMEOUT).enabled,
+                     TIMEOUT, 'the robot disabled')
+            t0 = stamp(joints.last())
+            q0 = arm_positions(joints.last())
+            joints.wait_until(t0 + 1.0)
+            q = np.array([arm_positions(m) for m in joints.between(t0, t0 + 1.0)])
+            assert len(q) >= 50
+            assert np.abs(q - q0).max() < 3e-3, np.abs(q - q0).max(axis=0)
+        finally:
+            enable.publish(Bool(True))
+            wait_for(lambda: wait_for_message('/robot/state', RobotAssemblyState, TIMEOUT).enabled,
+                     TIMEOUT, 'the robot enabled again')
+    finally:
+        joints.unregister()

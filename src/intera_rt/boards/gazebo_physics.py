@@ -53,7 +53,11 @@ class GazeboPhysics:
         self.spawn = tuple(float(v) for v in spawn)
         self.urdf_xml = model.urdf_xml
         limits = {n: dataclasses.replace(l, armature=0.0) for n, l in model.limits.items()}
-        spec = mujoco.MjSpec.from_string(mjcf_from_urdf(model.urdf, limits, BOARD_JOINTS))
+        # A tool's joints (a gripper's fingers) have no gazebo_ros_control joint here: welded.
+        welded = {j.name for j in model.urdf.joints
+                  if j.type != 'fixed' and j.name not in BOARD_JOINTS}
+        spec = mujoco.MjSpec.from_string(mjcf_from_urdf(model.urdf, limits, BOARD_JOINTS,
+                                                        welded=welded))
         spec.option.timestep = self.dt
         spec.option.integrator = mujoco.mjtIntegrator.mjINT_EULER
         spec.option.disableflags |= int(mujoco.mjtDisableBit.mjDSBL_EULERDAMP)

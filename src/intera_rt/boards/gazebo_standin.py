@@ -7,11 +7,13 @@ and launch/sawyer_gazebo.launch use, over TCPROS.
     python -m intera_rt.boards.gazebo_standin [--namespace NS] [--controller NAME]
         [--model-name NAME] [--real-time-factor F] [--urdf FILE] [--paused]
         [-x X -y Y -z Z] [-J JOINT RAD ...] [--controllers-yaml FILE]
-        [--spawn-controllers NAME ...]
+        [--spawn-controllers NAME ...] [--gripper]
 
 (`rosrun intera_rt gazebo_standin`; the gazebo backend's option `standin` starts it.) Without
 --urdf the URDF is read from stdin when it is not a terminal, else /robot_description, else
-the project's. Node /gazebo, as gzserver's is.
+the project's; --gripper grafts the electric gripper (urdf/fragments/electric_gripper.urdf)
+onto it, as sawyer_simulator's electric_gripper arg spawns it: its 0.59 kg on the arm, the
+fingers welded open (no gazebo_ros_control joint drives them). Node /gazebo, as gzserver's is.
 
 Each step of 1 ms of sim time, paced by the wall clock at the real-time factor (a late step
 is not made up: Gazebo falls behind real time rather than bursting), under the world's lock:
@@ -49,6 +51,7 @@ from intera_rt.boards.gazebo_physics import GazeboPhysics
 from intera_rt.boards.pacing import WallPacer
 from intera_rt.direct_writes import direct_publisher
 from intera_rt.model import RobotModel
+from intera_rt.model.urdf_fragments import with_electric_gripper
 from intera_rt.robot import ARM_JOINTS, BOARD_JOINTS, LOOP_PERIOD
 from intera_rt.world import Pose
 
@@ -383,6 +386,8 @@ def main(argv=None):
                    help="load this YAML into the namespace (the launch file's rosparam load)")
     p.add_argument('--spawn-controllers', nargs='*', default=[],
                    help="load and start these controllers (controller_manager's spawner)")
+    p.add_argument('--gripper', action='store_true',
+                   help='the arm carries the electric gripper (its fingers welded open)')
     import rospy
     a = p.parse_args(rospy.myargv(sys.argv if argv is None else argv)[1:])
     if not a.real_time_factor > 0.0:
@@ -410,6 +415,8 @@ def main(argv=None):
         text = sys.stdin.read() if not sys.stdin.isatty() else ''
         text = text or rospy.get_param('/robot_description', '')
     model = RobotModel.load(a.urdf, text)
+    if a.gripper:
+        model = with_electric_gripper(model)
     standin = GazeboStandin(model, a.namespace, a.controller, a.model_name, a.real_time_factor,
                             (a.x, a.y, a.z), joints, a.paused)
     standin.setup_ros()
