@@ -258,6 +258,8 @@ def parse_args(argv=None):
         options[key.strip()] = value.strip()
     if args.viewer:
         options['viewer'] = 'true'
+    if args.gripper and args.backend == 'gazebo':
+        options.setdefault('gripper', 'true')       # Gazebo's model carries what it weighs
     try:
         args.backend_options = check_backend(args.backend, options)
     except (ValueError, ImportError) as exc:

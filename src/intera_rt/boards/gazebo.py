@@ -33,6 +33,7 @@ import pinocchio as pin
 from intera_rt.boards.base import BackendOption, BoardsError, BoardsReading, JointBoards
 from intera_rt.boards.gazebo_model import BrakeHold, _shift, body_com, gazebo_body  # noqa: F401 (re-exported)
 from intera_rt.direct_writes import direct_publisher
+from intera_rt.model.urdf_fragments import with_electric_gripper
 from intera_rt.numeric import clip as _clip
 from intera_rt.robot import BOARD_JOINTS
 
@@ -111,6 +112,10 @@ class GazeboBoards(JointBoards):
                                  'sees the URDF, behind the same topics and services) instead '
                                  'of talking to a Gazebo already running'),
         'real_time_factor': BackendOption(float, 1.0, "the stand-in's real-time factor"),
+        'gripper': BackendOption(bool, False, "Gazebo's model carries the electric gripper "
+                                 '(scripts/sawyer --gripper sets it; the stand-in is given the '
+                                 'URDF with it): Gazebo weighs what its model carries, set_tool '
+                                 'cannot change it'),
         'unpause': BackendOption(bool, True, 'unpause Gazebo when no joint state comes within '
                                  '%g s of connecting, again every %g s until one comes (the '
                                  'launch file starts Gazebo paused, so that the arm does not '
@@ -124,9 +129,11 @@ class GazeboBoards(JointBoards):
     def __init__(self, model, joint_names=BOARD_JOINTS, namespace=NAMESPACE,
                  controller=CONTROLLER, model_name=MODEL, stall_timeout=STALL_TIMEOUT,
                  connect_timeout=CONNECT_TIMEOUT, standin=False, real_time_factor=1.0,
-                 unpause=True):
+                 unpause=True, gripper=False):
         """Args: model, the RobotModel (limits, inertias); joint_names, the boards' order;
         the rest are the OPTIONS."""
+        if gripper:                     # Gazebo's model carries it: so do the brakes' model
+            model = with_electric_gripper(model)
         for key, value in (('stall_timeout', stall_timeout), ('connect_timeout', connect_timeout),
                            ('real_time_factor', real_time_factor)):
             if not (math.isfinite(value) and value > 0.0):
@@ -144,6 +151,7 @@ class GazeboBoards(JointBoards):
         self.standin = bool(standin)
         self.real_time_factor = float(real_time_factor)
         self.unpause = bool(unpause)
+        self.gripper = bool(gripper)
         self.state_topic = self.namespace + '/joint_states'
         self.command_topic = '%s/%s/command' % (self.namespace, self.controller)
         self._urdf = model.urdf_xml

@@ -15,17 +15,26 @@ What Gazebo makes of the URDF, and how it is reproduced:
   are not modelled: the base's axes are the world's);
 - the spawn pose: every joint at 0 unless given (spawn_model -J), at rest;
 - links hung on fixed joints lumped into their parent, which is where external wrenches
-  act (at the lumped body's centre of mass, force and torque in the world frame).
-The MJCF is boards.mjcf's, changed through MuJoCo's model editing (MjSpec).
+  act (at the lumped body's centre of mass, force and torque in the world frame);
+- spawned world models (world.Model) as MuJoCo bodies (boards.mujoco_world: free unless
+  static), the model recompiled with every state carried across, as gazebo_ros spawns.
+The MJCF is boards.mjcf's, changed through MuJoCo's model editing (MjSpec). Poses and twists
+of the world methods are in the robot's base frame (boards.base's world interface).
 """
 import dataclasses
+import math
 
 import mujoco
 import numpy as np
 
-from intera_rt.boards.mjcf import mjcf_from_urdf
+from intera_rt.boards import mujoco_world
+from intera_rt.boards.base import BodyState
+from intera_rt.boards.mjcf import CONTACT_TIMECONST, mjcf_from_urdf
 from intera_rt.numeric import clip as _clip
 from intera_rt.robot import BOARD_JOINTS, LOOP_PERIOD
+from intera_rt.world.model import Pose, WorldError
+
+_REST = (0.0,) * 6
 
 
 class GazeboPhysics:
@@ -42,8 +51,13 @@ class GazeboPhysics:
         self.joint_names = BOARD_JOINTS
         self.dt = float(dt)
         self.spawn = tuple(float(v) for v in spawn)
+        self.urdf_xml = model.urdf_xml
         limits = {n: dataclasses.replace(l, armature=0.0) for n, l in model.limits.items()}
-        spec = mujoco.MjSpec.from_string(mjcf_from_urdf(model.urdf, limits, BOARD_JOINTS))
+        # A tool's joints (a gripper's fingers) have no gazebo_ros_control joint here: welded.
+        welded = {j.name for j in model.urdf.joints
+                  if j.type != 'fixed' and j.name not in BOARD_JOINTS}
+        spec = mujoco.MjSpec.from_string(mjcf_from_urdf(model.urdf, limits, BOARD_JOINTS,
+                                                        welded=welded))
         spec.option.timestep = self.dt
         spec.option.integrator = mujoco.mjtIntegrator.mjINT_EULER
         spec.option.disableflags |= int(mujoco.mjtDisableBit.mjDSBL_EULERDAMP)
@@ -51,21 +65,33 @@ class GazeboPhysics:
             lim = model.limits[name]
             spec.joint(name).range = [lim.lower, lim.upper]
         spec.geom('floor').pos = [0.0, 0.0, -self.spawn[2]]
+        self._spec = spec
         self.m = spec.compile()
         self.d = mujoco.MjData(self.m)
-        m = self.m
-        jids = [mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_JOINT, n) for n in BOARD_JOINTS]
-        self._qadr = np.array([m.jnt_qposadr[j] for j in jids])
-        self._dof = np.array([m.jnt_dofadr[j] for j in jids])
+        self._models = {}               # name → world.Model spawned, in the order spawned
+        self._index()
         lim = model.limit_arrays(BOARD_JOINTS)
         self.lower, self.upper, self.effort_limit = lim['lower'], lim['upper'], lim['effort']
         self.applied = np.zeros(len(BOARD_JOINTS))
         self.time = 0.0
-        self._wrenches = []             # [body, its lumped bodies, force, torque, s left]
+        # [body id, its lumped bodies, force, torque, s left, body name, (model, body) or
+        #  None for the robot's, point (in the body's frame; None: the lumped centre of mass)]
+        self._wrenches = []
         q = np.zeros(len(BOARD_JOINTS))
         for name, value in (joints or {}).items():
             q[BOARD_JOINTS.index(name)] = value
         self.set_positions(q)
+
+    def _index(self):
+        """The joints' and the wrenched bodies' addresses in the (re)compiled model."""
+        m = self.m
+        jids = [mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_JOINT, n) for n in BOARD_JOINTS]
+        self._qadr = np.array([m.jnt_qposadr[j] for j in jids])
+        self._dof = np.array([m.jnt_dofadr[j] for j in jids])
+        for w in getattr(self, '_wrenches', ()):
+            w[0] = mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_BODY, w[5])
+            w[1] = [w[0]] if w[6] is not None else \
+                [b for b in range(1, m.nbody) if self._lumped_into(b) == w[0]]
 
     @property
     def position(self):
@@ -104,7 +130,8 @@ class GazeboPhysics:
         KeyError for a link Gazebo lumps into its parent, or none."""
         bid = mujoco.mj_name2id(self.m, mujoco.mjtObj.mjOBJ_BODY, link)
         if bid < 0 or (bid > 0 and self.m.body_jntnum[bid] == 0):
-            raise KeyError(link)
+            raise KeyError('no body %r in the Gazebo model (links on fixed joints are lumped '
+                           'into their parent)' % link)
         return bid
 
     def apply_wrench(self, link, force, torque, duration):
@@ -114,11 +141,97 @@ class GazeboPhysics:
         m = self.m
         lumped = [b for b in range(1, m.nbody) if self._lumped_into(b) == bid]
         self._wrenches.append([bid, lumped, np.asarray(force, float), np.asarray(torque, float),
-                               float(duration) if duration > 0.0 else np.inf])
+                               float(duration) if duration > 0.0 else np.inf,
+                               mujoco.mj_id2name(m, mujoco.mjtObj.mjOBJ_BODY, bid), None, None])
 
     def clear_wrenches(self):
         self._wrenches = []
         self.d.qfrc_applied[:] = 0.0
+
+    # --- the world (boards.base's world methods; poses and twists in base) -------------------
+    def spawn_model(self, model, pose):
+        """`model` (a validated world.Model) with its frame at `pose`, at rest; WorldError
+        naming what MuJoCo cannot simulate (nothing changes)."""
+        if model.name in self._models:
+            raise WorldError('model_name: a model named %r already exists' % model.name)
+        mujoco_world.check(model)
+        mujoco_world.add_model(self._spec, model, pose, [CONTACT_TIMECONST, 1.0])
+        self._models[model.name] = model
+        try:
+            self._recompile()
+        except Exception as exc:        # noqa: BLE001 - MuJoCo's compiler says why in a ValueError
+            mujoco_world.remove_model(self._spec, model)
+            del self._models[model.name]
+            raise WorldError("model '%s': MuJoCo cannot simulate it: %s" % (model.name, exc)) from exc
+
+    def delete_model(self, name):
+        model = self._model(name)
+        mujoco_world.remove_model(self._spec, model)
+        del self._models[name]
+        self._wrenches = [w for w in self._wrenches if w[6] is None or w[6][0] != name]
+        self.d.qfrc_applied[:] = 0.0
+        self._recompile()
+
+    def set_model_state(self, name, pose, twist):
+        """Every body of `name` placed with the model's frame at `pose`, each moving as a
+        point of the model would (linear v + w × r, angular w)."""
+        mujoco_world.set_state(self._spec, self.m, self.d, self._model(name), pose, twist)
+
+    def body_states(self):
+        """A boards.base.BodyState (in base) for every body of every spawned model."""
+        m, d = self.m, self.d
+        out = []
+        for name, model in self._models.items():
+            for body in model.bodies():
+                bid = mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_BODY,
+                                        mujoco_world.body_name(name, body.name))
+                qw, qx, qy, qz = d.xquat[bid].tolist()
+                pose = Pose(tuple(d.xpos[bid].tolist()), (qx, qy, qz, qw))
+                jnt = m.body_jntadr[bid]
+                if jnt < 0:
+                    out.append(BodyState(name, body.name, pose, _REST))
+                    continue
+                da = m.jnt_dofadr[jnt]
+                linear = d.qvel[da:da + 3]
+                angular = d.xmat[bid].reshape(3, 3) @ d.qvel[da + 3:da + 6]
+                out.append(BodyState(name, body.name, pose,
+                                     tuple(linear.tolist()) + tuple(angular.tolist())))
+        return tuple(out)
+
+    def apply_body_wrench(self, model, body, force, torque, point, duration):
+        """`force` and `torque` (base axes) at `point` (the body's frame) on `body` of
+        `model` for `duration` s (< 0: until cleared)."""
+        bodies = [b.name for b in self._model(model).bodies()]
+        if body not in bodies:
+            raise KeyError('model %r has no body %r (its bodies: %s)'
+                           % (model, body, ', '.join(bodies)))
+        name = mujoco_world.body_name(model, body)
+        bid = mujoco.mj_name2id(self.m, mujoco.mjtObj.mjOBJ_BODY, name)
+        duration = float(duration)
+        self._wrenches.append([bid, [bid], np.array(force, float), np.array(torque, float),
+                               math.inf if duration < 0 else duration, name, (model, body),
+                               np.array(point, float)])
+
+    def clear_body_wrenches(self, model, body):
+        self._model(model)
+        self._wrenches = [w for w in self._wrenches if w[6] != (model, body)]
+        self.d.qfrc_applied[:] = 0.0
+
+    def _model(self, name):
+        try:
+            return self._models[name]
+        except KeyError:
+            raise KeyError('no model named %r (models: %s)'
+                           % (name, ', '.join(self._models) or 'none')) from None
+
+    def _recompile(self):
+        """The model rebuilt after the world changed, every joint's state and the efforts
+        carried across (MjSpec.recompile)."""
+        ctrl = self.d.ctrl.copy()
+        self.m, self.d = self._spec.recompile(self.m, self.d)
+        self.d.ctrl[:] = ctrl[:self.m.nu]
+        self._index()
+        mujoco.mj_forward(self.m, self.d)
 
     def _lumped_into(self, b):
         m = self.m
@@ -129,7 +242,10 @@ class GazeboPhysics:
     def _apply_wrenches(self):
         m, d = self.m, self.d
         d.qfrc_applied[:] = 0.0
-        for bid, lumped, force, torque, _ in self._wrenches:
-            mass = m.body_mass[lumped]
-            com = (mass[:, None] * d.xipos[lumped]).sum(axis=0) / mass.sum()
-            mujoco.mj_applyFT(m, d, force, torque, com, bid, d.qfrc_applied)
+        for bid, lumped, force, torque, _, _, _, point in self._wrenches:
+            if point is None:
+                mass = m.body_mass[lumped]
+                at = (mass[:, None] * d.xipos[lumped]).sum(axis=0) / mass.sum()
+            else:
+                at = d.xpos[bid] + d.xmat[bid].reshape(3, 3) @ point
+            mujoco.mj_applyFT(m, d, force, torque, at, bid, d.qfrc_applied)

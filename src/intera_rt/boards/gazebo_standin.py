@@ -7,11 +7,13 @@ and launch/sawyer_gazebo.launch use, over TCPROS.
     python -m intera_rt.boards.gazebo_standin [--namespace NS] [--controller NAME]
         [--model-name NAME] [--real-time-factor F] [--urdf FILE] [--paused]
         [-x X -y Y -z Z] [-J JOINT RAD ...] [--controllers-yaml FILE]
-        [--spawn-controllers NAME ...]
+        [--spawn-controllers NAME ...] [--gripper]
 
 (`rosrun intera_rt gazebo_standin`; the gazebo backend's option `standin` starts it.) Without
 --urdf the URDF is read from stdin when it is not a terminal, else /robot_description, else
-the project's. Node /gazebo, as gzserver's is.
+the project's; --gripper grafts the electric gripper (urdf/fragments/electric_gripper.urdf)
+onto it, as sawyer_simulator's electric_gripper arg spawns it: its 0.59 kg on the arm, the
+fingers welded open (no gazebo_ros_control joint drives them). Node /gazebo, as gzserver's is.
 
 Each step of 1 ms of sim time, paced by the wall clock at the real-time factor (a late step
 is not made up: Gazebo falls behind real time rather than bursting), under the world's lock:
@@ -22,9 +24,12 @@ effort controller's newest command), the physics step, /clock at /gazebo/pub_clo
 (every step when unset or ≤ 0, as gazebo_ros does). Paused (--paused, /gazebo/pause_physics):
 no step, no joint state, no /clock, and switch_controller waits.
 
-Services: /gazebo/{pause,unpause}_physics, /gazebo/set_model_configuration (the world paused
-while the joints are set, at rest), /gazebo/apply_body_wrench (a body Gazebo has, named
-model::link; reference_frame '' / world only; start_time ignored), and the controller
+Services: Gazebo's world API as the robot's own plants serve it (ros.gazebo_world.GazeboWorld
+over this physics: spawn_{sdf,urdf}_model as MuJoCo bodies, delete_model, get/set_model_state,
+get_model_properties, get_world_properties, get_link_state, apply_body_wrench,
+clear_body_wrenches, {pause,unpause}_physics, reset_world, reset_simulation; model_states and
+link_states every 10 ms of sim time), /gazebo/set_model_configuration (the world paused
+while the joints are set, at rest), and the controller
 manager's <ns>/controller_manager/{load,unload,switch}_controller for the two controller types
 of share/gazebo/controllers.yaml (JointStateController, JointGroupEffortController), their
 parameters read from <ns>/<name>/ as ros_control does. --spawn-controllers loads and starts
@@ -37,6 +42,7 @@ import os
 import sys
 import threading
 import time
+from types import SimpleNamespace
 
 import numpy as np
 
@@ -45,7 +51,9 @@ from intera_rt.boards.gazebo_physics import GazeboPhysics
 from intera_rt.boards.pacing import WallPacer
 from intera_rt.direct_writes import direct_publisher
 from intera_rt.model import RobotModel
-from intera_rt.robot import BOARD_JOINTS, LOOP_PERIOD
+from intera_rt.model.urdf_fragments import with_electric_gripper
+from intera_rt.robot import ARM_JOINTS, BOARD_JOINTS, LOOP_PERIOD
+from intera_rt.world import Pose
 
 # The stand-in yields to the robot: when the CPU is short, Gazebo's time slows (as Gazebo's
 # does under load) rather than the robot's loop falling steps behind a plant that runs on.
@@ -53,6 +61,7 @@ NICE = 5
 RESYNC_AFTER = 2                      # steps late before the pacing restarts its count
 JOINT_STATE_CONTROLLER = 'joint_state_controller/JointStateController'
 EFFORT_GROUP_CONTROLLER = 'effort_controllers/JointGroupEffortController'
+WORLD_PERIOD = 0.01                   # s of sim time between model_states / link_states
 
 
 class GazeboStandin:
@@ -77,17 +86,31 @@ class GazeboStandin:
         self.clock_period = 0.0
         self.steps = 0
         self.stats = {'dropped': 0}     # joint states and clocks a subscriber could not take
+        self.world = None               # ros.gazebo_world.GazeboWorld, by setup_ros
+        self._world_next = 0.0
+        self._world_due = False
+        self._boot = self.physics.position
+
+    # --- what GazeboWorld reads of its host ---------------------------------------------------
+    @property
+    def state(self):
+        """The robot's joints (BOARD_JOINTS order) and the sim time, now."""
+        return SimpleNamespace(q=self.physics.position, t=self.physics.time)
+
+    def stamp(self):
+        return self._rospy.Time.from_sec(self.physics.time)
 
     # --- ROS ------------------------------------------------------------------------------
     def setup_ros(self):
         import rospy
         from controller_manager_msgs.srv import (LoadController, SwitchController,
                                                  UnloadController)
-        from gazebo_msgs.srv import ApplyBodyWrench, SetModelConfiguration
+        from gazebo_msgs.srv import SetModelConfiguration
         from rosgraph_msgs.msg import Clock
         from sensor_msgs.msg import JointState
         from std_msgs.msg import Float64MultiArray
-        from std_srvs.srv import Empty, EmptyResponse
+        # Gazebo's world API: the robot's own world adapter (ros layer), this physics behind it.
+        from intera_rt.ros.gazebo_world import GazeboWorld
         self._rospy = rospy
         frequency = float(rospy.get_param('/gazebo/pub_clock_frequency', 0.0))
         self.clock_period = 1.0 / frequency if frequency > 0.0 else 0.0
@@ -97,19 +120,13 @@ class GazeboStandin:
         self.pub_clock = self._direct('/clock', Clock)
         rospy.Subscriber('%s/%s/command' % (self.namespace, self.controller), Float64MultiArray,
                          self._on_command, queue_size=1, tcp_nodelay=True)
-
-        def pause(paused):
-            def handler(_req):
-                with self._lock:
-                    self.paused = paused
-                    self._lock.notify_all()
-                return EmptyResponse()
-            return handler
-        rospy.Service('/gazebo/pause_physics', Empty, pause(True))
-        rospy.Service('/gazebo/unpause_physics', Empty, pause(False))
         rospy.Service('/gazebo/set_model_configuration', SetModelConfiguration,
                       self._on_set_configuration)
-        rospy.Service('/gazebo/apply_body_wrench', ApplyBodyWrench, self._on_wrench)
+        arm = [BOARD_JOINTS.index(j) for j in ARM_JOINTS]
+        self.world = GazeboWorld(self._world_call, self.physics.urdf_xml, self,
+                                 self._boot[arm].tolist(), self.paused,
+                                 robot_pose=Pose(self.physics.spawn))
+        threading.Thread(target=self._publish_world, daemon=True, name='model_states').start()
         cm = self.namespace + '/controller_manager/'
         rospy.Service(cm + 'load_controller', LoadController, self._on_load)
         rospy.Service(cm + 'unload_controller', UnloadController, self._on_unload)
@@ -241,28 +258,56 @@ class GazeboStandin:
             self.physics.set_positions(q)
         return SetModelConfigurationResponse(True, 'SetModelConfiguration: success')
 
-    def _on_wrench(self, req):
-        from gazebo_msgs.srv import ApplyBodyWrenchResponse
-        model, _, body = req.body_name.partition('::')
-        try:
-            if model != self.model_name:
-                raise KeyError(body)
-            self.physics.body(body)
-        except KeyError:
-            return ApplyBodyWrenchResponse(False, 'ApplyBodyWrench: body does not exist')
-        if req.reference_frame not in ('', 'world', 'map', '/map'):
-            return ApplyBodyWrenchResponse(False, 'the Gazebo stand-in takes wrenches in the '
-                                           'world frame only (reference_frame empty)')
-        duration = req.duration.to_sec()
-        if duration == 0.0:
-            return ApplyBodyWrenchResponse(True, '')                 # Gazebo: do nothing
-        f, t, p = req.wrench.force, req.wrench.torque, req.reference_point
-        force = np.array([f.x, f.y, f.z])
-        # gazebo_ros: the torque of a wrench given at reference_point, moved to the body
-        torque = np.array([t.x, t.y, t.z]) + np.cross([p.x, p.y, p.z], force)
+    # --- the world API's commands (what the robot's core does with them, on this physics) -----
+    def _world_call(self, c):
+        """A sim command of ros.gazebo_world → (success, message), applied under the world's
+        lock between two steps; the bodies' states go to the world API before the answer."""
+        from intera_rt.control import commands as cmds
+        p = self.physics
+        apply = {
+            cmds.SimSpawnModel: lambda: p.spawn_model(c.model, c.pose),
+            cmds.SimDeleteModel: lambda: p.delete_model(c.name),
+            cmds.SimSetModelState: lambda: p.set_model_state(c.name, c.pose, tuple(c.twist)),
+            cmds.SimBodyWrench: lambda: p.apply_body_wrench(c.model, c.body, c.force, c.torque,
+                                                            c.point, c.duration),
+            cmds.SimClearBodyWrenches: lambda: p.clear_body_wrenches(c.model, c.body),
+            cmds.SimWrench: lambda: p.apply_wrench(c.link, c.wrench[:3], c.wrench[3:], c.duration),
+            cmds.SimJointPositions: lambda: self._set_arm(c.names or ARM_JOINTS, c.positions),
+            cmds.SimPause: lambda: self._pause(c.paused),
+        }.get(type(c))
+        if apply is None:
+            return False, 'the Gazebo stand-in has no %s' % type(c).__name__
         with self._lock:
-            self.physics.apply_wrench(body, force, torque, duration)
-        return ApplyBodyWrenchResponse(True, '')
+            try:
+                apply()
+            except (KeyError, ValueError) as exc:     # as the core answers (realtime.inputs)
+                return False, exc.args[0] if exc.args else str(exc)
+            bodies = p.body_states()
+        self.world.on_world(SimpleNamespace(bodies=bodies, gripper=None))
+        return True, 'done'
+
+    def _set_arm(self, names, positions):
+        q = self.physics.position
+        for name, value in zip(names, positions):
+            q[BOARD_JOINTS.index(name)] = value
+        self.physics.set_positions(q)
+
+    def _pause(self, paused):
+        self.paused = bool(paused)
+        self._lock.notify_all()
+
+    def _publish_world(self):
+        """/gazebo/model_states and link_states every WORLD_PERIOD of sim time (gazebo_ros:
+        every world update), built off the stepping thread."""
+        rospy = self._rospy
+        while not rospy.is_shutdown():
+            with self._lock:
+                while not self._world_due and not rospy.is_shutdown():
+                    self._lock.wait(0.1)
+                self._world_due = False
+                bodies = self.physics.body_states()
+            self.world.on_world(SimpleNamespace(bodies=bodies, gripper=None))
+            self.world.publish()
 
     # --- the physics step -------------------------------------------------------------------
     def step(self):
@@ -279,6 +324,10 @@ class GazeboStandin:
                 self._clock_next = t + self.clock_period
                 self._clock.clock = self._rospy.Time.from_sec(t)
                 self.pub_clock.publish(self._clock)
+            if t >= self._world_next - 1e-9 and self.world is not None:
+                self._world_next = t + WORLD_PERIOD
+                self._world_due = True
+                self._lock.notify_all()
         return True
 
     def _publish_state(self):
@@ -337,6 +386,8 @@ def main(argv=None):
                    help="load this YAML into the namespace (the launch file's rosparam load)")
     p.add_argument('--spawn-controllers', nargs='*', default=[],
                    help="load and start these controllers (controller_manager's spawner)")
+    p.add_argument('--gripper', action='store_true',
+                   help='the arm carries the electric gripper (its fingers welded open)')
     import rospy
     a = p.parse_args(rospy.myargv(sys.argv if argv is None else argv)[1:])
     if not a.real_time_factor > 0.0:
@@ -364,6 +415,8 @@ def main(argv=None):
         text = sys.stdin.read() if not sys.stdin.isatty() else ''
         text = text or rospy.get_param('/robot_description', '')
     model = RobotModel.load(a.urdf, text)
+    if a.gripper:
+        model = with_electric_gripper(model)
     standin = GazeboStandin(model, a.namespace, a.controller, a.model_name, a.real_time_factor,
                             (a.x, a.y, a.z), joints, a.paused)
     standin.setup_ros()

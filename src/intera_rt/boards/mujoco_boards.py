@@ -360,30 +360,8 @@ class MujocoBoards(SimulatedPlant):
         """See JointBoards.set_model_state: every body placed with the model's frame at `pose`;
         each moves as a point of the model would (linear v + w × r, angular w)."""
         model, _ = self._model(name)
-        twist = np.asarray(twist, float)
-        v, w = twist[:3], twist[3:]
-        m, d = self.m, self.d
-        for body in model.bodies():
-            at = pose * body.pose
-            bid = mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_BODY,
-                                    mujoco_world.body_name(name, body.name))
-            if body.anchored:               # fixed in the world: where it is built
-                b = self._spec.body(mujoco_world.body_name(name, body.name))
-                b.pos, b.quat = list(at.position), mujoco_world.wxyz(at.quaternion)
-                m.body_pos[bid], m.body_quat[bid] = b.pos, b.quat
-                continue
-            jnt = m.body_jntadr[bid]
-            qa, da = m.jnt_qposadr[jnt], m.jnt_dofadr[jnt]
-            d.qpos[qa:qa + 3] = at.position
-            d.qpos[qa + 3:qa + 7] = mujoco_world.wxyz(at.quaternion)
-            d.qvel[da:da + 3] = v + np.cross(w, np.subtract(at.position, pose.position))
-            d.qvel[da + 3:da + 6] = at.rotation.T @ w          # a free joint's: body axes
-            if not d.qvel[da:da + 6].any():
-                # MuJoCo wakes a sleeping body that moves, not one moved to rest elsewhere:
-                # a velocity far below anything physical wakes it (and what it rests on).
-                d.qvel[da + 2] = -1e-12
+        mujoco_world.set_state(self._spec, self.m, self.d, model, pose, twist)
         self._models[name] = (model, pose)
-        mujoco.mj_forward(m, d)
         self._contacts_at = self._grip_at = -1
 
     def body_states(self):

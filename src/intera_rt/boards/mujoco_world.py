@@ -134,3 +134,31 @@ def remove_model(spec, model):
             if mesh is not None:
                 spec.delete(mesh)
         spec.delete(b)
+
+
+def set_state(spec, m, d, model, pose, twist):
+    """`model`'s bodies (in `spec` and compiled into m, d) placed with its frame at `pose`,
+    each moving as a point of the model would (linear v + w × r, angular w; `twist` 6 floats,
+    MuJoCo's world axes); an anchored body is moved where it is built. Then mj_forward."""
+    twist = np.asarray(twist, float)
+    v, w = twist[:3], twist[3:]
+    for body in model.bodies():
+        at = pose * body.pose
+        name = body_name(model.name, body.name)
+        bid = mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_BODY, name)
+        if body.anchored:
+            b = spec.body(name)
+            b.pos, b.quat = list(at.position), wxyz(at.quaternion)
+            m.body_pos[bid], m.body_quat[bid] = b.pos, b.quat
+            continue
+        jnt = m.body_jntadr[bid]
+        qa, da = m.jnt_qposadr[jnt], m.jnt_dofadr[jnt]
+        d.qpos[qa:qa + 3] = at.position
+        d.qpos[qa + 3:qa + 7] = wxyz(at.quaternion)
+        d.qvel[da:da + 3] = v + np.cross(w, np.subtract(at.position, pose.position))
+        d.qvel[da + 3:da + 6] = at.rotation.T @ w          # a free joint's: body axes
+        if not d.qvel[da:da + 6].any():
+            # MuJoCo wakes a sleeping body that moves, not one moved to rest elsewhere:
+            # a velocity far below anything physical wakes it (and what it rests on).
+            d.qvel[da + 2] = -1e-12
+    mujoco.mj_forward(m, d)

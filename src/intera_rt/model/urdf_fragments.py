@@ -42,6 +42,16 @@ def electric_gripper_fragment():
         return f.read()
 
 
+def with_electric_gripper(model):
+    """A RobotModel of `model`'s description with the electric gripper grafted where the
+    gripper device hangs it (a plant that must be built carrying it: Gazebo's model).
+    FragmentError naming why it cannot be."""
+    change = FragmentManager(model.urdf_xml).receive(0, '', '', electric_gripper_fragment())
+    if not change.changed:
+        raise FragmentError('the electric gripper cannot be grafted: %s' % change.error)
+    return change.model
+
+
 # --- the robot's model with its fragments ------------------------------------------------
 @dataclass
 class Change:

@@ -8,7 +8,9 @@ applies between two ticks, and is answered with what the core did. The models' s
 from the core's WorldFrame (in base), the robot's links from forward kinematics of the
 state it sends; both are published as /gazebo/model_states and /gazebo/link_states with
 every robot state (100 Hz of loop time). Frames: the robot is model `sawyer`, its base at
-ROBOT_POSE in `world` (world → base on /tf_static).
+ROBOT_POSE in `world` (world → base on /tf_static). The Gazebo stand-in
+(boards.gazebo_standin) serves the same API with this class over its own physics: `call`
+and `loop` are its, the robot where it was spawned.
 """
 import json
 import math
@@ -71,12 +73,15 @@ class GazeboWorld:
         loop: the realtime_loop (its latest `state` and `stamp()`).
         boot_pose: the arm's 7 joint angles at boot (reset_simulation).
         paused: booted with physics paused.
-        send: a sim command → sent, no answer awaited (the gripper's targets)."""
+        send: a sim command → sent, no answer awaited (the gripper's targets); None: no
+            plant fingers (the /intera_rt/sim/gripper_* topics are not served).
+        robot_pose: the robot's base in the world (a world.Pose)."""
 
-    def __init__(self, call, urdf, loop, boot_pose, paused=False, send=None):
+    def __init__(self, call, urdf, loop, boot_pose, paused=False, send=None, robot_pose=ROBOT_POSE):
         self._call = call
         self._send = send
         self._loop = loop
+        self.robot_pose = robot_pose
         self.boot_pose = tuple(boot_pose)
         self._lock = threading.RLock()
         self.world = World(reserved=(ROBOT_MODEL,))
@@ -106,9 +111,10 @@ class GazeboWorld:
         S(NS + 'reset_simulation', Empty, lambda _: self._reset(True))
         rospy.Subscriber(NS + 'set_model_state', ModelState, self._set_model_state_topic, queue_size=10)
         # The plant's gripper fingers ↔ the end_effector IO node's gripper device.
-        self.pub_gripper = rospy.Publisher(SIM_NS + 'gripper_state', GripperState, queue_size=1)
-        rospy.Subscriber(SIM_NS + 'gripper_command', GripperCommand, self._on_gripper_command,
-                         queue_size=10)
+        if send is not None:
+            self.pub_gripper = rospy.Publisher(SIM_NS + 'gripper_state', GripperState, queue_size=1)
+            rospy.Subscriber(SIM_NS + 'gripper_command', GripperCommand, self._on_gripper_command,
+                             queue_size=10)
         # What the spawned models look like (for viewers: rviz_markers).
         self._pub_scene = rospy.Publisher(SIM_NS + 'world', String, queue_size=1, latch=True)
         self._publish_scene()
@@ -117,7 +123,7 @@ class GazeboWorld:
         self._pub_tf = rospy.Publisher('/tf_static', TFMessage, queue_size=1, latch=True)
         self._pub_tf.publish(TFMessage([TransformStamped(
             Header(frame_id=WORLD_FRAME), BASE_FRAME,
-            _transform(ROBOT_POSE))]))
+            _transform(robot_pose))]))
 
     # --- the core's world ---------------------------------------------------------------
     def on_world(self, frame):
@@ -153,10 +159,11 @@ class GazeboWorld:
         snap = Snapshot()
         q = dict(zip(BOARD_JOINTS, (float(v) for v in self._loop.state.q)))
         poses = link_poses(self._frames, q, BASE_FRAME)
-        snap.models[ROBOT_MODEL] = ROBOT_POSE
+        robot = self.robot_pose
+        snap.models[ROBOT_MODEL] = robot
         for link in self._robot_links:
             if link in poses:
-                snap.links[scoped(ROBOT_MODEL, link)] = ROBOT_POSE * Pose.from_matrix(poses[link])
+                snap.links[scoped(ROBOT_MODEL, link)] = robot * Pose.from_matrix(poses[link])
         # No lock: the adapter's thread publishes from here while a service thread may hold
         # the lock waiting for the core's answer, which that adapter thread delivers (each
         # copy is atomic under the GIL).
@@ -166,7 +173,7 @@ class GazeboWorld:
         for name, model in models.items():
             known = {b.name: bodies.get((name, b.name)) for b in model.bodies()}
             if all(known.values()):
-                m, links = model_frames(model, body_poses={k: ROBOT_POSE * v.pose for k, v in known.items()})
+                m, links = model_frames(model, body_poses={k: robot * v.pose for k, v in known.items()})
                 first = known[model.bodies()[0].name]
                 twist = (tuple(first.twist[:3]), tuple(first.twist[3:]))
                 snap.model_twists[name] = twist
@@ -222,7 +229,7 @@ class GazeboWorld:
                 self.world.add(placed)
             except WorldError as exc:
                 return False, str(exc)
-            ok, message = self._call(cmds.SimSpawnModel(model=placed, pose=world_to_base(placed.pose)))
+            ok, message = self._call(cmds.SimSpawnModel(model=placed, pose=world_to_base(placed.pose, self.robot_pose)))
             if not ok:
                 self.world.remove(placed.name)
                 return False, message
@@ -323,7 +330,7 @@ class GazeboWorld:
                                        frame)
             except WorldError as exc:
                 return False, str(exc)
-            return self._call(cmds.SimSetModelState(name=name, pose=world_to_base(pose),
+            return self._call(cmds.SimSetModelState(name=name, pose=world_to_base(pose, self.robot_pose),
                                                     twist=twist[0] + twist[1]))
 
     def _get_model_properties(self, req):
@@ -421,7 +428,7 @@ class GazeboWorld:
                 model = self.world.models[name]
                 for body in model.bodies():
                     self._call(cmds.SimClearBodyWrenches(model=name, body=body.name))
-                ok, message = self._call(cmds.SimSetModelState(name=name, pose=world_to_base(pose),
+                ok, message = self._call(cmds.SimSetModelState(name=name, pose=world_to_base(pose, self.robot_pose),
                                                                twist=(0.0,) * 6))
                 if not ok:
                     rospy.logerr('/gazebo/reset: %s: %s', name, message)
