@@ -34,7 +34,7 @@ class World:
         self.env, self.log, self.proc = env, log, None
 
     def start(self):
-        args = [sys.executable, '-m', 'intera_rt.boards.gazebo_standin', '--paused',
+        args = [sys.executable, '-m', 'intera_rt.ros.gazebo_standin', '--paused',
                 '-z', '0.93', '--controllers-yaml', str(REPO / 'share/gazebo/controllers.yaml'),
                 '--spawn-controllers', 'joint_state_controller', 'effort_controller']
         for name, value in SPAWN.items():

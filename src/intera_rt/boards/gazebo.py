@@ -16,7 +16,7 @@ its own, are taken off it. No joint state for `stall_timeout` wall seconds fault
 
 This module talks ROS (rospy and message packages, imported when the boards are configured;
 never intera_rt.ros); it runs in the realtime core's process as the node `realtime_boards`.
-Option `standin` starts intera_rt.boards.gazebo_standin (MuJoCo as Gazebo sees the URDF,
+Option `standin` starts intera_rt.ros.gazebo_standin (MuJoCo as Gazebo sees the URDF,
 behind the same topics and services) as a child process. Design notes: docs/backends.md.
 """
 import math
@@ -277,7 +277,7 @@ class GazeboBoards(JointBoards):
             self._rospy.set_param('/gazebo/pub_clock_frequency', CLOCK_FREQUENCY)
         share = os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '..', '..',
                              'share', 'gazebo', 'controllers.yaml')
-        args = [sys.executable, '-m', 'intera_rt.boards.gazebo_standin',
+        args = [sys.executable, '-m', 'intera_rt.ros.gazebo_standin',
                 '--namespace', self.namespace, '--controller', self.controller,
                 '--model-name', self.model_name, '--real-time-factor', repr(self.real_time_factor),
                 '--paused', '-z', repr(SPAWN_Z), '--controllers-yaml', os.path.normpath(share),

@@ -1,5 +1,5 @@
 """The arm as Gazebo 11 (ODE) simulates our URDF, in MuJoCo: the physics of the Gazebo
-stand-in (boards.gazebo_standin). No ROS here.
+stand-in (ros.gazebo_standin). No ROS here.
 
 What Gazebo makes of the URDF, and how it is reproduced:
 - no drive armature (a URDF has none; Gazebo adds none): MuJoCo armature 0;

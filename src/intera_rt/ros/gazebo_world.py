@@ -9,7 +9,7 @@ from the core's WorldFrame (in base), the robot's links from forward kinematics 
 state it sends; both are published as /gazebo/model_states and /gazebo/link_states with
 every robot state (100 Hz of loop time). Frames: the robot is model `sawyer`, its base at
 ROBOT_POSE in `world` (world → base on /tf_static). The Gazebo stand-in
-(boards.gazebo_standin) serves the same API with this class over its own physics: `call`
+(ros.gazebo_standin) serves the same API with this class over its own physics: `call`
 and `loop` are its, the robot where it was spawned.
 """
 import json

@@ -4,7 +4,7 @@ machines that cannot install Gazebo: the arm as Gazebo's ODE simulates our URDF,
 stops at the limits, the ground at world z = 0), behind the ROS interface the gazebo backend
 and launch/sawyer_gazebo.launch use, over TCPROS.
 
-    python -m intera_rt.boards.gazebo_standin [--namespace NS] [--controller NAME]
+    python -m intera_rt.ros.gazebo_standin [--namespace NS] [--controller NAME]
         [--model-name NAME] [--real-time-factor F] [--urdf FILE] [--paused]
         [-x X -y Y -z Z] [-J JOINT RAD ...] [--controllers-yaml FILE]
         [--spawn-controllers NAME ...] [--gripper]
