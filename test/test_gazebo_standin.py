@@ -209,7 +209,9 @@ def test_the_backend_waits_for_a_slow_gazebo_and_unpauses_it_when_it_comes(world
         world.start()
         thread.join(40.0)
         assert done, 'the backend did not connect to the late Gazebo'
-        assert any('Gazebo unpaused' in line for line in logs), logs
+        # (/rosout reaches this subscriber after configure() returns: wait for the line)
+        wait_for(lambda: any('Gazebo unpaused' in line for line in logs), 5.0,
+                 'the unpause logged')
         q = boards.read().position
         for name, value in SPAWN.items():
             assert abs(q[boards.joint_names.index(name)] - value) < 0.05, (name, q)
