@@ -1,6 +1,7 @@
 """A small software renderer for the internal cameras: the robot's primitive visual shapes
-(URDF boxes, cylinders, spheres) posed by its joint angles, on a checkered floor before a
-plain wall, seen through a pinhole camera. numpy only, no GPU.
+(URDF boxes, cylinders, spheres) posed by its joint angles, with the world's models and the
+sim obstacles (`extra` shapes), on a checkered floor before a plain wall, seen through a
+pinhole camera. numpy only, no GPU.
 
 Ray casting: each pixel's ray is intersected analytically with each shape, but only over
 the pixels inside the shape's projected bounding box (a conservative box from its bounding
@@ -35,6 +36,9 @@ FLOOR_TILE = 0.25                       # m, checker squares
 FLOOR_COLORS = (0.65, 0.38)             # light / dark tile (grey)
 WALL_LOW, WALL_HIGH = np.array([0.50, 0.52, 0.55]), np.array([0.78, 0.80, 0.84])
 FOG = 15.0                              # m: the floor fades into the wall colour with distance
+WORLD_COLOR = (0.85, 0.6, 0.25)         # the world's models (as RViz's markers show them)
+OBSTACLE_COLOR = (0.2, 0.45, 0.8)       # add_obstacle's obstacles
+PLANE_THICKNESS = 0.001                 # m: a plane is drawn as a thin box of its display size
 
 
 class Shape:
@@ -136,6 +140,55 @@ def _shape(link, visual, colors):
     return None                           # meshes: not drawn
 
 
+def world_shapes(models, link_poses):
+    """The world's models as posed shapes: [(Shape, 4×4 pose in the root frame)].
+
+    Args:
+        models: /intera_rt/sim/world's list ({name, links: [{name, visuals: [{shape, size,
+            position, quaternion}]}]}).
+        link_poses: {"model::link": 4×4 pose in the root frame}; a link without one is left out.
+    Boxes, cylinders, spheres and planes (a thin box) are drawn; meshes are not (the
+    renderer has no triangles).
+    """
+    out = []
+    for model in models:
+        for link in model['links']:
+            name = '%s::%s' % (model['name'], link['name'])
+            at = link_poses.get(name)
+            if at is None:
+                continue
+            for v in link['visuals']:
+                size = [float(x) for x in v['size']]
+                kind = v['shape']
+                if kind == 'box':
+                    shape = (BOX, tuple(0.5 * x for x in size))
+                elif kind == 'sphere':
+                    shape = (SPHERE, (size[0],))
+                elif kind == 'cylinder':
+                    shape = (CYLINDER, (size[0], 0.5 * size[1]))
+                elif kind == 'plane':
+                    shape = (BOX, (0.5 * size[0], 0.5 * size[1], 0.5 * PLANE_THICKNESS))
+                else:
+                    continue
+                s = Shape(name, shape[0], shape[1], pose_matrix(v['position'], v['quaternion']),
+                          WORLD_COLOR)
+                out.append((s, at @ s.origin))
+    return out
+
+
+def obstacle_shapes(obstacles):
+    """/intera_rt/sim/obstacles' boxes (full edge lengths) and spheres (radius), posed in
+    `base` (the root frame): [(Shape, 4×4 pose)]."""
+    out = []
+    for o in obstacles:
+        size = [float(x) for x in o['size']]
+        kind, dims = (SPHERE, (size[0],)) if o['shape'] == 'sphere' else \
+            (BOX, tuple(0.5 * x for x in size))
+        pose = pose_matrix([float(x) for x in o['position']], [float(x) for x in o['quaternion']])
+        out.append((Shape(str(o['name']), kind, dims, np.eye(4), OBSTACLE_COLOR), pose))
+    return out
+
+
 def _rpy_quat(rpy):
     r, p, y = (0.5 * float(v) for v in rpy)
     cr, sr, cp, sp, cy, sy = math.cos(r), math.sin(r), math.cos(p), math.sin(p), math.cos(y), math.sin(y)
@@ -210,16 +263,18 @@ class Camera:
         return v0, v1, u0, u1
 
 
-def render(scene, positions, camera_pose, camera, screens=None):
+def render(scene, positions, camera_pose, camera, screens=None, extra=()):
     """Render the scene at joint `positions` from `camera_pose` (4×4, camera frame in the
     root frame).
 
     Args:
+        extra: [(Shape, 4×4 pose in the root frame)] drawn with the robot: the world's
+            models and the obstacles (world_shapes, obstacle_shapes).
         screens: {link: (H, W, 3) float32 linear rgb}: images shown on the +z face of each
             link's box (rows from +y down, columns along +x; see the module's docstring).
     Returns:
         rgb: (height, width, 3) float32 in [0, 1] (linear, before exposure).
-        depth: (height, width) float32, ray length to the nearest robot surface (inf where
+        depth: (height, width) float32, ray length to the nearest shape's surface (inf where
             only floor or wall is seen).
     """
     cam = camera
@@ -230,7 +285,7 @@ def render(scene, positions, camera_pose, camera, screens=None):
     depth = np.full((h, w), np.inf, np.float32)
     light_cam = (rot.T @ LIGHT_DIR).astype(np.float32)
     world_to_cam = np.linalg.inv(camera_pose)
-    posed = scene.posed(positions)
+    posed = scene.posed(positions) + list(extra)
     owner = np.full((h, w), -1, np.int32) if screens else None     # which shape is seen
     for k, (shape, pose) in enumerate(posed):
         rel = world_to_cam @ pose                     # shape frame → camera frame

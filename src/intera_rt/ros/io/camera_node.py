@@ -16,7 +16,10 @@ They are rendered (intera_rt.io.render) from the robot's visual shapes (those of
 /robot_description, and of the URDF fragments grafted later: a gripper) at its current
 joint angles (/robot/joint_states, subscribed only while a camera streams) seen from the
 camera's frame, then scaled by exposure, gain and strobe; the head's screen shows what
-/robot/head_display last showed (HeadDisplayIO), when a camera sees it.
+/robot/head_display last showed (HeadDisplayIO), when a camera sees it. The world is drawn
+with the robot: the spawned models' visuals (the latched /intera_rt/sim/world) where
+/gazebo/link_states puts their links (subscribed only while a camera streams; boxes,
+cylinders, spheres, planes; meshes are not drawn) and /intera_rt/sim/obstacles' obstacles.
 
 With `--backend mujoco`, MuJoCo renders them offscreen in this process (mujoco_cameras:
 the backend's cell, table and sim obstacles; the head's screen is not drawn); without
@@ -31,18 +34,27 @@ import json
 import threading
 import time
 
+import numpy as np
 import rospy
+from gazebo_msgs.msg import LinkStates
 from sensor_msgs.msg import CameraInfo, Image, JointState
 from std_msgs.msg import Header, String
 
 from intera_rt.io.camera import CAMERAS, InternalCamera
-from intera_rt.io.render import Camera, Scene, intrinsics, render, resize_nearest, to_bgr8, to_mono8
+from intera_rt.io.render import (Camera, Scene, intrinsics, obstacle_shapes, render, resize_nearest,
+                                  to_bgr8, to_mono8, world_shapes)
 from intera_rt.model import default_urdf_path
+from intera_rt.model.joint_frames import pose_matrix
 from intera_rt.ros.io.framework import IONode
 from intera_rt.ros.urdf_fragments import DESCRIPTION_TOPIC
+from intera_rt.world.frames import ROBOT_MODEL, ROBOT_POSE
 
 NS = '/io/internal_camera/'
 POSITION_RESOLUTION = 1e-4        # rad: a joint moving less than this does not re-render
+WORLD_TOPIC = '/intera_rt/sim/world'
+OBSTACLES_TOPIC = '/intera_rt/sim/obstacles'
+LINK_STATES_TOPIC = '/gazebo/link_states'
+POSE_RESOLUTION = 1e-4            # m (and quaternion units): a model moving less does not re-render
 STAT_EVERY = 30.0                 # s between render-time log lines while streaming
 FIRST_STAT = 5.0                  # s: the first one after a camera starts streaming
 
@@ -77,10 +89,11 @@ class CameraStream:
     def wanted(self):
         return any(p.get_num_connections() > 0 for p in self.pubs + [self.pub_info])
 
-    def publish(self, positions, stamp, brightness, screens=(0, None)):
-        """One frame; `screens`: (version, {link: image}) of the displays to draw."""
+    def publish(self, positions, stamp, brightness, screens=(0, None), extra=(None, ())):
+        """One frame; `screens`: (version, {link: image}) of the displays to draw; `extra`:
+        (key, [(Shape, pose)]) of the world's models and obstacles (software renderer)."""
         key = (tuple(sorted((n, round(q / POSITION_RESOLUTION)) for n, q in positions.items())),
-               round(brightness, 4), screens[0],
+               round(brightness, 4), screens[0], extra[0],
                id(self.mujoco.m) if self.mujoco is not None else None)
         if key != self._key:
             t0 = time.perf_counter()
@@ -89,7 +102,8 @@ class CameraStream:
             else:
                 scene = self.scene          # (one scene for the frame: a new one may arrive)
                 poses = scene.link_poses(positions)
-                rgb, _ = render(scene, positions, poses[self.frame], self.camera, screens[1])
+                rgb, _ = render(scene, positions, poses[self.frame], self.camera, screens[1],
+                                extra[1])
             img = to_bgr8(rgb, brightness) if self.color else to_mono8(rgb, brightness)
             self._data = resize_nearest(img, self.height, self.width).tobytes()
             self._key = key
@@ -149,9 +163,16 @@ class CameraIO:
         self._sub = None
         self._wake = threading.Event()
         self.renderer = 'software'
-        self._obstacles = None          # the latest /intera_rt/sim/obstacles list (MuJoCo)
+        self._obstacles = None          # the latest /intera_rt/sim/obstacles list
+        self._world = []                # /intera_rt/sim/world's models
+        self._world_version = 0         # counts the changes of the world's and obstacles' lists
+        self._link_poses = {}           # "model::link" → (position, quaternion) in the world
+        self._link_sub = None
+        self._world_to_base = np.linalg.inv(pose_matrix(ROBOT_POSE.position, ROBOT_POSE.quaternion))
         threading.Thread(target=self._loop, name='cameras', daemon=True).start()
         rospy.Subscriber(DESCRIPTION_TOPIC, String, self._on_description, queue_size=1)
+        rospy.Subscriber(OBSTACLES_TOPIC, String, self._on_obstacles, queue_size=1)
+        rospy.Subscriber(WORLD_TOPIC, String, self._on_world, queue_size=1)
         self.io.start()
 
     def _on_description(self, msg):
@@ -174,15 +195,50 @@ class CameraIO:
         streaming = any(d.streaming for d in self.devices.values())
         if streaming and self._sub is None:
             self._sub = rospy.Subscriber('/robot/joint_states', JointState, self._on_joints, queue_size=1)
+            self._link_sub = rospy.Subscriber(LINK_STATES_TOPIC, LinkStates, self._on_link_states,
+                                              queue_size=1)
         elif not streaming and self._sub is not None:
             self._sub.unregister()
-            self._sub = None
+            self._link_sub.unregister()
+            self._sub = self._link_sub = None
         self._wake.set()
 
     def _on_joints(self, msg):
         if len(msg.name) == len(msg.position):
             self._positions = dict(zip(msg.name, msg.position))
             self._stamp = msg.header.stamp
+
+    def _on_world(self, msg):
+        try:
+            world = json.loads(msg.data)
+            assert isinstance(world, list)
+        except (ValueError, AssertionError):
+            rospy.logwarn('io_internal_camera: %s is not a JSON list: %r', WORLD_TOPIC, msg.data[:200])
+            return
+        self._world = world
+        self._world_version += 1
+        self._wake.set()
+
+    def _on_link_states(self, msg):
+        skip = ROBOT_MODEL + '::'
+        self._link_poses = {
+            name: ((p.position.x, p.position.y, p.position.z),
+                   (p.orientation.x, p.orientation.y, p.orientation.z, p.orientation.w))
+            for name, p in zip(msg.name, msg.pose) if not name.startswith(skip)}
+
+    def _extra(self):
+        """(key, [(Shape, pose in base)]): the world's models at their latest link poses and
+        the obstacles, for the software renderer; the key changes when what is drawn does."""
+        world, links, obstacles = self._world, self._link_poses, self._obstacles or []
+        key = (self._world_version,
+               tuple(sorted((n, tuple(round(v / POSE_RESOLUTION) for v in p + q))
+                            for n, (p, q) in links.items())))
+        poses = {n: self._world_to_base @ pose_matrix(p, q) for n, (p, q) in links.items()}
+        try:
+            return key, world_shapes(world, poses) + obstacle_shapes(obstacles)
+        except (KeyError, TypeError, ValueError, IndexError) as exc:
+            rospy.logwarn_throttle(10.0, 'io_internal_camera: cannot draw the world (%s)' % exc)
+            return None, []
 
     def _start_mujoco(self):
         """MuJoCo renders the cameras when the robot runs on the MuJoCo backend (in this
@@ -207,7 +263,6 @@ class CameraIO:
             stream.mujoco = cams
         self.mujoco = cams
         self.renderer = 'MuJoCo'
-        rospy.Subscriber('/intera_rt/sim/obstacles', String, self._on_obstacles, queue_size=1)
         rospy.loginfo('io_internal_camera: the cameras are rendered by MuJoCo offscreen '
                       '(MUJOCO_GL=%s)', os.environ.get('MUJOCO_GL'))
 
@@ -220,6 +275,7 @@ class CameraIO:
                           msg.data[:200])
             return
         self._obstacles = obstacles
+        self._world_version += 1
         self._wake.set()
 
     def _loop(self):
@@ -253,7 +309,8 @@ class CameraIO:
             t_wall, t_ros = time.monotonic(), rospy.get_time()
             if stream.wanted():
                 stream.publish(self._positions, self._stamp or rospy.Time.now(), brightness,
-                               self.display.screens() if self.display else (0, None))
+                               self.display.screens() if self.display else (0, None),
+                               self._extra() if stream.mujoco is None else (None, ()))
             if stream.renders and time.monotonic() - last_log > STAT_EVERY:
                 last_log = time.monotonic()
                 rospy.loginfo('io_internal_camera: %s %dx%d: %d frames rendered by %s, %.1f ms each '
