@@ -236,6 +236,29 @@ def test_a_body_wrench_pushes_a_block(scene):
     wait_for(lambda: where(gz, 'block')[1] > 0.12, TIMEOUT, 'the block pushed along y')
 
 
+def test_a_body_wrench_waits_for_its_start_time(scene):
+    """start_time 0.5 s ahead: every state stamped before it has the block where it rests;
+    then the wrench pushes it."""
+    from geometry_msgs.msg import Point, Vector3, Wrench
+    import rospy
+    gz = scene
+    y0 = where(gz, 'block')[1]
+    start = rospy.Time.now() + rospy.Duration(0.5)
+    r = gz['apply_body_wrench']('block::block', '', Point(), Wrench(Vector3(0, 1.5, 0), Vector3()),
+                                start, rospy.Duration(0.1))
+    assert r.success, r.status_message
+    seen_before = 0
+    while True:
+        s = gz['get_model_state']('block', '')
+        assert s.success, s.status_message
+        if s.header.stamp >= start:
+            break
+        assert abs(s.pose.position.y - y0) < 1e-4, (s.header.stamp.to_sec(), start.to_sec(), s.pose.position.y)
+        seen_before += 1
+    assert seen_before > 0
+    wait_for(lambda: where(gz, 'block')[1] > y0 + 0.02, TIMEOUT, 'the block pushed along y after its start')
+
+
 def test_obstacles_are_models_of_the_same_world(gz, robot):
     import rospy
     from intera_rt_msgs.srv import AddObstacle, RemoveObstacle

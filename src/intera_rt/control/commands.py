@@ -187,13 +187,15 @@ class SimSetModelState:
 @dataclass(frozen=True, kw_only=True)
 class SimBodyWrench:
     """Force (N) and torque (N·m), base axes, at `point` (m, the body's frame) on a model's
-    body for `duration` s (< 0: until cleared)."""
+    body for `duration` s (< 0: until cleared), from `start` s of the core's loop time on
+    (gazebo_ros' start_time; at or before now: at once)."""
     model: str
     body: str
     force: Tuple[float, ...]
     torque: Tuple[float, ...]
     point: Tuple[float, ...] = (0.0, 0.0, 0.0)
     duration: float = -1.0
+    start: float = 0.0
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -75,6 +75,7 @@ class RealtimeCore(CommandInputs):
         self.active = self.hold
         self.head = HeadController(model)
         self.now = 0.0                  # s of loop time since boot (sim time under lockstep)
+        self._pending_wrenches = []     # SimBodyWrench with a start time to come
         self.tick_count = 0
         self.timeouts = 0
         self._last_command = -math.inf
@@ -303,6 +304,8 @@ class RealtimeCore(CommandInputs):
         reading = boards.read(self.now, PERIOD)
         if self._owns_clock:
             self.now = reading.time - self._t0
+        if self._pending_wrenches:
+            self._start_wrenches()
         if reading.fault:
             self._on_fault(reading.fault)
         state = self._arm_state(reading)

@@ -215,6 +215,7 @@ class CommandInputs:
         return result
 
     def _sim_delete_model(self, c):
+        self._pending_wrenches = [w for w in self._pending_wrenches if w.model != c.name]
         result = self._world_call('deleted %s' % c.name, lambda: self.boards.delete_model(c.name))
         if result[0]:
             self._count_world()
@@ -225,11 +226,27 @@ class CommandInputs:
                                 lambda: self.boards.set_model_state(c.name, c.pose, tuple(c.twist)))
 
     def _sim_body_wrench(self, c):
+        if c.start > self.now:
+            if 'world' not in self._capabilities:
+                return False, '%s has no world: it cannot apply a wrench' % self.boards.describe()
+            self._pending_wrenches.append(c)        # started by the tick that reaches c.start
+            return True, 'a wrench on %s::%s from %.3f s of loop time' % (c.model, c.body, c.start)
         return self._world_call('applying a wrench on %s::%s' % (c.model, c.body),
                                 lambda: self.boards.apply_body_wrench(c.model, c.body, c.force, c.torque,
                                                                       c.point, c.duration))
 
+    def _start_wrenches(self):
+        """The pending body wrenches whose start time came (called by the tick)."""
+        due = [c for c in self._pending_wrenches if c.start <= self.now]
+        self._pending_wrenches = [c for c in self._pending_wrenches if c.start > self.now]
+        for c in due:
+            ok, why = self._sim_body_wrench(c)
+            if not ok:
+                self.log('warn', 'body-wrench', 'apply_body_wrench at %.3f s: %s' % (c.start, why))
+
     def _sim_clear_body_wrenches(self, c):
+        self._pending_wrenches = [w for w in self._pending_wrenches
+                                  if (w.model, w.body) != (c.model, c.body)]
         return self._world_call('cleared the wrenches on %s::%s' % (c.model, c.body),
                                 lambda: self.boards.clear_body_wrenches(c.model, c.body))
 
