@@ -34,6 +34,8 @@ SAWYER = Path(__file__).resolve().parents[1] / 'scripts' / 'sawyer'
     (['--world', str(Path(__file__).resolve().parent / 'data' / 'world' / 'bad' / 'zero_box.world')],
      '<size>'),
     (['--backend', 'gazebo', '--paused'], 'need a backend with a world'),
+    (['--head-display-img', '/no/such.png'], "--head-display-img: '/no/such.png': not an image file"),
+    (['--head-display-img', __file__], 'not an image file the head display can read'),
 ])
 def test_bad_options_are_refused(args, fragment):
     env = dict(os.environ, ROS_MASTER_URI='http://127.0.0.1:9')   # nothing may be started

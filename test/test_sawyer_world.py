@@ -1,8 +1,11 @@
 """sawyer_simulator's habits (issue 21 items 3 and 5): `scripts/sawyer --world FILE` spawns
 an SDF world's <model> and <include> elements at boot, paused until /gazebo/unpause_physics;
 sawyer_world.launch passes roslaunch's checks and maps sawyer_simulator's arguments onto the
-robot's."""
+robot's; --head-display-img (head_display_img:=) is on the head display from start."""
 import os
+import tempfile
+
+import numpy as np
 
 import pytest
 
@@ -17,7 +20,20 @@ LAUNCH = os.path.join(HERE, '..', 'launch', 'sawyer_world.launch')
 # model://table and model://block, as Gazebo finds them
 os.environ['GAZEBO_MODEL_PATH'] = os.path.join(PKG, 'models')
 
-SAWYER_ARGS = ['--sim-time', '--world', WORLD, '--paused']
+
+def _display_image():
+    """A 64×32 PNG (a red top half, a green bottom half) written for the module's robot."""
+    from PIL import Image
+    rgb = np.zeros((32, 64, 3), np.uint8)
+    rgb[:16, :, 0] = 200
+    rgb[16:, :, 1] = 150
+    path = os.path.join(tempfile.mkdtemp(prefix='head_display_img_'), 'img.png')
+    Image.fromarray(rgb).save(path)
+    return path
+
+
+HEAD_IMG = _display_image()
+SAWYER_ARGS = ['--sim-time', '--world', WORLD, '--paused', '--head-display-img', HEAD_IMG]
 TIMEOUT = 10.0
 
 
@@ -43,6 +59,22 @@ def test_sawyer_simulators_arguments():
     assert {'rviz', 'rviz_markers'} <= {n.name for n in config.nodes}
     config, params = launch_params('gui:=true', 'headless:=true', 'use_sim_time:=false')
     assert 'rviz' not in {n.name for n in config.nodes} and params['/use_sim_time'] is False
+    assert params['/io/head_display_img'] == ''
+    _, params = launch_params('head_display_img:=/img/x.png')
+    assert params['/io/head_display_img'] == '/img/x.png'
+
+
+def test_the_head_display_shows_head_display_img(robot):
+    """The image given at start is on the screen (bgr8, top-left), black beyond it."""
+    from sensor_msgs.msg import Image
+    from rosharness import latest
+    from intera_rt.io.head_display import SCREEN_HEIGHT, SCREEN_WIDTH
+    with latest('/intera_rt/head_display', Image) as view:
+        msg = view.wait(TIMEOUT)
+    screen = np.frombuffer(msg.data, np.uint8).reshape(SCREEN_HEIGHT, SCREEN_WIDTH, 3)
+    assert tuple(screen[0, 0]) == (0, 0, 200) and tuple(screen[15, 63]) == (0, 0, 200)
+    assert tuple(screen[16, 0]) == (0, 150, 0) and tuple(screen[31, 63]) == (0, 150, 0)
+    assert not screen[32:].any() and not screen[:, 64:].any()
 
 
 def test_the_boot_pose_in_sawyer_simulators_form():

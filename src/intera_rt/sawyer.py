@@ -7,6 +7,7 @@ Usage (normally through ``scripts/sawyer``, which sets up the environment):
                    [--stage-option STAGE.KEY=VALUE ...]
                    [--pose neutral|shipping|A0,A1,...,A6] [--disabled]
                    [--unhomed] [--gripper] [--world FILE] [--paused]
+                   [--head-display-img FILE]
                    [--velocity-scaling] [--no-jtas]
                    [--rviz [--rviz-config FILE]] [--screen]
 
@@ -14,7 +15,7 @@ Validates the options, then runs
 
     roslaunch intera_rt sawyer.launch sim_time:=... speed:=... backend:=...
               backend_options:={...} stage_options:={...} pose:=... disabled:=... unhomed:=... gripper:=...
-              world:=... paused:=... jtas:=... rviz:=... [rviz_config:=...]
+              world:=... paused:=... head_display_img:=... jtas:=... rviz:=... [rviz_config:=...]
 
 in the foreground.  Options can also come from SAWYER_* environment variables (a
 container's way to take them; see ``env_args``); options on the command line win.
@@ -145,6 +146,10 @@ def build_parser():
         help="boot with physics paused (Gazebo's paused:=true; /gazebo/unpause_physics "
              'starts it)')
     parser.add_argument(
+        '--head-display-img', default='', metavar='FILE',
+        help="an image file the head display shows from start (sawyer_simulator's "
+             'head_display_img; default: black)')
+    parser.add_argument(
         '--velocity-scaling', action='store_true',
         help='beyond the robot: slow position and velocity moves that close in on a '
              'self-collision (distance-aware, directional; default: off, as the robot)')
@@ -267,6 +272,13 @@ def parse_args(argv=None):
     args.stage_options = _stage_options(parser, args.stage_options)
     if args.world or args.paused:
         _check_world(parser, args)
+    if getattr(args, 'head_display_img', ''):
+        from intera_rt.io.head_display import screen_from_file
+        try:
+            screen_from_file(args.head_display_img)
+        except ValueError as exc:
+            parser.error('--head-display-img: %s' % exc)
+        args.head_display_img = os.path.abspath(args.head_display_img)
     if args.pose not in NAMED_POSES:
         # Check limits here: a required node that exits makes roslaunch stop with code 0.
         from intera_rt.model import ARM_JOINTS, RobotModel
@@ -335,6 +347,7 @@ def roslaunch_command(args):
         'gripper:=%s' % ('true' if args.gripper else 'false'),
         'world:=%s' % (getattr(args, 'world', '') or ''),
         'paused:=%s' % ('true' if getattr(args, 'paused', False) else 'false'),
+        'head_display_img:=%s' % (getattr(args, 'head_display_img', '') or ''),
         'velocity_scaling:=%s' % ('true' if args.velocity_scaling else 'false'),
         'jtas:=%s' % ('true' if args.jtas else 'false'),
         'rviz:=%s' % ('true' if getattr(args, 'rviz', False) else 'false'),

@@ -48,6 +48,26 @@ def screen_image(width, height, encoding, step, data):
     return screen
 
 
+def screen_from_file(path):
+    """The whole screen showing the image file at `path` (PNG, JPEG, ... as Pillow reads
+    them), top-left aligned as screen_image.
+
+    Raises:
+        ValueError naming the path: unreadable, not an image, or larger than the screen.
+    """
+    from PIL import Image, UnidentifiedImageError
+    try:
+        with Image.open(path) as img:
+            rgb = np.asarray(img.convert('RGB'))
+    except (OSError, UnidentifiedImageError) as exc:
+        raise ValueError('%r: not an image file the head display can read (%s)' % (path, exc)) from None
+    height, width = rgb.shape[:2]
+    try:
+        return screen_image(width, height, 'rgb8', 3 * width, rgb.tobytes())
+    except ValueError as exc:
+        raise ValueError('%r: %s' % (path, exc)) from None
+
+
 def screen_linear_rgb(screen):
     """A screen image (bgr8) as linear rgb float32 in [0, 1], as the renderer composes
     colours (its output gets the display gamma back in render.to_bgr8)."""

@@ -9,6 +9,10 @@ The internal cameras see it too: it is drawn on the head's screen in their image
 (render.py, `screen` link). An image the screen cannot show (too large, an unknown
 encoding, data not matching its size) is refused with an error line naming the field; the
 screen keeps what it showed.
+
+Private parameter ~head_display_img: an image file shown from start (sawyer_simulator's
+head_display_img argument); one that cannot be shown is an error line naming it, the
+screen black.
 """
 import threading
 
@@ -16,8 +20,8 @@ import rospy
 from sensor_msgs.msg import Image
 from std_msgs.msg import Header
 
-from intera_rt.io.head_display import (SCREEN_HEIGHT, SCREEN_WIDTH, blank_screen, screen_image,
-                                       screen_linear_rgb)
+from intera_rt.io.head_display import (SCREEN_HEIGHT, SCREEN_WIDTH, blank_screen, screen_from_file,
+                                       screen_image, screen_linear_rgb)
 
 VIEW_TOPIC = '/intera_rt/head_display'
 SCREEN_LINK = 'screen'
@@ -27,6 +31,13 @@ class HeadDisplayIO:
     def __init__(self):
         self._lock = threading.Lock()
         self._screen = blank_screen()
+        path = rospy.get_param('~head_display_img', '')
+        if path:
+            try:
+                self._screen = screen_from_file(path)
+                rospy.loginfo('head_display: showing ~head_display_img %r', path)
+            except ValueError as exc:
+                rospy.logerr('head_display: ~head_display_img %s; the screen stays black', exc)
         self._linear = None            # the screen as linear rgb, made when a camera asks
         self.version = 0               # bumped on every image shown
         self._pub = rospy.Publisher(VIEW_TOPIC, Image, queue_size=1, latch=True)
