@@ -18,7 +18,7 @@ SAWYER = Path(__file__).resolve().parents[1] / 'scripts' / 'sawyer'
     (['--pose', '0,0,0,0,0,0,9'], 'right_j6 = 9 is outside its limits'),
     (['--backend', 'no_such_backend'], "unknown backend 'no_such_backend'"),
     (['--backend', 'mujoco', '--backend-option', 'tabel=true'],
-     "backend 'mujoco' takes no option 'tabel'; its options: contact_timeconst, substeps, table, viewer"),
+     "backend 'mujoco' takes no option 'tabel'; its options: contact_timeconst, gripper, substeps, table, viewer"),
     (['--backend', 'mujoco', '--backend-option', 'table'], "--backend-option 'table': expected KEY=VALUE"),
     (['--backend', 'mujoco', '--backend-option', 'substeps=two'],
      "backend option substeps must be an integer, got 'two'"),
