@@ -13,7 +13,8 @@ pick_place  `trials` pick-and-places of a 4 cm block at random poses on the tabl
             the SDK's demo does, the gripper closed at 20 N): approach, descend, close,
             lift 20 cm, carry 10-25 cm, lower, open, retreat. Success: the block rests
             upright within 1 cm of the place target. Every failure is counted with its
-            kind (ik, not_gripped, dropped, misplaced, fault) and its numbers.
+            kind (ik, not_gripped, dropped, misplaced, fault) and its numbers; the robot's
+            collision detections are counted too (a pick is normal use: none expected).
 
     scripts/bench --only picking
 """
@@ -27,6 +28,7 @@ import numpy as np
 from intera_rt.boards.base import GripperCommand
 from intera_rt.boards.mujoco_boards import gripper_fragment
 from intera_rt.control import commands as cmds
+from intera_rt.io.gripper import DEFAULT_SPEED
 from intera_rt.model import RobotModel
 from intera_rt.model.ik import IKSolver
 from intera_rt.model.urdf_fragments import FragmentManager
@@ -80,7 +82,8 @@ def down(yaw=0.0):
 class Picker:
     """The realtime core (position mode) on the MuJoCo plant with the electric gripper and
     the demo's table on the floor: IK on right_gripper_tip streamed at 100 Hz along
-    straight lines, as an SDK script does. `top`: the table top's height in base."""
+    straight lines, as an SDK script does. `top`: the table top's height in base;
+    `detections`: the collision detections (impact, squish, over-wrench) so far."""
 
     def __init__(self, model=None, start=(0.65, 0.0, 0.15)):
         from intera_rt.realtime.core import RealtimeCore
@@ -97,6 +100,8 @@ class Picker:
         self.boards.spawn_model(parse_model_xml(table_sdf()), Pose((TABLE_X, 0.0, floor)))
         self.top = floor + TABLE_TOP
         self.q = q
+        self.detection = next(m for m in self.core.monitors if m.name == 'collision_detection')
+        self.detections = 0
 
     def close(self):
         self.core.close()
@@ -109,7 +114,10 @@ class Picker:
         for i in range(int(round(seconds / DT))):
             if i % 10 == 0:
                 self.core.apply(cmds.JointCommand(mode=1, names=ARM_JOINTS, position=tuple(self.q)))
+            detected = self.detection.detected_at
             self.core.tick()
+            if self.detection.detected_at != detected and not math.isnan(self.detection.detected_at):
+                self.detections += 1
 
     def tip(self):
         return np.array(self.model.tip_pose('right_gripper_tip', self.boards.read().position[:7])[0])
@@ -128,7 +136,7 @@ class Picker:
         self.tick(settle)
         return True
 
-    def grip(self, separation, force=GRIP_FORCE, speed=0.5, seconds=0.4):
+    def grip(self, separation, force=GRIP_FORCE, speed=DEFAULT_SPEED, seconds=0.4):
         self.boards.set_gripper(GripperCommand(separation, speed, force))
         self.tick(seconds)
         return self.boards.gripper_state()
@@ -283,8 +291,9 @@ def measure_pick_place(trials, seed=21):
     results = []
     t0 = time.monotonic()
     for k in range(trials):
+        before = picker.detections
         ok, kind, detail = _trial(picker, rng, k)
-        results.append({'ok': ok, 'failure': kind, **detail})
+        results.append({'ok': ok, 'failure': kind, 'detections': picker.detections - before, **detail})
         if not ok and picker.core.state.error:          # a fault: start again from a fresh robot
             picker.close()
             picker = Picker()
@@ -296,6 +305,8 @@ def measure_pick_place(trials, seed=21):
     return {'trials': trials, 'succeeded': trials - len(failures),
             'success_rate': (trials - len(failures)) / trials, 'failures_by_kind': kinds,
             'failures': failures, 'wall_s': time.monotonic() - t0,
+            'detections': sum(r['detections'] for r in results),
+            'trials_with_detections': sum(1 for r in results if r['detections']),
             'offsets_m': {'max': max((r.get('off', 0.0) for r in results), default=0.0)},
             'block_m': BLOCK, 'seed': seed}
 
@@ -304,7 +315,8 @@ def measure_pick_place(trials, seed=21):
 class _SdkClient:
     """What an SDK pick-and-place script does on the wire: IK on right_gripper_tip, joint
     positions streamed at 100 Hz (intera_interface.Limb), the gripper's position_m signal
-    (intera_interface.Gripper), /gazebo/ services for the block."""
+    (intera_interface.Gripper), /gazebo/ services for the block; `detections` counts the
+    collision stops collision_detection_state reports (its rising edges)."""
     GRIPPER = '/io/end_effector/right_gripper/'
     KIN = '/ExternalTools/right/PositionKinematicsNode/IKService'
 
@@ -313,7 +325,8 @@ class _SdkClient:
 
         import rospy
         from gazebo_msgs.srv import DeleteModel, GetModelState, SpawnModel
-        from intera_core_msgs.msg import IOComponentCommand, IODeviceStatus, JointCommand
+        from intera_core_msgs.msg import (CollisionDetectionState, IOComponentCommand, IODeviceStatus,
+                                          JointCommand)
         from intera_core_msgs.srv import SolvePositionIK
         from sensor_msgs.msg import JointState
         for name in ('/gazebo/spawn_sdf_model', '/gazebo/get_model_state', self.KIN):
@@ -324,6 +337,9 @@ class _SdkClient:
         self.ik = rospy.ServiceProxy(self.KIN, SolvePositionIK)
         self._lock = threading.Lock()
         self.q, self.io = None, None
+        self.detections, self._colliding = 0, False
+        rospy.Subscriber('/robot/limb/right/collision_detection_state', CollisionDetectionState,
+                         self._on_detection, queue_size=10)
         rospy.Subscriber('/robot/joint_states', JointState, self._on_joints, queue_size=1)
         rospy.Subscriber(self.GRIPPER + 'state', IODeviceStatus, self._on_io, queue_size=1)
         self.pub = rospy.Publisher('/robot/limb/right/joint_command', JointCommand, queue_size=1,
@@ -340,6 +356,11 @@ class _SdkClient:
     def _on_joints(self, msg):
         if ARM_JOINTS[0] in msg.name:
             self.q = np.array([msg.position[msg.name.index(n)] for n in ARM_JOINTS])
+
+    def _on_detection(self, msg):
+        if msg.collision_state and not self._colliding:
+            self.detections += 1
+        self._colliding = msg.collision_state
 
     def _on_io(self, msg):
         import json
@@ -481,8 +502,9 @@ def measure_pick_place_ros(out_dir, trials, seed=21):
         if not r.success:
             raise RuntimeError('spawning the table: %s' % r.status_message)
         for k in range(trials):
+            before = c.detections
             ok, kind, detail = _ros_trial(c, rng, k)
-            results.append({'ok': ok, 'failure': kind, **detail})
+            results.append({'ok': ok, 'failure': kind, 'detections': c.detections - before, **detail})
     failures = [r for r in results if not r['ok']]
     kinds = {}
     for r in failures:
@@ -490,6 +512,8 @@ def measure_pick_place_ros(out_dir, trials, seed=21):
     return {'trials': trials, 'succeeded': trials - len(failures),
             'success_rate': (trials - len(failures)) / trials, 'failures_by_kind': kinds,
             'failures': failures, 'wall_s': time.monotonic() - t0, 'args': args,
+            'detections': sum(r['detections'] for r in results),
+            'trials_with_detections': sum(1 for r in results if r['detections']),
             'offsets_m': {'max': max((r.get('off', 0.0) for r in results), default=0.0)},
             'block_m': BLOCK, 'seed': seed}
 
@@ -518,14 +542,16 @@ def run(out_dir='bench_out', quick=False):
                         p['ten_blocks_no_sleep_contacts'], p['one_block_held_us']))
     pp = out.get('pick_place')
     if pp:
-        lines.append('pick-and-place of a %.0f cm block: %d / %d (%.0f %%); failures %s'
+        lines.append('pick-and-place of a %.0f cm block: %d / %d (%.0f %%); failures %s; '
+                     'collision detections %d (in %d trials)'
                      % (100 * pp['block_m'], pp['succeeded'], pp['trials'], 100 * pp['success_rate'],
-                        pp['failures_by_kind'] or 'none'))
+                        pp['failures_by_kind'] or 'none', pp['detections'], pp['trials_with_detections']))
     pr = out.get('pick_place_ros')
     if pr:
         lines.append('pick-and-place through ROS (SDK-style client, real time): %d / %d (%.0f %%); '
-                     'failures %s' % (pr['succeeded'], pr['trials'], 100 * pr['success_rate'],
-                                      pr['failures_by_kind'] or 'none'))
+                     'failures %s; collision detections %d (in %d trials)'
+                     % (pr['succeeded'], pr['trials'], 100 * pr['success_rate'],
+                        pr['failures_by_kind'] or 'none', pr['detections'], pr['trials_with_detections']))
     ls = out.get('lockstep')
     if ls:
         lines.append('lockstep --speed max, MuJoCo + gripper: %.2fx with the table, %.2fx with 10 '

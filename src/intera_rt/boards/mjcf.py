@@ -35,9 +35,18 @@ INERT_BITS = (0, 0)
 FINGER_KP = 10000.0           # N/m
 FINGER_KV = 40.0              # N·s/m
 FINGER_ARMATURE = 0.01        # kg: the finger drive's reflected mass (steadies contact at 1 ms)
-# Finger pads: sliding friction of rubber on a block, and torsional friction (condim 4) so
-# a block held off its centre of mass does not pivot between two pads.
-FINGER_FRICTION = (1.0, 0.01, 0.0001)
+# Finger pads: compliant, as the gripper's rubber pads on plastic fingers are. Their
+# contacts' solref time constant spreads a pad's strike on a block over ~20 ms instead of
+# one stiff 1 ms step (an impulse the arm's collision detection would take for a knock);
+# ~0.7 mm per pad under the 10 N a finger squeezes with (docs/world.md). At the spawned
+# models' priority (MODEL_PRIORITY) and a dominant solmix the pads' solref/solimp govern
+# their contacts, while MuJoCo takes the larger friction of the two geoms: the pads' own
+# is zero so a model's mu and torsional friction govern, as before. condim 4: a block held
+# off its centre of mass does not pivot between two pads.
+MODEL_PRIORITY = 1            # spawned models' geoms (boards.mujoco_world): their friction wins
+PAD_TIMECONST = 0.02          # s: MuJoCo solref of a finger pad's contacts
+PAD_SOLMIX = 1000.0
+FINGER_FRICTION = (0.0, 0.0, 0.0)
 FINGER_CONDIM = 4
 IMPRATIO = 10.0               # MuJoCo's friction-to-normal impedance ratio (grasps hold)
 
@@ -120,6 +129,7 @@ def mjcf_from_urdf(robot, limits, joint_names=BOARD_JOINTS, table=False,
         children.setdefault(joint.parent, []).append(joint)
     colours = {m.name: m.color.rgba for m in robot.materials if m.color is not None}
     solref = 'solref="%.6g 1"' % contact_timeconst
+    pad_solref = 'solref="%.6g 1" solmix="%g" priority="%d"' % (PAD_TIMECONST, PAD_SOLMIX, MODEL_PRIORITY)
 
     def link_colour(link):
         for visual in link.visuals:
@@ -131,7 +141,7 @@ def mjcf_from_urdf(robot, limits, joint_names=BOARD_JOINTS, table=False,
                     return colours[material.name]
         return (0.6, 0.6, 0.6, 1.0)
 
-    def geoms(link, indent, bits, surface=''):
+    def geoms(link, indent, bits, surface='', pad=False):
         out = []
         rgba = link_colour(link)
         for k, collision in enumerate(link.collisions):
@@ -141,7 +151,7 @@ def mjcf_from_urdf(robot, limits, joint_names=BOARD_JOINTS, table=False,
             out.append('%s<geom name="collision/%s/%d" type="%s" size="%s" %s contype="%d" '
                        'conaffinity="%d" group="3" %s%s rgba="%s"/>'
                        % (indent, link.name, k, shape[0], _fmt(shape[1]), _origin(collision.origin),
-                          bits[0], bits[1], solref, surface, _fmt(rgba)))
+                          bits[0], bits[1], pad_solref if pad else solref, surface, _fmt(rgba)))
         for k, visual in enumerate(link.visuals):
             shape = _geometry(visual.geometry)
             if shape is None:
@@ -199,7 +209,7 @@ def mjcf_from_urdf(robot, limits, joint_names=BOARD_JOINTS, table=False,
         surface = ''
         if finger:
             surface = ' condim="%d" friction="%s"' % (FINGER_CONDIM, _fmt(FINGER_FRICTION))
-        out += geoms(link, inner, bits, surface)
+        out += geoms(link, inner, bits, surface, pad=finger)
         for child in children.get(link.name, []):
             out += body(child, depth + 1)
         out.append('%s</body>' % indent)

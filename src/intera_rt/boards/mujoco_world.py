@@ -7,7 +7,8 @@ inertial given explicitly (mass, centre of mass, full inertia), one geom per col
 cylinder, sphere, plane, mesh as its convex hull's vertices: MuJoCo collides convex shapes).
 Friction: the collision's mu is MuJoCo's sliding friction (MuJoCo's is isotropic, so mu2 is
 not used), and it governs the model's contacts with the cell, the arm and the fingers (geom
-priority; where two models meet MuJoCo takes the larger mu, ODE the smaller); torsional
+priority; the finger pads share it with no friction of their own, their compliance their
+own; where two models meet MuJoCo takes the larger mu, ODE the smaller); torsional
 friction (condim 4) keeps a grasped body from pivoting between two finger pads.
 Collision bits: moving bodies touch everything (the arm, the fingers, the table and floor,
 obstacles and each other); anchored ones touch what moves, as the cell's fixed geoms do.
@@ -17,6 +18,7 @@ import numpy as np
 
 import mujoco
 
+from intera_rt.boards.mjcf import MODEL_PRIORITY
 from intera_rt.world.model import Pose, WorldError
 
 PREFIX = 'world/'
@@ -114,7 +116,7 @@ def add_model(spec, model, pose, solref, friction_extra=(0.005, 0.0001)):
             g.contype, g.conaffinity = bits
             # The model's friction governs its contacts with the cell, the arm and the
             # fingers (priority); two models meeting take the larger of theirs.
-            g.priority = 1
+            g.priority = MODEL_PRIORITY
             g.condim = 4
             g.friction = [c.friction.mu, friction_extra[0], friction_extra[1]]
             g.solref = list(solref)
