@@ -100,6 +100,38 @@ def own_robot(args, log_path, boot_timeout):
         robot.stop()
 
 
+def _call_into(conn, fn, args):
+    try:
+        conn.send(('ok', fn(*args)))
+    except Exception as exc:  # noqa: BLE001 - carried back to the caller, who reports it
+        conn.send(('error', '%s: %s' % (type(exc).__name__, exc)))
+    conn.close()
+
+
+def in_own_process(fn, *args, timeout=3600.0):
+    """fn(*args) in a fresh process, its (picklable) result returned: rospy can be brought
+    up once per process, so each own_robot measurement after the first needs its own.
+    RuntimeError with the child's error when it raised, died or took over `timeout` s."""
+    import multiprocessing
+    ctx = multiprocessing.get_context('spawn')
+    ours, theirs = ctx.Pipe(duplex=False)
+    child = ctx.Process(target=_call_into, args=(theirs, fn, args), daemon=True)
+    child.start()
+    theirs.close()
+    try:
+        if not ours.poll(timeout):
+            child.kill()
+            raise RuntimeError('%s took over %.0f s' % (fn.__name__, timeout))
+        kind, value = ours.recv()
+    except EOFError:
+        raise RuntimeError('%s: its process died (exit %s)' % (fn.__name__, child.exitcode)) from None
+    finally:
+        child.join(10.0)
+    if kind == 'error':
+        raise RuntimeError(value)
+    return value
+
+
 def wait_for(predicate, timeout, what, interval=0.01):
     """Poll predicate() until truthy and return its value; RuntimeError naming `what` after
     `timeout` s."""

@@ -25,6 +25,7 @@ import time
 import mujoco
 import numpy as np
 
+from intera_rt.bench import in_own_process
 from intera_rt.boards.base import GripperCommand
 from intera_rt.boards.mujoco_boards import gripper_fragment
 from intera_rt.control import commands as cmds
@@ -525,8 +526,11 @@ def run(out_dir='bench_out', quick=False):
     errors = {}
     for name, call in (('plant', lambda: measure_plant(1000 if quick else 5000)),
                        ('pick_place', lambda: measure_pick_place(5 if quick else 50)),
-                       ('pick_place_ros', lambda: measure_pick_place_ros(out_dir, 3 if quick else 50)),
-                       ('lockstep', lambda: measure_lockstep(out_dir, 3.0 if quick else 10.0))):
+                       # one robot per process: rospy comes up once per process
+                       ('pick_place_ros', lambda: in_own_process(
+                           measure_pick_place_ros, out_dir, 3 if quick else 50)),
+                       ('lockstep', lambda: in_own_process(
+                           measure_lockstep, out_dir, 3.0 if quick else 10.0))):
         print('[bench]   picking/%s ...' % name, flush=True)
         try:
             out[name] = call()
