@@ -121,7 +121,8 @@ def test_the_import_reader_sees_every_kind_of_import():
     tests below could not fail)."""
     targets = {t for _, t in GRAPH['intera_rt.boards.gazebo']}
     assert 'intera_rt.boards.base' in targets                   # from pkg.module import name
-    assert 'intera_rt.boards.remote' in targets                 # inside a method
+    assert 'intera_rt.boards.remote' in {t for _, t in GRAPH['intera_rt.boards.gazebo_launch']}
+    # (that one: inside a function)
     assert 'intera_rt.model' in {t for _, t in GRAPH['intera_rt.boards.board_server']}
     graph = {'a': [(1, 'b')], 'b': [(2, 'c')], 'c': [(3, 'a')], 'd': [(4, 'a')]}
     assert _cycles(graph) == [['a', 'b', 'c']]

@@ -177,7 +177,7 @@ def test_the_embedded_plant_feels_the_gripper_on_an_obstacle(model):
 
 
 def test_a_tool_with_a_mesh_is_refused_naming_its_link(armnav_xml):
-    """The adapter then keeps the arm's shapes and logs why (realtime_loop._tool_shapes)."""
+    """The adapter then keeps the arm's shapes and logs why (ros.carried_tool.CarriedTool._tool_shapes)."""
     mesh = ('<robot name="t"><link name="scoop"><collision><geometry>'
             '<mesh filename="package://nowhere/scoop.stl"/></geometry></collision></link>'
             '<joint name="scoop_joint" type="fixed"><parent link="right_hand"/>'

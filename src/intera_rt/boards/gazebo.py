@@ -17,13 +17,11 @@ its own, are taken off it. No joint state for `stall_timeout` wall seconds fault
 This module talks ROS (rospy and message packages, imported when the boards are configured;
 never intera_rt.ros); it runs in the realtime core's process as the node `realtime_boards`.
 Option `standin` starts intera_rt.ros.gazebo_standin (MuJoCo as Gazebo sees the URDF,
-behind the same topics and services) as a child process. Design notes: docs/backends.md.
+behind the same topics and services) as a child process (boards.gazebo_launch). Design
+notes: docs/backends.md.
 """
 import math
-import os
 import struct
-import subprocess
-import sys
 import threading
 import time
 
@@ -31,6 +29,8 @@ import numpy as np
 import pinocchio as pin
 
 from intera_rt.boards.base import BackendOption, BoardsError, BoardsReading, JointBoards
+from intera_rt.boards import gazebo_launch
+from intera_rt.boards.gazebo_launch import SPAWN_Z, UNPAUSE_AFTER, UNPAUSE_EVERY  # noqa: F401 (SPAWN_Z re-exported)
 from intera_rt.boards.gazebo_model import BrakeHold, _shift, body_com, gazebo_body  # noqa: F401 (re-exported)
 from intera_rt.direct_writes import direct_publisher
 from intera_rt.model.urdf_fragments import with_electric_gripper
@@ -47,13 +47,6 @@ CONNECT_TIMEOUT = 180.0               # wall s for Gazebo's first joint state: a
 SERVICE_TIMEOUT = 5.0                 # wall s a Gazebo service may take
 WATCHDOG = 0.02                       # s of Gazebo time without a command from the loop
                                       # before the boards hold the arm themselves
-UNPAUSE_AFTER = 1.0                   # wall s of silence at connect before unpausing Gazebo
-UNPAUSE_EVERY = 5.0                   # wall s between unpause attempts while none comes
-CLOCK_FREQUENCY = 50.0                # Hz of Gazebo's /clock (launch/sawyer_gazebo.launch):
-                                      # the robot's own sim-time /clock step (20 ms); the
-                                      # loop ticks on joint states, not on /clock
-SPAWN_Z = 0.93                        # m: the base above Gazebo's ground plane (the
-                                      # pedestal's height; sawyer_simulator's -z)
 STANDIN_CONTROLLERS = ('joint_state_controller', CONTROLLER)
 TELEPORT_MATCH = 0.01                 # rad: a joint state this near a teleport's pose shows it
 TELEPORT_WINDOW = 0.05                # s of Gazebo time a teleport's states may take to come
@@ -255,39 +248,12 @@ class GazeboBoards(JointBoards):
         self.stats['dropped_commands'] += 1
 
     def _unpause(self, waited):
-        """/gazebo/unpause_physics, if Gazebo offers it yet (logged either way: the caller
-        tries again until joint states come or connect_timeout runs out)."""
-        from std_srvs.srv import Empty
-        rospy = self._rospy
-        what = ('gazebo backend: no joint state on %s after %.0f s (of connect_timeout %.0f s)'
-                % (self.state_topic, waited, self.connect_timeout))
-        try:
-            rospy.wait_for_service('/gazebo/unpause_physics', 1.0)
-            rospy.ServiceProxy('/gazebo/unpause_physics', Empty)()
-            rospy.loginfo('%s: Gazebo unpaused; waiting for its controllers' % what)
-        except (rospy.ROSException, rospy.ServiceException) as exc:
-            rospy.loginfo('%s: Gazebo not up yet (%s); trying again in %g s'
-                          % (what, exc, UNPAUSE_EVERY))
+        gazebo_launch.unpause(self._rospy, self.state_topic, waited, self.connect_timeout)
 
     def _start_standin(self):
-        """The stand-in as launch/sawyer_gazebo.launch starts Gazebo: paused, /clock at
-        CLOCK_FREQUENCY, the arm at SPAWN_Z (at the zero pose: the launch file's -J is the
-        boot pose, which the core teleports to anyway), the controllers loaded and started."""
-        if not self._rospy.has_param('/gazebo/pub_clock_frequency'):
-            self._rospy.set_param('/gazebo/pub_clock_frequency', CLOCK_FREQUENCY)
-        share = os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '..', '..',
-                             'share', 'gazebo', 'controllers.yaml')
-        args = [sys.executable, '-m', 'intera_rt.ros.gazebo_standin',
-                '--namespace', self.namespace, '--controller', self.controller,
-                '--model-name', self.model_name, '--real-time-factor', repr(self.real_time_factor),
-                '--paused', '-z', repr(SPAWN_Z), '--controllers-yaml', os.path.normpath(share),
-                '--spawn-controllers'] + list(STANDIN_CONTROLLERS)
-        from intera_rt.boards.remote import _die_with_parent
-        self._standin = subprocess.Popen(args, stdin=subprocess.PIPE,
-                                         env=dict(os.environ, PYTHONUNBUFFERED='1'),
-                                         preexec_fn=_die_with_parent)
-        self._standin.stdin.write(self._urdf.encode())
-        self._standin.stdin.close()
+        self._standin = gazebo_launch.start_standin(
+            self._rospy, self._urdf, self.namespace, self.controller, self.model_name,
+            self.real_time_factor, STANDIN_CONTROLLERS)
 
     def on_shutdown(self):
         if self._pub is not None:
@@ -300,11 +266,7 @@ class GazeboBoards(JointBoards):
             self._pub.unregister()
             self._pub = None
         if self._standin is not None:
-            self._standin.terminate()
-            try:
-                self._standin.wait(5.0)
-            except subprocess.TimeoutExpired:
-                self._standin.kill()
+            gazebo_launch.stop_standin(self._standin)
             self._standin = None
 
     def describe(self):

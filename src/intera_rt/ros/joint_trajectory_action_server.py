@@ -17,9 +17,8 @@ position, velocity), rate, action_ns, path_tolerance, goal_tolerance,
 stopped_velocity_tolerance, goal_time, velocity_kp, command_lead, force_threshold; a goal's
 own tolerances override them (> 0 sets, 0 keeps the default, < 0 disables).
 
-Beyond the robot (seed 004; docs/motion.md): ~interaction_control_command runs the goals
-that follow under interaction control, ended by ~force_threshold; ~state and ~query_state
-are those of ROS's joint_trajectory_controller (~: the parameters' namespace).
+Beyond the robot (seed 004; docs/motion.md): compliant goals, ~state and ~query_state
+(intera_rt.ros.jtas_extras).
 """
 import math
 import sys
@@ -29,21 +28,18 @@ import time
 import numpy as np
 import rospy
 from actionlib_msgs.msg import GoalStatus
-from control_msgs.msg import (FollowJointTrajectoryAction, FollowJointTrajectoryResult,
-                              JointTrajectoryControllerState)
-from control_msgs.srv import QueryTrajectoryState, QueryTrajectoryStateResponse
-from intera_core_msgs.msg import EndpointState, InteractionControlCommand, JointCommand
+from control_msgs.msg import FollowJointTrajectoryAction, FollowJointTrajectoryResult
+from intera_core_msgs.msg import JointCommand
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64
 
 from intera_rt import joint_trajectory as jt
-from intera_rt.control.base import CommandRejected
-from intera_rt.control.interaction_params import describe, parse
 from intera_rt.robot import ARM_JOINTS
 from intera_rt.ros import jtas_commands as commands
-from intera_rt.ros import jtas_params, robot_commands
+from intera_rt.ros import jtas_params
 from intera_rt.ros.actions import MIN_RESULT_DELAY, StatusHoldingServer
 from intera_rt.ros.arm_conditions import ArmConditions
+from intera_rt.ros.jtas_extras import LIMB_NS, Extras
 from intera_rt.ros.jtas_other_servers import OtherServers
 from intera_rt.ros.node import init_node
 
@@ -51,9 +47,6 @@ DEFAULT_SPEED_RATIO = 0.3       # the robot's set_speed_ratio default
 STALE_JOINT_STATES = 2.0        # s of robot time without /robot/joint_states: abort
 STALE_CONFIRM = 0.5             # wall s the condition must persist (a starved process catching up)
 SILENT_ROBOT = 30.0             # wall s without joint states: abort even if the clock stopped too
-LIMB_NS = '/robot/limb/right/'
-INTERACTION_RESEND = 0.25       # s of robot time: re-send a compliant goal's parameters while
-                                # the robot is not (yet) in interaction control
 
 
 class _Active:
@@ -104,10 +97,6 @@ class JointTrajectoryActionServer:
         self.stopping = None
         self.yielded_to = None       # the other server's node name(s) while this one yields
         self._serving = False
-        self._compliance = None      # the latched InteractionControlCommand for goals (None: stiff)
-        self._interacting = False    # this server put the robot in interaction control
-        self._force = None           # the endpoint's force (N, base) while it is watched
-        self._traj = None            # the trajectory commanded last (query_state)
 
         self.limits = jtas_params.wait_for_limits(self.arm)
         self.defaults = jt.Tolerances.uniform(len(self.arm), **self.defaults_args)
@@ -118,11 +107,7 @@ class JointTrajectoryActionServer:
                          tcp_nodelay=True)
         self.conditions = ArmConditions.listen(cuff=True)   # why the arm cannot move (the cuff too, as the SDK's)
         rospy.Subscriber(LIMB_NS + 'set_speed_ratio', Float64, self._on_speed_ratio, queue_size=10)
-        self.pub_interaction = rospy.Publisher(LIMB_NS + 'interaction_control_command',
-                                               InteractionControlCommand, queue_size=10)
-        self.pub_state = rospy.Publisher(params + 'state', JointTrajectoryControllerState,
-                                         queue_size=10)
-        self._endpoint_sub = None    # subscribed with the first compliant command
+        self.extras = Extras(self)   # compliant goals, ~state, ~query_state
         jtas_params.force_threshold(params)      # (subscribes to its changes now, not at a goal)
 
         # Serve only once the robot's state is known: a goal sent as soon as the action is
@@ -147,9 +132,7 @@ class JointTrajectoryActionServer:
         self._thread = threading.Thread(target=self._run, name='jtas_control', daemon=True)
         self._thread.start()
         self.others.watch(self._on_others, self._yielded)
-        rospy.Service(params + 'query_state', QueryTrajectoryState, self._on_query_state)
-        rospy.Subscriber(params + 'interaction_control_command', InteractionControlCommand,
-                         self._on_interaction_command, queue_size=10)
+        self.extras.serve()
         rospy.on_shutdown(self._on_shutdown)
 
     # --- another server of the action: yield to it --------------------------------------------
@@ -212,65 +195,6 @@ class JointTrajectoryActionServer:
     def _on_speed_ratio(self, msg):
         if math.isfinite(msg.data):
             self._ratio = min(1.0, max(0.0, float(msg.data)))      # as the robot clips it
-
-    def _on_interaction_command(self, msg):
-        """~interaction_control_command: the goals that follow run under interaction control
-        with these parameters (active), or stiffly (inactive). A command the robot would
-        refuse is refused here, naming the field, and changes nothing."""
-        where = self.params_ns + 'interaction_control_command'
-        if msg.interaction_control_active:
-            try:
-                parsed, _ = parse(robot_commands.interaction_command(msg))
-            except CommandRejected as exc:
-                rospy.logerr('joint_trajectory_action_server: %s rejected: %s; goals run as '
-                             'before (%s)', where, exc,
-                             'compliant' if self._compliance is not None else 'stiff')
-                return
-            if self._endpoint_sub is None:
-                self._endpoint_sub = rospy.Subscriber(LIMB_NS + 'endpoint_state', EndpointState,
-                                                      self._on_endpoint, queue_size=1,
-                                                      tcp_nodelay=True)
-            rospy.loginfo('joint_trajectory_action_server: goals that follow run under %s',
-                          describe(parsed))
-        else:
-            rospy.loginfo('joint_trajectory_action_server: goals that follow run stiffly (%s '
-                          'inactive)', where)
-        with self.lock:
-            self._compliance = msg if msg.interaction_control_active else None
-            if self._compliance is None and self.active is None and self.stopping is None:
-                self._leave_interaction()
-
-    def _on_endpoint(self, msg):
-        f = msg.wrench.force
-        self._force = (f.x, f.y, f.z)
-
-    def _enter_interaction(self, act, now):
-        """Send the compliant goal's parameters to the robot (its TRAJECTORY_MODE setpoints
-        then move the interaction controller's reference)."""
-        self.pub_interaction.publish(act.compliance)
-        act.sent_at = now
-        self._interacting = True
-
-    def _leave_interaction(self):
-        """Back to stiff position control, if this server left the robot in interaction
-        control (one a user started stays theirs)."""
-        if self._interacting:
-            self._interacting = False
-            if self.conditions.controller == 'interaction':
-                self.pub_interaction.publish(InteractionControlCommand(interaction_control_active=False))
-
-    def _on_query_state(self, req):
-        """~query_state: the sample of the trajectory commanded last at req.time (holding
-        its last point after its end), for every arm joint."""
-        with self.lock:
-            traj = self._traj
-        try:
-            p, v, a = jt.query(traj, req.time.to_sec())
-        except ValueError as exc:
-            rospy.logerr('joint_trajectory_action_server: query_state: %s', exc)
-            raise rospy.ServiceException('query_state: %s' % exc) from None
-        return QueryTrajectoryStateResponse(name=list(self.arm), position=p.tolist(),
-                                            velocity=v.tolist(), acceleration=a.tolist())
 
     # --- robot conditions ----------------------------------------------------------------
     def _robot_why_not(self):
@@ -348,14 +272,14 @@ class JointTrajectoryActionServer:
             self.stopping.finish(self)
         self.stopping = None
         gh.set_accepted('accepted')
-        compliance = self._compliance
+        compliance = self.extras.command
         if compliance is not None:
             self.active = _Active(gh, plan, compliance, jtas_params.force_threshold(self.params_ns))
-            self._enter_interaction(self.active, now)
+            self.extras.enter(self.active, now)
         else:
-            self._leave_interaction()
+            self.extras.leave()
             self.active = _Active(gh, plan)
-        self._traj = plan.trajectory
+        self.extras.traj = plan.trajectory
         if self.mode == 'position' and compliance is None:
             commands.warn_if_faster_than_ratio(plan, self._ratio, self.limits)
         kinds = {k: plan.kinds.count(k) for k in sorted(set(plan.kinds))}
@@ -377,7 +301,7 @@ class JointTrajectoryActionServer:
                                           'preempted', jt.SUCCESSFUL,
                                           'cancelled; the arm stopped and holds its position',
                                           compliant)
-                self._traj = self.stopping.trajectory
+                self.extras.traj = self.stopping.trajectory
                 rospy.loginfo('joint_trajectory_action_server: goal %s cancelled: stopping the arm',
                               gid)
             else:
@@ -474,13 +398,11 @@ class JointTrajectoryActionServer:
         now = max(now, t_meas)
         traj = act.plan.trajectory
         if act.compliance is not None:
-            over = jt.force_exceeded(self._force, act.threshold, t_meas - traj.t_start)
+            over = self.extras.watch(act, now, t_meas)
             if over is not None:
                 return self._abort(act, over.code, over.message)
-            if self.conditions.controller != 'interaction' and now - act.sent_at > INTERACTION_RESEND:
-                self._enter_interaction(act, now)       # (a first message can go unheard)
         outcome = act.monitor.update(t_meas, q, qd)
-        self._publish_state(traj, t_meas, q, qd)
+        self.extras.publish_state(traj, t_meas, q, qd)
         if outcome is None:
             self._command(traj, now + self.lead, t_meas, q, act.compliance is not None)
             self._feedback(act, t_meas, q, qd)
@@ -507,9 +429,9 @@ class JointTrajectoryActionServer:
                 else jt.State(q, qd)
             self.stopping = _Stopping(jt.stop_trajectory(now, state, self.limits),
                                       act.gh, 'aborted', code, text, act.compliance is not None)
-            self._traj = self.stopping.trajectory
+            self.extras.traj = self.stopping.trajectory
         else:
-            self._traj = None        # the robot holds the arm where it stopped it
+            self.extras.traj = None   # the robot holds the arm where it stopped it
             self._finish(act.gh, 'aborted', code, text)
 
     def _run_stopping(self, now):
@@ -519,7 +441,7 @@ class JointTrajectoryActionServer:
         else:
             js = self._joints
             if js is not None:
-                self._publish_state(stop.trajectory, js[0], js[1], js[2])
+                self.extras.publish_state(stop.trajectory, js[0], js[1], js[2])
             if now < stop.trajectory.t_end:
                 self._command(stop.trajectory, now + self.lead, js[0] if js else now,
                               js[1] if js else None, stop.compliant)
@@ -541,10 +463,6 @@ class JointTrajectoryActionServer:
     def _command_hold(self, p, compliant=False):
         stamp = self._now() if self._joints is not None else None
         self.pub_cmd.publish(commands.hold_command(self._mode(compliant), self.arm, p, stamp))
-
-    def _publish_state(self, traj, t_meas, q, qd):
-        if self.pub_state.get_num_connections():
-            self.pub_state.publish(commands.controller_state(self.arm, traj, t_meas, q, qd))
 
     def _feedback(self, act, t_meas, q, qd):
         act.gh.publish_feedback(commands.feedback(act.plan, t_meas, q, qd))

@@ -41,13 +41,13 @@ from intera_rt.boards import backend_class, check_backend
 from intera_rt.control import commands as cmds
 from intera_rt.control.registry import ADDITIVES, CONTROLLERS, MONITORS, check_stage_options
 from intera_rt.model import RobotModel
-from intera_rt.model.avoidance import default_armnav_path, shape_links, tool_shapes
 from intera_rt.realtime import pipe
 from intera_rt.realtime import process as rt_process
 from intera_rt.realtime.state import StateView
 from intera_rt.robot import ARM_JOINTS, HEAD_NAMED_POSES, NAMED_POSES, SUPPRESS_TOPICS
 from intera_rt.ros import realtime_state_msgs as msgs
 from intera_rt.ros import robot_commands
+from intera_rt.ros.carried_tool import CarriedTool
 from intera_rt.ros.direct import Throttle, joint_command_key, periodic_publisher, raw_class
 from intera_rt.ros.node import init_node
 from intera_rt.ros.gazebo_world import GazeboWorld
@@ -133,21 +133,12 @@ class RealtimeLoop:
         # The model terms SEAJointState reports are computed here, off the realtime path.
         self._armature = backend_class(backend).plant_model(self.model).limit_arrays(
             ARM_JOINTS)['armature']
-        # The arm's dynamics with the tool it carries (the core's), for the published gravity
-        # and wrench terms; replaced whole when the tool changes.
-        self._dynamics = self.model.dynamics()
         self._zero_g_inputs = {}         # device → pressed, as last sent to the core
         self._realtime_key, self._realtime_at = None, -math.inf   # last realtime_state sent
         self._homing_key, self._homing_at = None, -math.inf       # last homing_states sent
-        # The avoidance shapes' links, in the order the core's collision_avoidance stage
-        # numbers them.
-        armnav = rospy.get_param('/robot/armnav_robot_description', None)
-        if armnav is None:
-            with open(default_armnav_path()) as f:
-                armnav = f.read()
-        self._armnav = armnav
-        self._armnav_links = self._avoidance_links = shape_links(armnav) \
-            if msgs.HAS_AVOIDANCE or msgs.HAS_SAFETY_STATUS else None
+        # The arm's dynamics and avoidance shapes with the tool it carries (the core's).
+        self.tool = CarriedTool(self.model, self._send,
+                                with_links=msgs.HAS_AVOIDANCE or msgs.HAS_SAFETY_STATUS)
         self._status_key = None          # last safety_status sent
         self.state = None                # the core's latest state (a StateView)
         self._published_any = False      # a state from the core is out
@@ -281,7 +272,8 @@ class RealtimeLoop:
             lambda m: send(robot_commands.head_command(m)), queue_size=10)
         # URDF fragments (/robot/urdf; the gripper device sends its own) and the tips clients
         # ask for: tip_states; what the fragments weigh: the core's dynamics and plant.
-        self.tips = TipStates(self.model, on_change=self._on_model_change)
+        self.tips = TipStates(self.model, on_change=lambda _: self.tool.on_model_change(
+            self.tips.fragments.manager))
         sub(ns + 'interaction_control_command', InteractionControlCommand,
             lambda m: send(robot_commands.interaction_command(m)), queue_size=10)
         # Zero-G inputs, as the IO devices report them.
@@ -304,34 +296,6 @@ class RealtimeLoop:
             raise ValueError('~world: the %s backend has no world' % rospy.get_param('~backend', 'embedded'))
 
     # --- inputs -----------------------------------------------------------------------
-    def _on_model_change(self, change):
-        """A fragment changed the robot's model (model.urdf_fragments.Change): the core's
-        dynamics and a simulated plant carry what the fragments weigh from the next tick."""
-        manager = self.tips.fragments.manager
-        tool = manager.tool()
-        dynamics = self.model.dynamics()
-        dynamics.set_tool(tool)
-        shapes = self._tool_shapes(manager.fragment_xml())
-        self._send(cmds.SetTool(tool=tool, shapes=shapes))
-        self._dynamics = dynamics
-        if self._armnav_links is not None:
-            self._avoidance_links = shapes.shape_links if shapes else self._armnav_links
-        rospy.loginfo('realtime_loop: the arm carries %s', 'a tool of %.3f kg (on %s)' % (
-            tool.mass, ', '.join(name for name, _ in tool.loads)) if tool else 'no tool')
-
-    def _tool_shapes(self, fragment_xml):
-        """Collision avoidance's shapes with the fragments' (model.avoidance.ToolShapes), the
-        pair selection done here, off the realtime path; None without fragments or when
-        their shapes cannot be grown (meshes: the armnav shapes alone, logged)."""
-        if fragment_xml is None:
-            return None
-        try:
-            return tool_shapes(self._armnav, fragment_xml)
-        except ValueError as exc:
-            rospy.logwarn('realtime_loop: collision avoidance keeps the arm\'s shapes only: the '
-                          'tool\'s cannot join them (%s)', exc)
-            return None
-
     def _on_joint_commands(self, raws, connection):
         """The joint commands one read of a connection brought (wire form), in order: the
         latest of each (mode, names) is applied, in the order of those latest ones."""
@@ -481,12 +445,12 @@ class RealtimeLoop:
             self._joint_state_seq += 1
             self.pub_joints.publish(msgs.joint_state_msg(view, header.stamp, self._joint_state_seq))
         if wanted(self.pub_sea):
-            self.pub_sea.publish(msgs.sea_msg(view, header, self._dynamics, self._armature))
+            self.pub_sea.publish(msgs.sea_msg(view, header, self.tool.dynamics, self._armature))
         all_tips = wanted(self.pub_tips)
         if all_tips or wanted(self.pub_endpoint):
             model, names = self.tips.view
             names = names if all_tips else names[:1]
-            tips = [msgs.endpoint_msg(view, model, self._dynamics, tip, header.stamp) for tip in names]
+            tips = [msgs.endpoint_msg(view, model, self.tool.dynamics, tip, header.stamp) for tip in names]
             self.pub_endpoint.publish(tips[0])
             if all_tips:
                 self.pub_tips.publish(EndpointStates(header=Header(stamp=header.stamp, frame_id='base'),
@@ -500,7 +464,7 @@ class RealtimeLoop:
         if wanted(self.pub_avoidance):
             self.pub_avoidance.publish(CollisionAvoidanceState(
                 header=header, other_arm=False,
-                collision_object=msgs.avoidance_objects(view, self._avoidance_links)))
+                collision_object=msgs.avoidance_objects(view, self.tool.avoidance_links)))
         if wanted(self.pub_realtime):
             self._publish_realtime_state(header)
         if self.pub_safety is not None:
@@ -527,12 +491,12 @@ class RealtimeLoop:
 
     def _publish_safety_status(self, header):
         """/intera_rt/safety_status (latched) whenever what it reports changes."""
-        key = msgs.safety_status_key(self.state, self._avoidance_links)
+        key = msgs.safety_status_key(self.state, self.tool.avoidance_links)
         if key == self._status_key:
             return
         self._status_key = key
         scaling = self._options.get('collision_avoidance', {}).get('velocity_scaling', False)
-        self.pub_safety.publish(msgs.safety_status_msg(self.state, header, self._avoidance_links,
+        self.pub_safety.publish(msgs.safety_status_msg(self.state, header, self.tool.avoidance_links,
                                                        scaling))
 
     def _publish_homing(self):
