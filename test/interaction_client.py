@@ -120,7 +120,7 @@ def push(ros, wrench, hold, steps=10, ramp=0.4):
         resp = ros['apply_wrench']('right_hand', Wrench(force=Vector3(*w[:3]), torque=Vector3(*w[3:])),
                                    t_end - now())
         assert resp.success, resp.message
-        time.sleep(ramp / steps)
+        time.sleep(ramp / steps)        # the ramp's cadence, not a wait
     return t_end
 
 

@@ -186,9 +186,16 @@ def _at_rest_and_holding(ros):
     from rosharness import wait_for
     wait_for(lambda: np.abs(speeds(ros)).max() < 0.01, 10.0, 'the arm at rest')
     q = angles(ros)
-    ros['joints'].wait_new(2.0)
-    time.sleep(0.5)
-    assert np.abs(angles(ros) - q).max() < 1e-3                # and it stays there
+    # and it stays there: watched over the next 0.5 s of robot time
+    t = ros['joints'].get().header.stamp.to_sec()
+    worst = [0.0]
+
+    def watched():
+        msg = ros['joints'].get()
+        worst[0] = max(worst[0], np.abs(angles(ros) - q).max())
+        return msg.header.stamp.to_sec() >= t + 0.5
+    wait_for(watched, 10.0, 'joint states over 0.5 s of robot time')
+    assert worst[0] < 1e-3, worst[0]
     return q
 
 

@@ -160,7 +160,7 @@ def test_a_10_khz_command_flood_does_not_starve_the_robot(at_neutral, robot):
             assert list(fk(fk_req).isValid) == [True]
             assert sim('nothing_here').success is False
             latencies.append(time.monotonic() - s)
-            time.sleep(0.5)
+            time.sleep(0.5)         # the probes' cadence while the flood lasts (not a wait)
         w1 = time.time()
         sent = flood.sent
         # What was published by w1 has arrived once a later message of each topic has.

@@ -146,8 +146,11 @@ def test_efforts_move_the_joints_and_set_model_configuration_places_them_at_rest
     from sensor_msgs.msg import JointState
     from std_msgs.msg import Float64MultiArray
     import rospy
+    from rosgraph_msgs.msg import Log
     joints = Series(NS + '/joint_states', JointState)
     pub = rospy.Publisher(NS + '/effort_controller/command', Float64MultiArray, queue_size=1)
+    logs = []
+    sub_log = rospy.Subscriber('/rosout', Log, lambda m: logs.append(m.msg), queue_size=100)
     try:
         q = [0.0, -1.18, 0.0, 2.18, 0.0, 0.57, 3.3161, 0.0]
         reply = _call('/gazebo/set_model_configuration', SetModelConfiguration,
@@ -175,12 +178,15 @@ def test_efforts_move_the_joints_and_set_model_configuration_places_them_at_rest
             pytest.fail('head_pan did not turn under 2 N·m: %s' % (joints.last().position,))
         refused = Float64MultiArray(data=[1.0] * 3)
         pub.publish(refused)            # (the wrong length: refused and logged, nothing applied)
-        time.sleep(0.2)
-        assert joints.last().effort[7] == 2.0
+        wait_for(lambda: any('Dimension of command (3)' in line for line in logs), 10.0,
+                 'the stand-in refusing the 3-element command')
+        said = stamp(joints.last())
+        assert joints.wait(lambda m: stamp(m) > said, 5.0, 'a joint state after the refusal').effort[7] == 2.0
     finally:
         pub.publish(Float64MultiArray(data=[0.0] * 8))
         pub.unregister()
         joints.unregister()
+        sub_log.unregister()
 
 
 def test_the_backend_waits_for_a_slow_gazebo_and_unpauses_it_when_it_comes(world, standin):

@@ -204,7 +204,7 @@ def test_pause_stops_physics_and_time(scene):
         r = gz['set_model_state'](ModelState('block', pose(0.7, 0.1, 1.2), Twist(), ''))
         assert r.success, r.status_message
         import time
-        time.sleep(0.5)
+        time.sleep(0.5)     # an observation window: paused, nothing may fall or tick in it
         # Nothing falls, the world's time stands.
         assert near(where(gz, 'block'), (0.7, 0.1, 1.2))
         assert gz['get_world_properties']().sim_time == t0

@@ -100,7 +100,7 @@ def send_fragment(ros, urdf, joint, link='right_gripper_tip'):
     msg = URDFConfiguration(time=rospy.Time.now(), link=link, joint=joint, urdf=urdf)
     for _ in range(5):
         ros['pub'].publish(msg)
-        rospy.sleep(0.2)
+        rospy.sleep(0.2)        # the script's 5 Hz cadence; callers wait for the effect
 
 
 def test_right_gripper_tip_is_in_tf_fk_ik_and_tip_states(ros):

@@ -157,7 +157,7 @@ def test_home_joints_pattern_through_ros(robot):
             if all(s == HomingState.HOMED for s in homing.get().state):
                 break
             pub.publish(cmd)
-            time.sleep(1.0)
+            time.sleep(1.0)         # home_joints.py's 1 Hz republish, inside the deadline loop
         sub.unregister()
         assert all(s == HOMED for s in homing.msg.state), homing.msg
         assert (HOMING,) * 7 in seen, seen                 # on change: HOMING was published

@@ -847,7 +847,7 @@ def test_bad_input(world, k):
                 assert e.check(result), 'no clear rejection (%s) in the result: %r' % (e.words, result)
             else:
                 rosout.wait(e.pattern, mark, e.node)
-        time.sleep(SETTLE)
+        time.sleep(SETTLE)      # the observation window: a wrongly taken input would move the arm in it
         moved_by, joint = arm.excursion()
         limit = k.options.get('moves', STILL)
         assert moved_by < limit, 'the arm moved: %s by %.4f rad (allowed %.4f)' % (joint, moved_by, limit)

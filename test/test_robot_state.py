@@ -168,7 +168,7 @@ def test_enable_refused_while_stopped(ros):
     publish_until(pubs['stop'], Empty(), state, lambda s: s.stopped, 'stopped')
     for _ in range(30):
         pubs['enable'].publish(Bool(True))
-        rospy.sleep(0.01)
+        rospy.sleep(0.01)           # a script's requests over 0.3 s: the observation window
     state.wait_new(2.0)
     assert not state.get().enabled
     publish_until(pubs['reset'], Empty(), state, lambda s: not s.stopped, 'reset')
@@ -189,7 +189,7 @@ def test_disable_engages_brakes_and_ignores_commands(ros, robot):
         t_end = rospy.get_time() + 1.0
         while rospy.get_time() < t_end:
             cmd_pub.publish(JointCommand(mode=1, names=['right_j0'], position=[0.5]))
-            rospy.sleep(0.01)
+            rospy.sleep(0.01)       # 100 Hz commands over 1 s of robot time: the observation window
         assert np.abs(arm_positions(rec.wait_new(2)) - start).max() < 1e-4
     wait_for(lambda: 'joint_command ignored: the robot is disabled' in robot.log_path.read_text(),
              5.0, 'a log line saying why the command was ignored')
