@@ -74,8 +74,15 @@ def test_tight_joint_tolerances_slow_the_motion_to_min_time_rate(ros, joints):
     t0 = now()
     result, _ = run(ros, joints, g)
     assert result.result is True, result.errorId
-    # the rate slews at most 1/s: from 1.0 to 0.3 within 0.7 s of the start
-    cruise = [arm_velocities(m)[0] for m in joints.between(t0 + 1.0, t0 + 3.0)]
+    # The rate is lowered (at most 1/s) once the tracking error passes the tolerance, which
+    # takes a moment after the motion starts: it must be at its minimum within 2 s of the
+    # first joint state moving right_j0, then hold there for 1.5 s.
+    bound = 0.3 * PLANNED_PEAK * 1.10
+    start = next(stamp(m) for m in joints.between(t0) if abs(arm_velocities(m)[0]) > 0.01)
+    lowered = next((stamp(m) for m in joints.between(start + 0.3)
+                    if abs(arm_velocities(m)[0]) <= bound), None)
+    assert lowered is not None and lowered - start < 2.0, (start, lowered)
+    cruise = [arm_velocities(m)[0] for m in joints.between(lowered, lowered + 1.5)]
     assert cruise and max(cruise) <= 0.3 * PLANNED_PEAK * 1.10, 'cruised at %.3f rad/s' % max(cruise)
     assert np.median(cruise) >= 0.3 * PLANNED_PEAK * 0.90, 'cruised at %.3f rad/s' % np.median(cruise)
 

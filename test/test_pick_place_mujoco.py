@@ -130,7 +130,8 @@ def test_an_sdk_client_picks_a_block_carries_it_and_places_it(cell):
     move(cell, above, above, 3.0)                        # to the approach pose
     move(cell, above, at, 1.5)                           # down around the block
     g = grip(cell, CLOSED, lambda g: g.value('is_gripping') is True, 'the block gripped')
-    assert 0.02 < g.value('position_response_m') < 0.04  # stopped on the block, not closed
+    # stopped on the block, not closed (the compliant pads give ~0.7 mm each under the squeeze)
+    assert 0.018 < g.value('position_response_m') < 0.04
     lifted = at + (0, 0, 0.20)
     move(cell, at, lifted, 1.5)
     now, _ = block(cell)

@@ -46,9 +46,16 @@ class Recorder:
 
 def test_fixed_joints_are_latched_on_tf_static(robot, frames):
     from tf2_msgs.msg import TFMessage
-    with latest('/tf_static', TFMessage) as rec:
-        msg = rec.wait(10)
-    assert msg._connection_header['callerid'] == NODE
+    # Two latched publishers: robot_state_publisher's fixed joints, and the world service's
+    # world -> base (sawyer_simulator's frame; docs/world.md).
+    with Recorder('/tf_static', TFMessage) as rec:
+        ours = wait_for(lambda: [m for m in rec.snapshot()
+                                 if m._connection_header['callerid'] == NODE], 10.0,
+                        "robot_state_publisher's /tf_static")
+        msg = ours[-1]
+        others = [m for m in rec.snapshot() if m._connection_header['callerid'] != NODE]
+    for other in others:
+        assert [(t.header.frame_id, t.child_frame_id) for t in other.transforms] == [('world', 'base')]
     got = {(t.header.frame_id, t.child_frame_id): t for t in msg.transforms}
     assert set(got) == {(parent, child) for parent, child, _, _ in frames.fixed}
     assert len(got) == 17

@@ -106,9 +106,18 @@ def tip_frames(msg):
 
 def static_children():
     """Children on robot_state_publisher's latched /tf_static, as a new listener hears it."""
+    import rospy
     from tf2_msgs.msg import TFMessage
-    with latest('/tf_static', TFMessage) as rec:
-        msg = rec.wait(10, predicate=lambda m: m._connection_header['callerid'] == TF_NODE)
+    # Every message kept: /tf_static has a second latched publisher (the world service's
+    # world -> base), whose message may come last.
+    heard = []
+    sub = rospy.Subscriber('/tf_static', TFMessage, heard.append, queue_size=10)
+    try:
+        wait_for(lambda: [m for m in heard if m._connection_header['callerid'] == TF_NODE], 10.0,
+                 "robot_state_publisher's /tf_static")
+    finally:
+        sub.unregister()
+    msg = [m for m in heard if m._connection_header['callerid'] == TF_NODE][-1]
     return {t.child_frame_id for t in msg.transforms}
 
 
