@@ -201,12 +201,7 @@ class GazeboPhysics:
     def apply_body_wrench(self, model, body, force, torque, point, duration):
         """`force` and `torque` (base axes) at `point` (the body's frame) on `body` of
         `model` for `duration` s (< 0: until cleared)."""
-        bodies = [b.name for b in self._model(model).bodies()]
-        if body not in bodies:
-            raise KeyError('model %r has no body %r (its bodies: %s)'
-                           % (model, body, ', '.join(bodies)))
-        name = mujoco_world.body_name(model, body)
-        bid = mujoco.mj_name2id(self.m, mujoco.mjtObj.mjOBJ_BODY, name)
+        name, bid = mujoco_world.body_id(self.m, self._model(model), model, body)
         duration = float(duration)
         self._wrenches.append([bid, [bid], np.array(force, float), np.array(torque, float),
                                math.inf if duration < 0 else duration, name, (model, body),

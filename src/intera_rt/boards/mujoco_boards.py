@@ -384,12 +384,7 @@ class MujocoBoards(SimulatedPlant):
         return tuple(out)
 
     def apply_body_wrench(self, model, body, force, torque, point, duration):
-        world_model, _ = self._model(model)
-        if body not in [b.name for b in world_model.bodies()]:
-            raise KeyError('model %r has no body %r (its bodies: %s)'
-                           % (model, body, ', '.join(b.name for b in world_model.bodies())))
-        name = mujoco_world.body_name(model, body)
-        bid = mujoco.mj_name2id(self.m, mujoco.mjtObj.mjOBJ_BODY, name)
+        name, bid = mujoco_world.body_id(self.m, self._model(model)[0], model, body)
         duration = float(duration)
         self._wrenches.append([bid, np.array(force, float), np.array(torque, float),
                                math.inf if duration < 0 else duration, name, (model, body),

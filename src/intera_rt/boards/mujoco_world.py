@@ -32,6 +32,16 @@ def body_name(model, body):
     return '%s%s/%s' % (PREFIX, model, body)
 
 
+def body_id(m, world_model, model, body):
+    """(MuJoCo name, body id) of `body` of the spawned `world_model` (named `model`);
+    KeyError naming the model's bodies when it has no such body."""
+    bodies = [b.name for b in world_model.bodies()]
+    if body not in bodies:
+        raise KeyError('model %r has no body %r (its bodies: %s)' % (model, body, ', '.join(bodies)))
+    name = body_name(model, body)
+    return name, mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_BODY, name)
+
+
 def wxyz(quaternion):
     x, y, z, w = quaternion
     return [w, x, y, z]
