@@ -240,15 +240,22 @@ def measure_lockstep(out_dir, duration):
 
 
 # --- pick and place ----------------------------------------------------------------------
-def _trial(picker, rng, k):
-    """One pick-and-place at a random pose; (ok, failure kind or '', details)."""
-    top = picker.top
+def _trial_poses(rng):
+    """A trial's random block pose on the table (x, y, yaw) and its place point (px, py),
+    10-25 cm away, both within the reachable patch."""
     x, y, yaw = rng.uniform(0.55, 0.80), rng.uniform(-0.25, 0.25), rng.uniform(-math.pi / 4, math.pi / 4)
     for _ in range(100):
         angle, dist = rng.uniform(0, 2 * math.pi), rng.uniform(0.10, 0.25)
         px, py = x + dist * math.cos(angle), y + dist * math.sin(angle)
         if 0.55 <= px <= 0.80 and -0.25 <= py <= 0.25:
             break
+    return x, y, yaw, px, py
+
+
+def _trial(picker, rng, k):
+    """One pick-and-place at a random pose; (ok, failure kind or '', details)."""
+    top = picker.top
+    x, y, yaw, px, py = _trial_poses(rng)
     name = 'block%d' % k
     centre = top + BLOCK / 2
     picker.boards.spawn_model(parse_model_xml(block_sdf(name)),
@@ -435,12 +442,7 @@ class _SdkClient:
 def _ros_trial(c, rng, k):
     from geometry_msgs.msg import Pose as PoseMsg
     top = TABLE_TOP
-    x, y, yaw = rng.uniform(0.55, 0.80), rng.uniform(-0.25, 0.25), rng.uniform(-math.pi / 4, math.pi / 4)
-    for _ in range(100):
-        angle, dist = rng.uniform(0, 2 * math.pi), rng.uniform(0.10, 0.25)
-        px, py = x + dist * math.cos(angle), y + dist * math.sin(angle)
-        if 0.55 <= px <= 0.80 and -0.25 <= py <= 0.25:
-            break
+    x, y, yaw, px, py = _trial_poses(rng)
     name = 'block%d' % k
     centre = top + BLOCK / 2
     p = PoseMsg()
