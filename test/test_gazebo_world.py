@@ -259,6 +259,30 @@ def test_a_body_wrench_waits_for_its_start_time(scene):
     wait_for(lambda: where(gz, 'block')[1] > y0 + 0.02, TIMEOUT, 'the block pushed along y after its start')
 
 
+def test_a_wrench_on_the_robot_waits_for_its_start_time(gz):
+    """sawyer::right_l6 pushed 40 N along y for 0.3 s from 0.5 s ahead: the held arm keeps
+    its joints in every joint state stamped before start_time, and gives way after it."""
+    import numpy as np
+    import rospy
+    from geometry_msgs.msg import Point, Vector3, Wrench
+    from sensor_msgs.msg import JointState
+    from clients import Series, arm_positions, stamp
+    joints = Series('/robot/joint_states', JointState)
+    try:
+        q0 = np.array(arm_positions(joints.last()))
+        start = rospy.Time.now() + rospy.Duration(0.5)
+        r = gz['apply_body_wrench']('sawyer::right_l6', '', Point(), Wrench(Vector3(0, 40.0, 0), Vector3()),
+                                    start, rospy.Duration(0.3))
+        assert r.success, r.status_message
+        joints.wait_until(start.to_sec() + 0.3)
+        before = [np.abs(np.array(arm_positions(m)) - q0).max() for m in joints.between(0, start.to_sec() - 0.002)]
+        after = [np.abs(np.array(arm_positions(m)) - q0).max() for m in joints.between(start.to_sec())]
+    finally:
+        joints.unregister()
+    assert len(before) > 20 and max(before) < 2e-4, max(before)
+    assert max(after) > 1e-3, max(after)
+
+
 def test_obstacles_are_models_of_the_same_world(gz, robot):
     import rospy
     from intera_rt_msgs.srv import AddObstacle, RemoveObstacle

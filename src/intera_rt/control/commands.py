@@ -134,10 +134,11 @@ class SimError:
 @dataclass(frozen=True, kw_only=True)
 class SimWrench:
     """Push `wrench` (force N; torque N·m; in base, about the link origin) on `link` for
-    `duration` s."""
+    `duration` s, from `start` s of the core's loop time on (at or before now: at once)."""
     link: str
     wrench: Tuple[float, ...]
     duration: float
+    start: float = 0.0
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -75,7 +75,7 @@ class RealtimeCore(CommandInputs):
         self.active = self.hold
         self.head = HeadController(model)
         self.now = 0.0                  # s of loop time since boot (sim time under lockstep)
-        self._pending_wrenches = []     # SimBodyWrench with a start time to come
+        self._pending_wrenches = []     # SimWrench / SimBodyWrench with a start time to come
         self.tick_count = 0
         self.timeouts = 0
         self._last_command = -math.inf

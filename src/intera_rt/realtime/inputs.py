@@ -156,6 +156,9 @@ class CommandInputs:
             return False, '%s cannot apply external wrenches' % self.boards.describe()
         if not self.model.has_frame(c.link):
             return False, 'no link named %r in the robot model' % c.link
+        if c.start > self.now:
+            self._pending_wrenches.append(c)        # started by the tick that reaches c.start
+            return True, 'a wrench on %s from %.3f s of loop time' % (c.link, c.start)
         self.boards.apply_wrench(c.link, values, duration)
         return True, 'applying %s on %s for %.3f s' % (list(values), c.link, duration)
 
@@ -215,7 +218,7 @@ class CommandInputs:
         return result
 
     def _sim_delete_model(self, c):
-        self._pending_wrenches = [w for w in self._pending_wrenches if w.model != c.name]
+        self._pending_wrenches = [w for w in self._pending_wrenches if getattr(w, 'model', None) != c.name]
         result = self._world_call('deleted %s' % c.name, lambda: self.boards.delete_model(c.name))
         if result[0]:
             self._count_world()
@@ -240,13 +243,13 @@ class CommandInputs:
         due = [c for c in self._pending_wrenches if c.start <= self.now]
         self._pending_wrenches = [c for c in self._pending_wrenches if c.start > self.now]
         for c in due:
-            ok, why = self._sim_body_wrench(c)
+            ok, why = self._sim_wrench(c) if isinstance(c, cmds.SimWrench) else self._sim_body_wrench(c)
             if not ok:
                 self.log('warn', 'body-wrench', 'apply_body_wrench at %.3f s: %s' % (c.start, why))
 
     def _sim_clear_body_wrenches(self, c):
         self._pending_wrenches = [w for w in self._pending_wrenches
-                                  if (w.model, w.body) != (c.model, c.body)]
+                                  if (getattr(w, 'model', None), getattr(w, 'body', None)) != (c.model, c.body)]
         return self._world_call('cleared the wrenches on %s::%s' % (c.model, c.body),
                                 lambda: self.boards.clear_body_wrenches(c.model, c.body))
 

@@ -377,16 +377,17 @@ class GazeboWorld:
             force, torque = twist_to_world((force, torque), frame)
         except WorldError as exc:
             return ApplyBodyWrenchResponse(False, 'ApplyBodyWrench: %s' % exc)
+        # start_time is ROS time (0: now); the core counts its own loop time
+        start = req.start_time.to_sec()
+        start = self._loop.state.t + start - self._loop.stamp().to_sec() if start > 0 else 0.0
         if model == ROBOT_MODEL:
             if not duration > 0:
                 return ApplyBodyWrenchResponse(False, 'ApplyBodyWrench: duration: a wrench on the '
                                                'robot needs a duration > 0 s, got %r' % duration)
-            ok, message = self._call(cmds.SimWrench(link=link, wrench=force + torque, duration=duration))
+            ok, message = self._call(cmds.SimWrench(link=link, wrench=force + torque, duration=duration,
+                                                    start=start))
             return ApplyBodyWrenchResponse(ok, 'ApplyBodyWrench: %s' % message)
         body = self._body_of(model, link)
-        # start_time is ROS time (0: now); the core counts its own loop time
-        start = req.start_time.to_sec()
-        start = self._loop.state.t + start - self._loop.stamp().to_sec() if start > 0 else 0.0
         ok, message = self._call(cmds.SimBodyWrench(model=model, body=body, force=force, torque=torque,
                                                     point=point, duration=duration if duration > 0 else -1.0,
                                                     start=start))
