@@ -28,7 +28,7 @@ from urdf_parser_py.urdf import URDF, Box, Cylinder, Sphere
 from intera_rt.model.joint_frames import JointFrames, link_poses, pose_matrix
 from intera_rt.model.safe_xml import safe_urdf
 
-SPHERE, CYLINDER, BOX = 0, 1, 2
+SPHERE, CYLINDER, BOX, MESH = 0, 1, 2, 3       # MESH: drawn by MuJoCo's cameras only
 DEFAULT_COLOR = (0.6, 0.6, 0.6)
 AMBIENT, DIFFUSE, HEADLIGHT = 0.35, 0.55, 0.2
 LIGHT_DIR = np.array([0.3, 0.2, 1.0]) / np.linalg.norm([0.3, 0.2, 1.0])   # toward the light
@@ -43,13 +43,15 @@ PLANE_THICKNESS = 0.001                 # m: a plane is drawn as a thin box of i
 
 class Shape:
     """One visual primitive of a link: kind, dimensions (sphere: radius; cylinder: radius,
-    half length; box: half extents), pose in its link, colour, bounding-box corners."""
-    __slots__ = ('link', 'kind', 'dims', 'origin', 'color', 'corners')
+    half length; box: half extents; mesh: its scale), pose in its link, colour,
+    bounding-box corners (None for a mesh), the mesh's file (a mesh only)."""
+    __slots__ = ('link', 'kind', 'dims', 'origin', 'color', 'corners', 'mesh')
 
-    def __init__(self, link, kind, dims, origin, color):
+    def __init__(self, link, kind, dims, origin, color, mesh=None):
         self.link, self.kind, self.dims, self.origin = link, kind, dims, origin
         self.color = np.asarray(color, np.float32)
-        self.corners = _corners(self)
+        self.mesh = mesh
+        self.corners = None if kind == MESH else _corners(self)
 
 
 class Scene:
@@ -97,7 +99,7 @@ class Scene:
             if s.link != parent or s.link not in poses:
                 continue
             to_shape = np.linalg.inv(poses[s.link] @ s.origin)
-            if any(_inside(s, (to_shape @ p[:, 3])[:3]) for p in inner):
+            if any(contains(s, (to_shape @ p[:, 3])[:3]) for p in inner):
                 out.append(s)
         return out
 
@@ -147,8 +149,8 @@ def world_shapes(models, link_poses):
         models: /intera_rt/sim/world's list ({name, links: [{name, visuals: [{shape, size,
             position, quaternion}]}]}).
         link_poses: {"model::link": 4×4 pose in the root frame}; a link without one is left out.
-    Boxes, cylinders, spheres and planes (a thin box) are drawn; meshes are not (the
-    renderer has no triangles).
+    Boxes, cylinders, spheres, planes (a thin box) and meshes (kind MESH: the file and its
+    scale; MuJoCo's cameras draw them, this renderer has no triangles and leaves them out).
     """
     out = []
     for model in models:
@@ -168,10 +170,12 @@ def world_shapes(models, link_poses):
                     shape = (CYLINDER, (size[0], 0.5 * size[1]))
                 elif kind == 'plane':
                     shape = (BOX, (0.5 * size[0], 0.5 * size[1], 0.5 * PLANE_THICKNESS))
+                elif kind == 'mesh' and v.get('path'):
+                    shape = (MESH, tuple(size))
                 else:
                     continue
                 s = Shape(name, shape[0], shape[1], pose_matrix(v['position'], v['quaternion']),
-                          WORLD_COLOR)
+                          WORLD_COLOR, v.get('path') if shape[0] == MESH else None)
                 out.append((s, at @ s.origin))
     return out
 
@@ -269,7 +273,7 @@ def render(scene, positions, camera_pose, camera, screens=None, extra=()):
 
     Args:
         extra: [(Shape, 4×4 pose in the root frame)] drawn with the robot: the world's
-            models and the obstacles (world_shapes, obstacle_shapes).
+            models and the obstacles (world_shapes, obstacle_shapes); meshes left out.
         screens: {link: (H, W, 3) float32 linear rgb}: images shown on the +z face of each
             link's box (rows from +y down, columns along +x; see the module's docstring).
     Returns:
@@ -288,10 +292,12 @@ def render(scene, positions, camera_pose, camera, screens=None, extra=()):
     posed = scene.posed(positions) + list(extra)
     owner = np.full((h, w), -1, np.int32) if screens else None     # which shape is seen
     for k, (shape, pose) in enumerate(posed):
+        if shape.kind == MESH:
+            continue
         rel = world_to_cam @ pose                     # shape frame → camera frame
         r = rel[:3, :3].astype(np.float32)
         o = (-(r.T @ rel[:3, 3])).astype(np.float32)  # the camera's origin in the shape frame
-        if _inside(shape, o):
+        if contains(shape, o):
             continue
         box = cam.bbox(shape.corners @ rel[:3, :3].T + rel[:3, 3])
         if box is None:
@@ -388,7 +394,10 @@ def _background(scene, cam, rot, eye):
     return rgb.reshape(cam.height, cam.width, 3)
 
 
-def _inside(shape, o):
+def contains(shape, o):
+    """Whether point `o` (the shape's frame) lies inside `shape` (never inside a mesh)."""
+    if shape.kind == MESH:
+        return False
     if shape.kind == SPHERE:
         return float(o @ o) <= shape.dims[0] ** 2
     if shape.kind == CYLINDER:

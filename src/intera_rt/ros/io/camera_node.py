@@ -22,8 +22,8 @@ with the robot: the spawned models' visuals (the latched /intera_rt/sim/world) w
 cylinders, spheres, planes; meshes are not drawn) and /intera_rt/sim/obstacles' obstacles.
 
 With `--backend mujoco`, MuJoCo renders them offscreen in this process (mujoco_cameras:
-the backend's cell, table and sim obstacles; the head's screen is not drawn); without
-OpenGL, the software renderer does, with one warning.
+the backend's cell and table, and the same world shapes, meshes too; the head's screen is
+not drawn); without OpenGL, the software renderer does, with one warning.
 
 A frame is rendered only while a camera streams and something subscribes, at most at the
 camera's rate, rays at ~render_scale of the resolution; a still arm's last frame is resent.
@@ -91,14 +91,14 @@ class CameraStream:
 
     def publish(self, positions, stamp, brightness, screens=(0, None), extra=(None, ())):
         """One frame; `screens`: (version, {link: image}) of the displays to draw; `extra`:
-        (key, [(Shape, pose)]) of the world's models and obstacles (software renderer)."""
+        (key, [(Shape, pose)]) of the world's models and obstacles."""
         key = (tuple(sorted((n, round(q / POSITION_RESOLUTION)) for n, q in positions.items())),
                round(brightness, 4), screens[0], extra[0],
                id(self.mujoco.m) if self.mujoco is not None else None)
         if key != self._key:
             t0 = time.perf_counter()
             if self.mujoco is not None:
-                rgb = self.mujoco.render(self.device.name, positions)
+                rgb = self.mujoco.render(self.device.name, positions, extra[1])
             else:
                 scene = self.scene          # (one scene for the frame: a new one may arrive)
                 poses = scene.link_poses(positions)
@@ -168,6 +168,7 @@ class CameraIO:
         self._world_version = 0         # counts the changes of the world's and obstacles' lists
         self._link_poses = {}           # "model::link" → (position, quaternion) in the world
         self._link_sub = None
+        self._warned = set()            # meshes MuJoCo's cameras could not draw, warned of
         self._world_to_base = np.linalg.inv(pose_matrix(ROBOT_POSE.position, ROBOT_POSE.quaternion))
         threading.Thread(target=self._loop, name='cameras', daemon=True).start()
         rospy.Subscriber(DESCRIPTION_TOPIC, String, self._on_description, queue_size=1)
@@ -228,7 +229,7 @@ class CameraIO:
 
     def _extra(self):
         """(key, [(Shape, pose in base)]): the world's models at their latest link poses and
-        the obstacles, for the software renderer; the key changes when what is drawn does."""
+        the obstacles, for either renderer; the key changes when what is drawn does."""
         world, links, obstacles = self._world, self._link_poses, self._obstacles or []
         key = (self._world_version,
                tuple(sorted((n, tuple(round(v / POSE_RESOLUTION) for v in p + q))
@@ -266,6 +267,13 @@ class CameraIO:
         rospy.loginfo('io_internal_camera: the cameras are rendered by MuJoCo offscreen '
                       '(MUJOCO_GL=%s)', os.environ.get('MUJOCO_GL'))
 
+    def _warn_unloadable(self):
+        """One warning per mesh MuJoCo's cameras leave out (a file gone since its spawn)."""
+        for key, why in list(self.mujoco.unloadable.items() if self.mujoco is not None else ()):
+            if key not in self._warned:
+                self._warned.add(key)
+                rospy.logwarn('io_internal_camera: the images leave out mesh %s: %s', key[0], why)
+
     def _on_obstacles(self, msg):
         try:
             obstacles = json.loads(msg.data)
@@ -284,13 +292,6 @@ class CameraIO:
         last_log = time.monotonic()
         announced = None
         while not rospy.is_shutdown():
-            if self.mujoco is not None and self._obstacles is not None:
-                try:
-                    self.mujoco.set_obstacles(self._obstacles)
-                except Exception as exc:  # noqa: BLE001 - a bad entry must not stop the cameras
-                    rospy.logwarn('io_internal_camera: cannot draw the sim obstacles (%s)', exc)
-                    self._obstacles = None
-
             with self.io.lock:
                 name = next((n for n, d in self.devices.items() if d.streaming), None)
                 brightness = self.devices[name].brightness() if name else 1.0
@@ -310,7 +311,8 @@ class CameraIO:
             if stream.wanted():
                 stream.publish(self._positions, self._stamp or rospy.Time.now(), brightness,
                                self.display.screens() if self.display else (0, None),
-                               self._extra() if stream.mujoco is None else (None, ()))
+                               self._extra())
+                self._warn_unloadable()
             if stream.renders and time.monotonic() - last_log > STAT_EVERY:
                 last_log = time.monotonic()
                 rospy.loginfo('io_internal_camera: %s %dx%d: %d frames rendered by %s, %.1f ms each '

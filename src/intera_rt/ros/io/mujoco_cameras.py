@@ -14,8 +14,11 @@ Headless OpenGL: MUJOCO_GL (default egl: Mesa's EGL, CPU llvmpipe without a GPU;
 also works, slower here). Shadows and multisampling are off: on a CPU they cost many
 times the rest of the frame.
 
-Sim obstacles (the latched /intera_rt/sim/obstacles list) are drawn as the MuJoCo backend
-places them; the model is rebuilt when the list changes.
+The world (the spawned models and the sim obstacles) is what the software renderer draws:
+the same posed shapes (io.render.world_shapes, obstacle_shapes, at the link poses the
+camera node reads), added to each frame's scene as extra geoms — no model rebuild when
+a model moves, appears or goes. A mesh needs its triangles in the model: the model is
+rebuilt when a frame needs a mesh it lacks (a spawn of a new mesh, not a motion).
 """
 import math
 import os
@@ -30,10 +33,14 @@ if os.environ['MUJOCO_GL'] in ('egl', 'osmesa'):
 import mujoco  # noqa: E402
 
 from intera_rt.boards.mujoco_boards import mjcf_from_urdf  # noqa: E402
+from intera_rt.io.render import BOX, CYLINDER, MESH, SPHERE, contains  # noqa: E402
 from intera_rt.model.robot_model import RobotModel  # noqa: E402
 from intera_rt.robot import BOARD_JOINTS  # noqa: E402
+from intera_rt.world.mesh import load_mesh  # noqa: E402
+from intera_rt.world.model import WorldError  # noqa: E402
 
-OBSTACLE_RGBA = (0.2, 0.45, 0.8, 1.0)    # as the MuJoCo backend colours them (opaque here)
+GEOM_TYPES = {BOX: mujoco.mjtGeom.mjGEOM_BOX, CYLINDER: mujoco.mjtGeom.mjGEOM_CYLINDER,
+              SPHERE: mujoco.mjtGeom.mjGEOM_SPHERE, MESH: mujoco.mjtGeom.mjGEOM_MESH}
 
 
 def vertical_fov(hfov, width, height):
@@ -76,11 +83,13 @@ class MujocoCameras:
         self.sizes = {n: (max(8, round(int(s['height']) * render_scale)),
                           max(8, round(int(s['width']) * render_scale)))
                       for n, s in self.cameras.items()}
-        self.obstacles = []
+        self.meshes = {}                # (file, scale) → (mesh id, 4×4 of its compiled frame)
+        self.unloadable = {}            # (file, scale) → why it cannot be drawn
         self._renderers = {}
         self._build()
 
-    def _build(self):
+    def _build(self, meshes=()):
+        """Compile the cell with the cameras and the mesh assets `meshes` ((file, scale))."""
         spec = mujoco.MjSpec.from_string(self._xml)
         for name, cam in self.cameras.items():
             body = spec.body(cam['frame'])
@@ -90,19 +99,11 @@ class MujocoCameras:
             c.name = name
             c.quat = [0.0, 1.0, 0.0, 0.0]            # optical (z ahead, y down) → MuJoCo's
             c.fovy = vertical_fov(float(cam['hfov']), int(cam['width']), int(cam['height']))
-        for o in self.obstacles:
-            g = spec.worldbody.add_geom()
-            g.name = 'obstacle/%s' % o['name']
-            size = [float(s) for s in o['size']]
-            if o['shape'] == 'box':
-                g.type, g.size = mujoco.mjtGeom.mjGEOM_BOX, [0.5 * s for s in size]
-            else:
-                g.type, g.size = mujoco.mjtGeom.mjGEOM_SPHERE, [size[0], 0.0, 0.0]
-            g.pos = [float(p) for p in o['position']]
-            x, y, z, w = (float(q) for q in o['quaternion'])
-            g.quat = [w, x, y, z]
-            g.contype = g.conaffinity = 0
-            g.rgba = list(OBSTACLE_RGBA)
+        for k, (path, scale) in enumerate(meshes):
+            loaded = load_mesh(path, path, scale)
+            mesh = spec.add_mesh(name='world_mesh/%d' % k)
+            mesh.uservert = np.asarray(loaded.vertices, float).reshape(-1).tolist()
+            mesh.userface = np.asarray(loaded.faces, int).reshape(-1).tolist()
         spec.visual.quality.shadowsize = 0
         spec.visual.quality.offsamples = 0
         h = max(hw[0] for hw in self.sizes.values())
@@ -111,6 +112,16 @@ class MujocoCameras:
         spec.visual.global_.offwidth = max(w, 8)
         self.m = spec.compile()
         self.d = mujoco.MjData(self.m)
+        # MuJoCo moves a mesh's vertices into its own frame (mesh_pos, mesh_quat): a mesh
+        # geom drawn at a shape's pose composes that frame back.
+        self.meshes = {}
+        for k, key in enumerate(meshes):
+            i = mujoco.mj_name2id(self.m, mujoco.mjtObj.mjOBJ_MESH, 'world_mesh/%d' % k)
+            frame = np.eye(4)
+            rot = np.zeros(9)
+            mujoco.mju_quat2Mat(rot, self.m.mesh_quat[i])
+            frame[:3, :3], frame[:3, 3] = rot.reshape(3, 3), self.m.mesh_pos[i]
+            self.meshes[key] = (i, frame)
         self._qadr = {}
         for j in range(self.m.njnt):
             self._qadr[mujoco.mj_id2name(self.m, mujoco.mjtObj.mjOBJ_JOINT, j)] = self.m.jnt_qposadr[j]
@@ -139,22 +150,55 @@ class MujocoCameras:
             option.geomgroup[group] = 0
             self._options[name] = option
 
-    def set_obstacles(self, obstacles):
-        """The sim obstacles to draw (dicts: name, shape, position, quaternion x y z w, size
-        as /intera_rt/sim/obstacles lists them); rebuilds the model if they changed."""
-        obstacles = list(obstacles)
-        if obstacles != self.obstacles:
-            before, self.obstacles = self.obstacles, obstacles
+    def _need_meshes(self, extra):
+        """Rebuild with the meshes `extra` draws when the model lacks one: the model keeps
+        those of the current frame only. A mesh that cannot be loaded or compiled is left
+        out of the images (in `unloadable`, with why), not retried every frame."""
+        wanted = {(s.mesh, tuple(s.dims)) for s, _ in extra if s.kind == MESH}
+        wanted -= set(self.unloadable)
+        if wanted <= set(self.meshes):
+            return
+        good = sorted(wanted)
+        for key in list(good):
             try:
-                self._build()
-            except Exception:
-                self.obstacles = before         # keep drawing what was drawable
-                self._build()
-                raise
+                load_mesh(key[0], key[0], key[1])
+            except WorldError as exc:
+                self.unloadable[key] = str(exc)
+                good.remove(key)
+        try:
+            self._build(good)
+        except ValueError as exc:        # MuJoCo's compiler: a mesh it refuses
+            for key in good:
+                self.unloadable[key] = str(exc)
+            self._build([])
 
-    def render(self, name, positions):
+    def _add_geoms(self, scene, eye, extra):
+        """The world's shapes into `scene` (after update_scene), but those that contain the
+        camera's `eye` (as io.render leaves them out)."""
+        for shape, pose in extra:
+            if shape.kind == MESH:
+                found = self.meshes.get((shape.mesh, tuple(shape.dims)))
+                if found is None:
+                    continue
+                pose = pose @ found[1]
+            elif contains(shape, pose[:3, :3].T @ (eye - pose[:3, 3])):
+                continue
+            if scene.ngeom >= scene.maxgeom:
+                return
+            g = scene.geoms[scene.ngeom]
+            size = np.ones(3) if shape.kind == MESH else np.pad(shape.dims, (0, 3 - len(shape.dims)))
+            mujoco.mjv_initGeom(g, GEOM_TYPES[shape.kind], size, pose[:3, 3],
+                                pose[:3, :3].reshape(-1), np.append(shape.color, 1.0).astype(np.float32))
+            if shape.kind == MESH:
+                g.dataid = 2 * found[0]          # the mesh itself (2·id + 1: its hull)
+            scene.ngeom += 1
+
+    def render(self, name, positions, extra=()):
         """(h, w, 3) float32 linear rgb in [0, 1] of camera `name` at `positions` (joint →
-        rad; joints not given stay at zero)."""
+        rad; joints not given stay at zero), with `extra` [(io.render.Shape, 4×4 pose in
+        the root frame)]: the world's models and the obstacles."""
+        extra = list(extra)
+        self._need_meshes(extra)
         d = self.d
         for joint, q in positions.items():
             adr = self._qadr.get(joint)
@@ -165,6 +209,8 @@ class MujocoCameras:
         r = self._renderers[name]
         r.update_scene(d, camera=name, scene_option=self._options[name])
         r.scene.flags[mujoco.mjtRndFlag.mjRND_SHADOW] = False
+        cam = mujoco.mj_name2id(self.m, mujoco.mjtObj.mjOBJ_CAMERA, name)
+        self._add_geoms(r.scene, d.cam_xpos[cam].copy(), extra)
         rgb = r.render()
         # MuJoCo's output is display-encoded; io.render's conversions apply the gamma again.
         return (rgb.astype(np.float32) * (1.0 / 255.0)) ** 2.2
