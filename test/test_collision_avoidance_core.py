@@ -12,7 +12,7 @@ from intera_rt.boards.embedded import EmbeddedBoards
 from intera_rt.control.base import ArmState, PluginContext, Suppressions
 from intera_rt.control.collision_avoidance import CollisionAvoidance
 from intera_rt.model import RobotModel
-from intera_rt.model.avoidance import (AvoidanceModel, _separating_normal, default_armnav_path,
+from intera_rt.model.avoidance import (AvoidanceModel, _separating_normal, default_armnav_xml,
                                        objects_from_mask, shape_links)
 from intera_rt.robot import ARM_JOINTS, HEAD_NAMED_POSES, NEUTRAL, SHIPPING, SUPPRESS_WINDOW
 
@@ -50,8 +50,7 @@ def model():
 
 @pytest.fixture(scope='module')
 def armnav_xml():
-    with open(default_armnav_path()) as f:
-        return f.read()
+    return default_armnav_xml()
 
 
 @pytest.fixture(scope='module')

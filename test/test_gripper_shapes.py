@@ -32,12 +32,11 @@ def ros(robot, sim):
     from intera_rt_msgs.msg import RealtimeState
     from sensor_msgs.msg import JointState
     from intera_rt.model import RobotModel
-    from intera_rt.model.avoidance import AvoidanceModel, default_armnav_path, tool_shapes
+    from intera_rt.model.avoidance import AvoidanceModel, default_armnav_xml, tool_shapes
     from intera_rt.model.urdf_fragments import electric_gripper_fragment
     wait_for(lambda: 'right_gripper_tip' in rospy.get_param('/robot_description'), 20.0,
              'the gripper in /robot_description')
-    with open(default_armnav_path()) as f:
-        armnav = f.read()
+    armnav = default_armnav_xml()
     out = {'sim': sim, 'arm': Arm(),
            'joints': Series('/robot/joint_states', JointState),
            'realtime': Series('/intera_rt/realtime_state', RealtimeState),

@@ -24,9 +24,8 @@ def ros(robot):
     from intera_rt_msgs.srv import SetJointPositions
     from sensor_msgs.msg import JointState
     from std_srvs.srv import SetBool
-    from intera_rt.model.avoidance import AvoidanceModel, default_armnav_path
-    with open(default_armnav_path()) as f:
-        armnav = AvoidanceModel(f.read())
+    from intera_rt.model.avoidance import AvoidanceModel, default_armnav_xml
+    armnav = AvoidanceModel(default_armnav_xml())
     rospy.wait_for_service('/intera_rt/bypass_speed_scaling', 10.0)
     out = {'teleport': sim_service('set_joint_positions', SetJointPositions),
            'bypass': rospy.ServiceProxy('/intera_rt/bypass_speed_scaling', SetBool),

@@ -8,7 +8,7 @@ import pytest
 
 from intera_rt.control import commands as cmds
 from intera_rt.model import RobotModel
-from intera_rt.model.avoidance import AvoidanceModel, default_armnav_path
+from intera_rt.model.avoidance import AvoidanceModel, default_armnav_xml
 from intera_rt.model.high_speed import HighSpeedShapes, inflate_shapes
 from intera_rt.realtime.core import RealtimeCore
 from intera_rt.realtime.state import StateView
@@ -26,8 +26,7 @@ def model():
 
 @pytest.fixture(scope='module')
 def armnav_xml():
-    with open(default_armnav_path()) as f:
-        return f.read()
+    return default_armnav_xml()
 
 
 @pytest.fixture(scope='module')
@@ -92,7 +91,7 @@ def fold(model, speed, seconds=0.45, bypass=False, options=None):
     if bypass:
         ok, message = core.apply(cmds.BypassSpeedScaling(on=True))
         assert ok and 'bypassed' in message
-    armnav = AvoidanceModel(open(default_armnav_path()).read())
+    armnav = AvoidanceModel(default_armnav_xml())
     rows = []
     for i in range(int(round((seconds + 0.5) / 0.001))):
         if i % 10 == 0:

@@ -9,7 +9,7 @@ import pytest
 
 from intera_rt.boards import make_boards
 from intera_rt.model import RobotModel
-from intera_rt.model.avoidance import AvoidanceModel, default_armnav_path, shape_links
+from intera_rt.model.avoidance import AvoidanceModel, default_armnav_xml, shape_links
 from intera_rt.model.collision import CollisionModel
 from intera_rt.model.pinocchio_model import pinocchio_models
 from intera_rt.realtime.core import RealtimeCore
@@ -29,8 +29,7 @@ def test_every_user_of_a_urdf_shares_one_model(model):
     assert make_boards('embedded', model).pin is models.full
     assert make_boards('gazebo', model).pin is models.full        # (not configured: no ROS)
     assert model.dynamics().model is models.arm
-    with open(default_armnav_path()) as f:
-        armnav = f.read()
+    armnav = default_armnav_xml()
     links = shape_links(armnav)
     assert AvoidanceModel(armnav, samples=0).model is pinocchio_models(armnav).full
     assert len(links) == len(AvoidanceModel(armnav, samples=0).shape_links)

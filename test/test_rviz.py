@@ -166,8 +166,7 @@ def test_avoidance_markers_are_the_armnav_shapes_avoidance_uses():
     from visualization_msgs.msg import Marker
     from intera_rt.model import avoidance
     from intera_rt.ros import rviz_markers
-    with open(avoidance.default_armnav_path()) as f:
-        markers = rviz_markers.shape_markers(f.read())
+    markers = rviz_markers.shape_markers(avoidance.default_armnav_xml())
     assert rviz_markers.UNUSED_LINKS == avoidance.UNUSED_LINKS
     frames = [m.header.frame_id for m in markers]
     assert not set(frames) & set(avoidance.UNUSED_LINKS)

@@ -14,7 +14,7 @@ from intera_rt.control import commands as cmds
 from intera_rt.control.base import PluginContext
 from intera_rt.control.collision_avoidance import CollisionAvoidance
 from intera_rt.model import RobotModel
-from intera_rt.model.avoidance import AvoidanceModel, default_armnav_path, tool_shapes
+from intera_rt.model.avoidance import AvoidanceModel, default_armnav_xml, tool_shapes
 from intera_rt.model.shape_growth import ARMNAV_MARGIN
 from intera_rt.model.tool import graft
 from intera_rt.model.urdf_fragments import FragmentManager, electric_gripper_fragment
@@ -37,8 +37,7 @@ def model():
 
 @pytest.fixture(scope='module')
 def armnav_xml():
-    with open(default_armnav_path()) as f:
-        return f.read()
+    return default_armnav_xml()
 
 
 @pytest.fixture(scope='module')

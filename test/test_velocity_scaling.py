@@ -25,10 +25,9 @@ def ros(robot):
     import rospy
     from intera_rt_msgs.srv import SetJointPositions
     from sensor_msgs.msg import JointState
-    from intera_rt.model.avoidance import AvoidanceModel, default_armnav_path
+    from intera_rt.model.avoidance import AvoidanceModel, default_armnav_xml
     rospy.wait_for_service('/intera_rt/sim/set_joint_positions', 10.0)
-    with open(default_armnav_path()) as f:
-        model = AvoidanceModel(f.read())
+    model = AvoidanceModel(default_armnav_xml())
     out = {'teleport': rospy.ServiceProxy('/intera_rt/sim/set_joint_positions', SetJointPositions),
            'joints': Series('/robot/joint_states', JointState), 'arm': Arm(), 'model': model}
     out['joints'].last()

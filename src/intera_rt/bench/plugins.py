@@ -279,9 +279,8 @@ def _random_targets(model, n, seed):
     rng = np.random.default_rng(seed)
     lim = model.limit_arrays(JOINTS)
     collision = CollisionModel(model.urdf_xml)
-    from intera_rt.model.avoidance import AvoidanceModel, default_armnav_path
-    with open(default_armnav_path()) as f:
-        avoid = AvoidanceModel(f.read())
+    from intera_rt.model.avoidance import AvoidanceModel, default_armnav_xml
+    avoid = AvoidanceModel(default_armnav_xml())
     out = []
     while len(out) < n:
         q = rng.uniform(0.8 * lim['lower'], 0.8 * lim['upper'])

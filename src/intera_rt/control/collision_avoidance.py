@@ -29,7 +29,7 @@ import numpy as np
 
 from intera_rt.control.base import Additive
 from intera_rt.model.avoidance import (DEFAULT_PADDING, DEFAULT_ZONE, AvoidanceModel,
-                                       default_armnav_path, objects_from_mask)
+                                       default_armnav_xml, objects_from_mask)
 from intera_rt.numeric import clip, count_nonzero
 from intera_rt.options import Option
 from intera_rt.robot import ARM_JOINTS
@@ -68,8 +68,7 @@ class CollisionAvoidance(Additive):
         self.damping = _gain('damping', option['damping'])
         xml = option['armnav_urdf']
         if xml is None:
-            with open(default_armnav_path()) as f:
-                xml = f.read()
+            xml = default_armnav_xml()
         self.model = AvoidanceModel(xml, padding=option['padding'], zone=option['zone'])
         self._armnav_model = self.model          # without a tool's shapes
         _check_shape_count(self.model)

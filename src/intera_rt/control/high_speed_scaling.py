@@ -23,7 +23,7 @@ import math
 import numpy as np
 
 from intera_rt.control.base import Additive
-from intera_rt.model.avoidance import default_armnav_path
+from intera_rt.model.avoidance import default_armnav_xml
 from intera_rt.model.high_speed import DEFAULT_MARGIN, HighSpeedShapes
 from intera_rt.options import Option
 
@@ -64,8 +64,7 @@ class HighSpeedScaling(Additive):
         self.enabled = option['enabled']
         xml = option['armnav_urdf']
         if xml is None:
-            with open(default_armnav_path()) as f:
-                xml = f.read()
+            xml = default_armnav_xml()
         self.shapes = HighSpeedShapes(xml, margin)
         self._reference = None       # the last tick's reference velocity (7, rad/s)
         self._applied = 1.0          # the speed scale applied in that tick

@@ -24,7 +24,7 @@ import numpy as np
 
 from intera_rt.control import commands as cmds
 from intera_rt.control.base import Additive
-from intera_rt.model.avoidance import AvoidanceModel, default_armnav_path
+from intera_rt.model.avoidance import AvoidanceModel, default_armnav_xml
 from intera_rt.options import Option
 
 BYPASS_TIMEOUT = 60.0          # s (seed 002's safety_bypass_timeout default)
@@ -56,8 +56,7 @@ class SafetyStatus(Additive):
                              % (MAX_BYPASS, option['bypass_timeout']))
         xml = option['armnav_urdf']
         if xml is None:
-            with open(default_armnav_path()) as f:
-                xml = f.read()
+            xml = default_armnav_xml()
         self._armnav_model = AvoidanceModel(xml)      # without a tool's shapes
         self._use(self._armnav_model)
         self._scale = 1.0

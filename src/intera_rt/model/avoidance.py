@@ -60,6 +60,12 @@ def default_armnav_path():
     return os.path.join(os.path.dirname(default_urdf_path()), 'sawyer_armnav.urdf')
 
 
+def default_armnav_xml():
+    """The text of default_armnav_path() (the armnav URDF every avoidance stage reads)."""
+    with open(default_armnav_path()) as f:
+        return f.read()
+
+
 def shape_links(urdf_xml):
     """The link of each collision shape, in the model's shape order: what bit i of the
     avoidance stage's `objects` field names (cheap: no pair selection)."""

@@ -6,7 +6,7 @@ off the realtime path, follow it."""
 import rospy
 
 from intera_rt.control import commands as cmds
-from intera_rt.model.avoidance import default_armnav_path, shape_links, tool_shapes
+from intera_rt.model.avoidance import default_armnav_xml, shape_links, tool_shapes
 
 
 class CarriedTool:
@@ -21,8 +21,7 @@ class CarriedTool:
         self.dynamics = model.dynamics()
         armnav = rospy.get_param('/robot/armnav_robot_description', None)
         if armnav is None:
-            with open(default_armnav_path()) as f:
-                armnav = f.read()
+            armnav = default_armnav_xml()
         self._armnav = armnav
         self._armnav_links = self.avoidance_links = shape_links(armnav) if with_links else None
 
