@@ -1,7 +1,7 @@
 """The internal cameras on the MuJoCo backend (scripts/sawyer --backend mujoco): the io node
 renders the head camera's images with MuJoCo offscreen (headless EGL), and they show the
-arm where the robot has it and the sim obstacles placed (which only MuJoCo draws: the
-software renderer shows the robot alone)."""
+arm where the robot has it and the sim obstacles placed (the spawned models:
+test_mujoco_world_cameras)."""
 import time
 
 import numpy as np
@@ -73,7 +73,7 @@ def test_head_camera_frames_come_from_mujoco_and_show_the_arm_and_obstacles(cams
         assert np.abs(pixels(up).astype(int) - pixels(msg).astype(int)).mean() > 5
         teleport(sim)
         settled(frames, 'the arm back in view', lambda m: abs(red_fraction(m) - at_neutral) < 0.01)
-        # a sim obstacle in view shows (the software renderer does not draw obstacles)
+        # a sim obstacle in view shows
         assert blue_fraction(frames.frames[-1][1]) < 0.001
         add_box(sim, 'crate', (1.0, 0.5, 0.0), (0.4, 0.4, 0.4))
         settled(frames, 'the box in view', lambda m: blue_fraction(m) > 0.01)

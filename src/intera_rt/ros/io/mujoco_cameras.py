@@ -151,8 +151,8 @@ class MujocoCameras:
             self._options[name] = option
 
     def _need_meshes(self, extra):
-        """Rebuild with the meshes `extra` draws when the model lacks one: the model keeps
-        those of the current frame only. A mesh that cannot be loaded or compiled is left
+        """Rebuild with the meshes `extra` draws when the model lacks one (then with this
+        frame's meshes only, so deleted models' meshes do not pile up). A mesh that cannot be loaded or compiled is left
         out of the images (in `unloadable`, with why), not retried every frame."""
         wanted = {(s.mesh, tuple(s.dims)) for s, _ in extra if s.kind == MESH}
         wanted -= set(self.unloadable)
