@@ -95,6 +95,18 @@ def _slide_range(joint):
     return lim.lower, lim.upper
 
 
+def finger_side(lower, upper):
+    """+1 when opening a finger of travel (lower, upper) moves it toward `upper`, else −1
+    (the side of the larger travel)."""
+    return 1.0 if abs(upper) >= abs(lower) else -1.0
+
+
+def finger_position(lower, upper, separation):
+    """A finger's joint position (m) for the gap `separation` between two fingers: half
+    of it, on the finger's side, within its travel."""
+    return min(max(finger_side(lower, upper) * 0.5 * separation, lower), upper)
+
+
 def _floor_height(robot):
     """The lowest point of the pedestal's collision boxes (the floor they stand on)."""
     lowest = 0.0

@@ -33,7 +33,7 @@ from intera_rt.boards import mujoco_world
 from intera_rt.boards.base import (CAPABILITIES, BackendOption, BodyState, BoardsError, Contact,
                                    GripperCommand, GripperState, SimulatedPlant, check_obstacle)
 from intera_rt.boards.mjcf import (CONTACT_TIMECONST, FINGER_PREFIX, WORLD_BITS,  # noqa: F401
-                                   mjcf_from_urdf)
+                                   finger_position, finger_side, mjcf_from_urdf)
 from intera_rt.numeric import clip as _clip
 from intera_rt.robot import BOARD_JOINTS, LOOP_PERIOD
 from intera_rt.model.fragment_parse import FragmentError, parse_xml
@@ -468,7 +468,7 @@ class MujocoBoards(SimulatedPlant):
         force = 0.5 * self._grip.force
         ctrl, frange = self.d.ctrl, self.m.actuator_forcerange
         for f in self._fingers:
-            ctrl[f.actuator] = min(max(f.sign * 0.5 * self._grip_target, f.lower), f.upper)
+            ctrl[f.actuator] = finger_position(f.lower, f.upper, self._grip_target)
             limit = min(force, f.effort)
             if frange[f.actuator, 1] != limit:
                 frange[f.actuator] = (-limit, limit)
@@ -519,7 +519,7 @@ class MujocoBoards(SimulatedPlant):
                 lo, hi = m.jnt_range[jid]
                 self._fingers.append(_Finger(
                     name[len(FINGER_PREFIX):], aid, m.jnt_qposadr[jid], m.jnt_bodyid[jid],
-                    1.0 if abs(hi) >= abs(lo) else -1.0, lo, hi, m.actuator_forcerange[aid, 1]))
+                    finger_side(lo, hi), lo, hi, m.actuator_forcerange[aid, 1]))
         finger_of = {f.body: k for k, f in enumerate(self._fingers)}
         self._finger_span = sum(f.upper - f.lower for f in self._fingers)
         self._finger_force = 2.0 * min((f.effort for f in self._fingers), default=0.0)

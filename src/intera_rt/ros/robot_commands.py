@@ -54,11 +54,11 @@ def homing_command(msg):
 
 def zero_g_pressed(msg, signals):
     """An IODeviceStatus: is any of `signals` nonzero (asking for zero-G)?"""
-    return any(_signal_value(sig) not in (None, 0, False) for sig in msg.signals
+    return any(signal_value(sig) not in (None, 0, False) for sig in msg.signals
                if sig.name in signals)
 
 
-def _signal_value(signal):
+def signal_value(signal):
     """An IO signal's value: the first element of its JSON `data` array (None if empty or
     unreadable)."""
     try:

@@ -22,8 +22,11 @@ with the robot: the spawned models' visuals (the latched /intera_rt/sim/world) w
 cylinders, spheres, planes; meshes are not drawn) and /intera_rt/sim/obstacles' obstacles.
 
 With `--backend mujoco`, MuJoCo renders them offscreen in this process (mujoco_cameras:
-the backend's cell and table, and the same world shapes, meshes too; the head's screen is
-not drawn); without OpenGL, the software renderer does, with one warning.
+the backend's cell and table, the robot's description rebuilt in the background when a
+fragment changes it, a gripper's fingers where the gripper reports them (position_response_m
+of /io/end_effector/right_gripper/state, subscribed only while a camera streams), and the
+same world shapes, meshes too; the head's screen is not drawn); without OpenGL, the software
+renderer does, with one warning.
 
 A frame is rendered only while a camera streams and something subscribes, at most at the
 camera's rate, rays at ~render_scale of the resolution; a still arm's last frame is resent.
@@ -37,6 +40,7 @@ import time
 import numpy as np
 import rospy
 from gazebo_msgs.msg import LinkStates
+from intera_core_msgs.msg import IODeviceStatus
 from sensor_msgs.msg import CameraInfo, Image, JointState
 from std_msgs.msg import Header, String
 
@@ -46,6 +50,7 @@ from intera_rt.io.render import (Camera, Scene, intrinsics, obstacle_shapes, ren
 from intera_rt.model import default_urdf_path
 from intera_rt.model.joint_frames import pose_matrix
 from intera_rt.ros.io.framework import IONode
+from intera_rt.ros.robot_commands import signal_value
 from intera_rt.ros.urdf_fragments import DESCRIPTION_TOPIC
 from intera_rt.world.frames import ROBOT_MODEL, ROBOT_POSE
 
@@ -54,6 +59,7 @@ POSITION_RESOLUTION = 1e-4        # rad: a joint moving less than this does not 
 WORLD_TOPIC = '/intera_rt/sim/world'
 OBSTACLES_TOPIC = '/intera_rt/sim/obstacles'
 LINK_STATES_TOPIC = '/gazebo/link_states'
+GRIPPER_TOPIC = '/io/end_effector/right_gripper/state'
 POSE_RESOLUTION = 1e-4            # m (and quaternion units): a model moving less does not re-render
 STAT_EVERY = 30.0                 # s between render-time log lines while streaming
 FIRST_STAT = 5.0                  # s: the first one after a camera starts streaming
@@ -89,16 +95,19 @@ class CameraStream:
     def wanted(self):
         return any(p.get_num_connections() > 0 for p in self.pubs + [self.pub_info])
 
-    def publish(self, positions, stamp, brightness, screens=(0, None), extra=(None, ())):
+    def publish(self, positions, stamp, brightness, screens=(0, None), extra=(None, ()),
+                separation=None):
         """One frame; `screens`: (version, {link: image}) of the displays to draw; `extra`:
-        (key, [(Shape, pose)]) of the world's models and obstacles."""
+        (key, [(Shape, pose)]) of the world's models and obstacles; `separation`: the
+        gripper's fingers' gap (m, MuJoCo's images; None: closed)."""
         key = (tuple(sorted((n, round(q / POSITION_RESOLUTION)) for n, q in positions.items())),
                round(brightness, 4), screens[0], extra[0],
-               id(self.mujoco.m) if self.mujoco is not None else None)
+               None if separation is None else round(separation / POSITION_RESOLUTION),
+               self.mujoco.update() if self.mujoco is not None else None)
         if key != self._key:
             t0 = time.perf_counter()
             if self.mujoco is not None:
-                rgb = self.mujoco.render(self.device.name, positions, extra[1])
+                rgb = self.mujoco.render(self.device.name, positions, extra[1], separation)
             else:
                 scene = self.scene          # (one scene for the frame: a new one may arrive)
                 poses = scene.link_poses(positions)
@@ -163,11 +172,16 @@ class CameraIO:
         self._sub = None
         self._wake = threading.Event()
         self.renderer = 'software'
+        self.mujoco = None              # a MujocoCameras once the cameras thread made one
         self._obstacles = None          # the latest /intera_rt/sim/obstacles list
         self._world = []                # /intera_rt/sim/world's models
         self._world_version = 0         # counts the changes of the world's and obstacles' lists
         self._link_poses = {}           # "model::link" → (position, quaternion) in the world
         self._link_sub = None
+        self._gripper_sub = None
+        self._separation = None         # m: the gripper's fingers' gap (MuJoCo's images)
+        self._description = None        # a description that came before MuJoCo's cameras
+        self._rebuilds = (0, None)      # MuJoCo's description rebuilds and error, logged
         self._warned = set()            # meshes MuJoCo's cameras could not draw, warned of
         self._world_to_base = np.linalg.inv(pose_matrix(ROBOT_POSE.position, ROBOT_POSE.quaternion))
         threading.Thread(target=self._loop, name='cameras', daemon=True).start()
@@ -178,7 +192,11 @@ class CameraIO:
 
     def _on_description(self, msg):
         """A URDF fragment changed the robot's description (a gripper attached): the
-        software renderer draws its shapes from the next frame."""
+        software renderer draws its shapes from the next frame, MuJoCo's once its cell is
+        rebuilt."""
+        self._description = msg.data
+        if self.mujoco is not None:
+            self.mujoco.set_description(msg.data)
         try:
             scene = Scene(msg.data)
         except Exception as exc:       # noqa: BLE001 - realtime_loop checked it; keep drawing
@@ -198,16 +216,27 @@ class CameraIO:
             self._sub = rospy.Subscriber('/robot/joint_states', JointState, self._on_joints, queue_size=1)
             self._link_sub = rospy.Subscriber(LINK_STATES_TOPIC, LinkStates, self._on_link_states,
                                               queue_size=1)
+            if self.renderer == 'MuJoCo':
+                self._gripper_sub = rospy.Subscriber(GRIPPER_TOPIC, IODeviceStatus, self._on_gripper,
+                                                     queue_size=1)
         elif not streaming and self._sub is not None:
-            self._sub.unregister()
-            self._link_sub.unregister()
-            self._sub = self._link_sub = None
+            for sub in (self._sub, self._link_sub, self._gripper_sub):
+                if sub is not None:
+                    sub.unregister()
+            self._sub = self._link_sub = self._gripper_sub = None
         self._wake.set()
 
     def _on_joints(self, msg):
         if len(msg.name) == len(msg.position):
             self._positions = dict(zip(msg.name, msg.position))
             self._stamp = msg.header.stamp
+
+    def _on_gripper(self, msg):
+        """The gripper's reported finger gap (it follows the plant's fingers when the
+        world has models; otherwise the device simulates them)."""
+        value = next((signal_value(s) for s in msg.signals if s.name == 'position_response_m'), None)
+        if isinstance(value, (int, float)):
+            self._separation = float(value)
 
     def _on_world(self, msg):
         try:
@@ -263,6 +292,8 @@ class CameraIO:
         for stream in self.streams.values():
             stream.mujoco = cams
         self.mujoco = cams
+        if self._description is not None:        # a fragment grafted while it was built
+            cams.set_description(self._description)
         self.renderer = 'MuJoCo'
         rospy.loginfo('io_internal_camera: the cameras are rendered by MuJoCo offscreen '
                       '(MUJOCO_GL=%s)', os.environ.get('MUJOCO_GL'))
@@ -273,6 +304,20 @@ class CameraIO:
             if key not in self._warned:
                 self._warned.add(key)
                 rospy.logwarn('io_internal_camera: the images leave out mesh %s: %s', key[0], why)
+
+    def _report_rebuild(self):
+        """A log line when MuJoCo's images change to a new robot description (with its
+        rebuild time), a warning when one cannot be drawn."""
+        cams = self.mujoco
+        if cams is None or (cams.descriptions, cams.build_error) == self._rebuilds:
+            return
+        if cams.build_error is not None and cams.build_error != self._rebuilds[1]:
+            rospy.logwarn('io_internal_camera: MuJoCo cannot draw the new robot description (%s); '
+                          'the images keep the previous one', cams.build_error)
+        if cams.descriptions != self._rebuilds[0]:
+            rospy.loginfo('io_internal_camera: MuJoCo\'s images show the new robot description '
+                          '(its cell rebuilt in %.2f s)', cams.build_time)
+        self._rebuilds = (cams.descriptions, cams.build_error)
 
     def _on_obstacles(self, msg):
         try:
@@ -287,7 +332,6 @@ class CameraIO:
         self._wake.set()
 
     def _loop(self):
-        self.mujoco = None
         self._start_mujoco()
         last_log = time.monotonic()
         announced = None
@@ -311,8 +355,9 @@ class CameraIO:
             if stream.wanted():
                 stream.publish(self._positions, self._stamp or rospy.Time.now(), brightness,
                                self.display.screens() if self.display else (0, None),
-                               self._extra())
+                               self._extra(), self._separation)
                 self._warn_unloadable()
+                self._report_rebuild()
             if stream.renders and time.monotonic() - last_log > STAT_EVERY:
                 last_log = time.monotonic()
                 rospy.loginfo('io_internal_camera: %s %dx%d: %d frames rendered by %s, %.1f ms each '

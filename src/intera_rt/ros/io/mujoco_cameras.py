@@ -1,27 +1,26 @@
 """The internal cameras' images rendered by MuJoCo offscreen (`--backend mujoco`), in the io
 node's process (the realtime process owns the 1 kHz loop and never renders).
 
-The io node builds its own MuJoCo model of the cell from the robot's URDF with the MuJoCo
-backend's model builder (boards.mujoco_boards.mjcf_from_urdf: the same link shapes,
-colours, floor and optional table as the physics), adds one MuJoCo camera per internal
-camera at its URDF frame (optical frames: z along the view, y down; a MuJoCo camera looks
-along its −z with y up, hence a half turn about x), with the camera's vertical field of
-view. Per frame: the joint angles into qpos, forward kinematics, one offscreen render at the
-reduced resolution (~render_scale of the image's), returned as linear rgb in [0, 1] so
-exposure, gain and the up-scaling take the software renderer's path (io.render).
+The cell is the MuJoCo backend's (boards.mjcf.mjcf_from_urdf: the same link shapes, colours,
+floor and table) with one MuJoCo camera per internal camera at its URDF frame (optical:
+z ahead, y down; MuJoCo's looks along −z with y up, hence a half turn about x). Per frame:
+the joint angles into qpos, forward kinematics, one offscreen render at ~render_scale of
+the image's resolution, returned as linear rgb so exposure, gain and the up-scaling take the
+software renderer's path (io.render). No shadows, no multisampling: costly on a CPU.
 
-Headless OpenGL: MUJOCO_GL (default egl: Mesa's EGL, CPU llvmpipe without a GPU; osmesa
-also works, slower here). Shadows and multisampling are off: on a CPU they cost many
-times the rest of the frame.
-
-The world (the spawned models and the sim obstacles) is what the software renderer draws:
-the same posed shapes (io.render.world_shapes, obstacle_shapes, at the link poses the
-camera node reads), added to each frame's scene as extra geoms — no model rebuild when
-a model moves, appears or goes. A mesh needs its triangles in the model: the model is
-rebuilt when a frame needs a mesh it lacks (a spawn of a new mesh, not a motion).
+The robot's description is followed as the software renderer follows it: a fragment
+grafted, replaced or removed rebuilds the cell in a thread of its own (a render context
+takes a second or more on a CPU) while frames keep coming from the current one; each cell
+has its own OpenGL context (MUJOCO_GL, default egl), so either thread may draw in it. A
+gripper's fingers stand at the separation the caller passes (boards.mjcf.finger_position,
+as the plant drives them). The world (spawned models, sim obstacles) is the software
+renderer's posed shapes (io.render.world_shapes, obstacle_shapes) added to each frame's
+scene: no rebuild when a model moves, appears or goes, but for a mesh the cell lacks.
 """
 import math
 import os
+import threading
+import time
 
 import numpy as np
 
@@ -31,14 +30,16 @@ if os.environ['MUJOCO_GL'] in ('egl', 'osmesa'):
     os.environ.setdefault('PYOPENGL_PLATFORM', os.environ['MUJOCO_GL'])
 
 import mujoco  # noqa: E402
+from mujoco import gl_context  # noqa: E402
 
-from intera_rt.boards.mujoco_boards import mjcf_from_urdf  # noqa: E402
+from intera_rt.boards.mjcf import finger_position, mjcf_from_urdf  # noqa: E402
 from intera_rt.io.render import BOX, CYLINDER, MESH, SPHERE, contains  # noqa: E402
 from intera_rt.model.robot_model import RobotModel  # noqa: E402
 from intera_rt.robot import BOARD_JOINTS  # noqa: E402
 from intera_rt.world.mesh import load_mesh  # noqa: E402
 from intera_rt.world.model import WorldError  # noqa: E402
 
+SCENE_GEOMS = 10000             # the scene's capacity (the robot's shapes and the world's)
 GEOM_TYPES = {BOX: mujoco.mjtGeom.mjGEOM_BOX, CYLINDER: mujoco.mjtGeom.mjGEOM_CYLINDER,
               SPHERE: mujoco.mjtGeom.mjGEOM_SPHERE, MESH: mujoco.mjtGeom.mjGEOM_MESH}
 
@@ -62,6 +63,99 @@ def _inside(m, d, g, point):
     return False
 
 
+class _Cell:
+    """One compiled cell and what draws it: an OpenGL context of its own (so that a cell can
+    be built in another thread while the current one renders), MuJoCo's render context in
+    it (its offscreen buffer as large as the largest camera's image) and a scene.
+
+    Args:
+        xml: the cell's MJCF (mjcf_from_urdf).
+        cameras, sizes: MujocoCameras' (specs; rendered (height, width) per camera).
+        meshes: the world's mesh assets to compile in ((file, scale)).
+    """
+
+    def __init__(self, xml, cameras, sizes, meshes=()):
+        spec = mujoco.MjSpec.from_string(xml)
+        for name, cam in cameras.items():
+            body = spec.body(cam['frame'])
+            if body is None:
+                raise ValueError('the URDF has no link %r (frame of %s)' % (cam['frame'], name))
+            c = body.add_camera()
+            c.name = name
+            c.quat = [0.0, 1.0, 0.0, 0.0]            # optical (z ahead, y down) → MuJoCo's
+            c.fovy = vertical_fov(float(cam['hfov']), int(cam['width']), int(cam['height']))
+        for k, (path, scale) in enumerate(meshes):
+            loaded = load_mesh(path, path, scale)
+            mesh = spec.add_mesh(name='world_mesh/%d' % k)
+            mesh.uservert = np.asarray(loaded.vertices, float).reshape(-1).tolist()
+            mesh.userface = np.asarray(loaded.faces, int).reshape(-1).tolist()
+        spec.visual.quality.shadowsize = 0
+        spec.visual.quality.offsamples = 0
+        h = max(hw[0] for hw in sizes.values())
+        w = max(hw[1] for hw in sizes.values())
+        spec.visual.global_.offheight = max(h, 8)
+        spec.visual.global_.offwidth = max(w, 8)
+        self.xml = xml
+        self.m = m = spec.compile()
+        self.d = mujoco.MjData(m)
+        # MuJoCo moves a mesh's vertices into its own frame (mesh_pos, mesh_quat): a mesh
+        # geom drawn at a shape's pose composes that frame back.
+        self.meshes = {}
+        for k, key in enumerate(meshes):
+            i = mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_MESH, 'world_mesh/%d' % k)
+            frame = np.eye(4)
+            rot = np.zeros(9)
+            mujoco.mju_quat2Mat(rot, m.mesh_quat[i])
+            frame[:3, :3], frame[:3, 3] = rot.reshape(3, 3), m.mesh_pos[i]
+            self.meshes[key] = (i, frame)
+        self.qadr = {mujoco.mj_id2name(m, mujoco.mjtObj.mjOBJ_JOINT, j): m.jnt_qposadr[j]
+                     for j in range(m.njnt)}
+        # A tool's fingers (slides): each at its side's half of the separation.
+        self.fingers = [(m.jnt_qposadr[j], *m.jnt_range[j]) for j in range(m.njnt)
+                        if m.jnt_type[j] == mujoco.mjtJoint.mjJNT_SLIDE]
+        # The camera's near clip (MuJoCo's is one for the model, a share of its extent).
+        m.vis.map.znear = min(float(c['near']) for c in cameras.values()) / m.stat.extent
+        # A camera does not see the shapes it sits inside (the head's shell around the head
+        # camera), as in io.render: each camera gets a geom group of its own for them.
+        self.options, self.views = {}, {}
+        mujoco.mj_kinematics(m, self.d)
+        for k, name in enumerate(cameras):
+            group = 3 + k
+            if group > 5:
+                raise ValueError('at most 3 cameras')
+            cam = mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_CAMERA, name)
+            eye = self.d.cam_xpos[cam]
+            for g in range(m.ngeom):
+                if m.geom_group[g] == 1 and _inside(m, self.d, g, eye):
+                    m.geom_group[g] = group
+            option = mujoco.MjvOption()
+            option.geomgroup[:] = 1
+            option.geomgroup[2] = 0                    # MuJoCo's default hidden groups
+            option.geomgroup[3] = 0                    # the collision shapes
+            option.geomgroup[group] = 0
+            self.options[name] = option
+            view = mujoco.MjvCamera()
+            view.type, view.fixedcamid = mujoco.mjtCamera.mjCAMERA_FIXED, cam
+            self.views[name] = (view, mujoco.MjrRect(0, 0, sizes[name][1], sizes[name][0]))
+        self.scene = mujoco.MjvScene(m, maxgeom=SCENE_GEOMS)
+        self.scene.flags[mujoco.mjtRndFlag.mjRND_SHADOW] = False
+        self.gl = gl_context.GLContext(spec.visual.global_.offwidth, spec.visual.global_.offheight)
+        try:
+            with self.gl.as_current():            # released after: any thread may draw with it
+                self.con = mujoco.MjrContext(m, mujoco.mjtFontScale.mjFONTSCALE_150)
+        except Exception:
+            self.gl.free()
+            raise
+
+    def close(self):
+        """Frees the cell's OpenGL resources (from any thread: none has its context then)."""
+        if self.gl is not None:
+            with self.gl.as_current():
+                self.con.free()
+            self.gl.free()
+            self.gl = None
+
+
 class MujocoCameras:
     """Offscreen MuJoCo renders of the internal cameras.
 
@@ -77,78 +171,102 @@ class MujocoCameras:
     """
 
     def __init__(self, urdf_xml, cameras, render_scale=0.5, table=False):
-        model = RobotModel(urdf_xml)
-        self._xml = mjcf_from_urdf(model.urdf, model.limits, BOARD_JOINTS, table=table)
+        self.table = table
         self.cameras = {n: dict(s) for n, s in cameras.items()}
         self.sizes = {n: (max(8, round(int(s['height']) * render_scale)),
                           max(8, round(int(s['width']) * render_scale)))
                       for n, s in self.cameras.items()}
-        self.meshes = {}                # (file, scale) → (mesh id, 4×4 of its compiled frame)
         self.unloadable = {}            # (file, scale) → why it cannot be drawn
-        self._renderers = {}
-        self._build()
+        self.generation = 0             # counts the cells drawn from (a new one: new images)
+        self.descriptions = 0           # counts the descriptions' cells swapped in
+        self.build_time = None          # s the last description's rebuild took
+        self.build_error = None         # why the last description could not be drawn, or None
+        self._lock = threading.Lock()
+        self._wanted = None             # a description to rebuild for, not yet started
+        self._latest = urdf_xml         # the last description asked for
+        self._ready = None              # a cell rebuilt for a new description, not yet drawn
+        self._worker = None
+        self._cell = _Cell(self._mjcf(urdf_xml), self.cameras, self.sizes)
+
+    @property
+    def m(self):
+        return self._cell.m
+
+    @property
+    def meshes(self):
+        """(file, scale) → (mesh id, 4×4 of its compiled frame) of the current cell."""
+        return self._cell.meshes
+
+    def _mjcf(self, urdf_xml):
+        model = RobotModel(urdf_xml)
+        return mjcf_from_urdf(model.urdf, model.limits, BOARD_JOINTS, table=self.table)
 
     def _build(self, meshes=()):
-        """Compile the cell with the cameras and the mesh assets `meshes` ((file, scale))."""
-        spec = mujoco.MjSpec.from_string(self._xml)
-        for name, cam in self.cameras.items():
-            body = spec.body(cam['frame'])
-            if body is None:
-                raise ValueError('the URDF has no link %r (frame of %s)' % (cam['frame'], name))
-            c = body.add_camera()
-            c.name = name
-            c.quat = [0.0, 1.0, 0.0, 0.0]            # optical (z ahead, y down) → MuJoCo's
-            c.fovy = vertical_fov(float(cam['hfov']), int(cam['width']), int(cam['height']))
-        for k, (path, scale) in enumerate(meshes):
-            loaded = load_mesh(path, path, scale)
-            mesh = spec.add_mesh(name='world_mesh/%d' % k)
-            mesh.uservert = np.asarray(loaded.vertices, float).reshape(-1).tolist()
-            mesh.userface = np.asarray(loaded.faces, int).reshape(-1).tolist()
-        spec.visual.quality.shadowsize = 0
-        spec.visual.quality.offsamples = 0
-        h = max(hw[0] for hw in self.sizes.values())
-        w = max(hw[1] for hw in self.sizes.values())
-        spec.visual.global_.offheight = max(h, 8)
-        spec.visual.global_.offwidth = max(w, 8)
-        self.m = spec.compile()
-        self.d = mujoco.MjData(self.m)
-        # MuJoCo moves a mesh's vertices into its own frame (mesh_pos, mesh_quat): a mesh
-        # geom drawn at a shape's pose composes that frame back.
-        self.meshes = {}
-        for k, key in enumerate(meshes):
-            i = mujoco.mj_name2id(self.m, mujoco.mjtObj.mjOBJ_MESH, 'world_mesh/%d' % k)
-            frame = np.eye(4)
-            rot = np.zeros(9)
-            mujoco.mju_quat2Mat(rot, self.m.mesh_quat[i])
-            frame[:3, :3], frame[:3, 3] = rot.reshape(3, 3), self.m.mesh_pos[i]
-            self.meshes[key] = (i, frame)
-        self._qadr = {}
-        for j in range(self.m.njnt):
-            self._qadr[mujoco.mj_id2name(self.m, mujoco.mjtObj.mjOBJ_JOINT, j)] = self.m.jnt_qposadr[j]
-        for r in self._renderers.values():
-            r.close()
-        self._renderers = {n: mujoco.Renderer(self.m, *self.sizes[n]) for n in self.cameras}
-        # The camera's near clip (MuJoCo's is one for the model, a share of its extent).
-        self.m.vis.map.znear = min(float(c['near']) for c in self.cameras.values()) / self.m.stat.extent
-        # A camera does not see the shapes it sits inside (the head's shell around the head
-        # camera), as in io.render: each camera gets a geom group of its own for them.
-        self._options = {}
-        mujoco.mj_kinematics(self.m, self.d)
-        for k, name in enumerate(self.cameras):
-            group = 3 + k
-            if group > 5:
-                raise ValueError('at most 3 cameras')
-            cam = mujoco.mj_name2id(self.m, mujoco.mjtObj.mjOBJ_CAMERA, name)
-            eye = self.d.cam_xpos[cam]
-            for g in range(self.m.ngeom):
-                if self.m.geom_group[g] == 1 and _inside(self.m, self.d, g, eye):
-                    self.m.geom_group[g] = group
-            option = mujoco.MjvOption()
-            option.geomgroup[:] = 1
-            option.geomgroup[2] = 0                    # MuJoCo's default hidden groups
-            option.geomgroup[3] = 0                    # the collision shapes
-            option.geomgroup[group] = 0
-            self._options[name] = option
+        """The current description's cell again, with the mesh assets `meshes`."""
+        cell = _Cell(self._cell.xml, self.cameras, self.sizes, meshes)
+        self._cell.close()
+        self._cell = cell
+        self.generation += 1
+
+    def set_description(self, urdf_xml):
+        """Draw the robot of `urdf_xml` (a fragment grafted, replaced or removed). The cell
+        is rebuilt in a thread of its own (a new render context takes a second or more on a
+        CPU); frames keep the current cell until update() swaps the new one in. A
+        description that cannot be built leaves the current cell (build_error says why)."""
+        with self._lock:
+            if urdf_xml == self._latest:
+                return
+            self._wanted = self._latest = urdf_xml
+            if self._worker is None:
+                self._worker = threading.Thread(target=self._rebuild, name='mujoco cameras rebuild',
+                                                daemon=True)
+                self._worker.start()
+
+    def _rebuild(self):
+        while True:
+            with self._lock:
+                xml, self._wanted = self._wanted, None
+                if xml is None:
+                    self._worker = None
+                    return
+            t0 = time.perf_counter()
+            try:
+                mjcf = self._mjcf(xml)
+                try:
+                    cell = _Cell(mjcf, self.cameras, self.sizes, sorted(self._cell.meshes))
+                except (WorldError, ValueError):      # a mesh gone: the next frame asks again
+                    cell = _Cell(mjcf, self.cameras, self.sizes)
+            except Exception as exc:  # noqa: BLE001 - the URDF, the compiler or OpenGL refusing
+                self.build_error = '%s: %s' % (type(exc).__name__, exc)
+                continue
+            with self._lock:
+                stale, self._ready = self._ready, cell
+                self.build_time, self.build_error = time.perf_counter() - t0, None
+            if stale is not None:
+                stale.close()
+
+    def update(self):
+        """Swap in a cell rebuilt for a new description, if one is ready; returns the
+        generation of the cell the next frames come from."""
+        with self._lock:
+            ready, self._ready = self._ready, None
+        if ready is not None:
+            self._cell.close()
+            self._cell = ready
+            self.generation += 1
+            self.descriptions += 1
+        return self.generation
+
+    def wait_rebuilt(self, timeout):
+        """Whether no rebuild is pending or running within `timeout` s (for callers that
+        want the new description's images next)."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            with self._lock:
+                if self._worker is None:
+                    return True
+            time.sleep(0.01)
+        return False
 
     def _need_meshes(self, extra):
         """Rebuild with the meshes `extra` draws when the model lacks one (then with this
@@ -193,29 +311,40 @@ class MujocoCameras:
                 g.dataid = 2 * found[0]          # the mesh itself (2·id + 1: its hull)
             scene.ngeom += 1
 
-    def render(self, name, positions, extra=()):
+    def render(self, name, positions, extra=(), separation=None):
         """(h, w, 3) float32 linear rgb in [0, 1] of camera `name` at `positions` (joint →
         rad; joints not given stay at zero), with `extra` [(io.render.Shape, 4×4 pose in
-        the root frame)]: the world's models and the obstacles."""
+        the root frame)]: the world's models and the obstacles; `separation`: the gap
+        between a gripper's fingers (m; None: the fingers closed)."""
         extra = list(extra)
+        self.update()
         self._need_meshes(extra)
-        d = self.d
+        c = self._cell
+        m, d = c.m, c.d
         for joint, q in positions.items():
-            adr = self._qadr.get(joint)
+            adr = c.qadr.get(joint)
             if adr is not None:
                 d.qpos[adr] = q
-        mujoco.mj_kinematics(self.m, d)
-        mujoco.mj_camlight(self.m, d)
-        r = self._renderers[name]
-        r.update_scene(d, camera=name, scene_option=self._options[name])
-        r.scene.flags[mujoco.mjtRndFlag.mjRND_SHADOW] = False
-        cam = mujoco.mj_name2id(self.m, mujoco.mjtObj.mjOBJ_CAMERA, name)
-        self._add_geoms(r.scene, d.cam_xpos[cam].copy(), extra)
-        rgb = r.render()
-        # MuJoCo's output is display-encoded; io.render's conversions apply the gamma again.
-        return (rgb.astype(np.float32) * (1.0 / 255.0)) ** 2.2
+        for adr, lower, upper in c.fingers:
+            d.qpos[adr] = 0.0 if separation is None else finger_position(lower, upper, separation)
+        mujoco.mj_kinematics(m, d)
+        mujoco.mj_camlight(m, d)
+        view, rect = c.views[name]
+        c.gl.make_current()
+        mujoco.mjv_updateScene(m, d, c.options[name], None, view, mujoco.mjtCatBit.mjCAT_ALL, c.scene)
+        self._add_geoms(c.scene, d.cam_xpos[view.fixedcamid].copy(), extra)
+        mujoco.mjr_setBuffer(mujoco.mjtFramebuffer.mjFB_OFFSCREEN, c.con)
+        mujoco.mjr_render(rect, c.scene, c.con)
+        rgb = np.empty((rect.height, rect.width, 3), np.uint8)
+        mujoco.mjr_readPixels(rgb, None, rect, c.con)
+        # MuJoCo's output is display-encoded (and bottom row first); io.render's conversions
+        # apply the gamma again.
+        return (rgb[::-1].astype(np.float32) * (1.0 / 255.0)) ** 2.2
 
     def close(self):
-        for r in self._renderers.values():
-            r.close()
-        self._renderers = {}
+        """Frees the OpenGL resources (a rebuild still running frees its own when done)."""
+        with self._lock:
+            ready, self._ready = self._ready, None
+        for cell in (ready, self._cell):
+            if cell is not None:
+                cell.close()

@@ -1,0 +1,223 @@
+"""The gripper in MuJoCo's camera images (`--backend mujoco --gripper`, issue 21 item 1):
+MuJoCo's cameras follow the robot's description as the software renderer's do. Through ROS:
+the hand camera streaming at neutral, the gripper taken off the model (an empty fragment for
+right_gripper_base, as send_urdf_fragment.py sends it) leaves the image where the gripper
+was — the pixels the software renderer's gripper covers (test_gripper_model's hand camera
+test) — and nowhere else; rebooted, the gripper describes itself again and the image shows
+it as before. The head camera sees the fingers close and open as the gripper's position_m
+commands them (where the gripper reports them). Without ROS: the fingers stand in the
+image at the separation given; a new description is drawn once its cell is rebuilt, the
+frames meanwhile coming from the current one."""
+import numpy as np
+
+from clients import Frames, cams, pixels, stream  # noqa: F401 - fixtures
+from contract import CAMERA_NS, NEUTRAL
+from rosharness import wait_for
+from test_gripper_model import TIP, hand_image, ros, send_fragment  # noqa: F401 - ros: a fixture
+
+from intera_rt.model import RobotModel
+from intera_rt.robot import ARM_JOINTS
+
+SAWYER_ARGS = ['--gripper', '--backend', 'mujoco', '--sim-time', '--speed', '1']
+TIMEOUT = 20.0                # s: a rebuilt cell (a second or two under load) and its frames
+LEVELS = 20                   # a pixel changed: by more than this many grey levels
+EDGE = 3                      # px: the software and MuJoCo silhouettes' edges may differ by this
+
+
+def grown(mask, px):
+    """`mask` dilated by `px` pixels (a square neighbourhood)."""
+    out = mask.copy()
+    for dy in range(-px, px + 1):
+        for dx in range(-px, px + 1):
+            out |= np.roll(np.roll(mask, dy, 0), dx, 1)
+    return out
+
+
+def with_gripper():
+    """The robot's URDF with the electric gripper grafted as the robot grafts it."""
+    from intera_rt.model.urdf_fragments import with_electric_gripper
+    return with_electric_gripper(RobotModel.from_file()).urdf_xml
+
+
+def software(xml, camera, positions):
+    """The software renderer's grey image of `camera` (half resolution, as MuJoCo's)."""
+    from intera_rt.io.camera import CAMERAS
+    from intera_rt.io.render import Camera, Scene, render, to_mono8
+    spec = CAMERAS[camera]
+    scene = Scene(xml)
+    cam = Camera(spec['width'] // 2, spec['height'] // 2, spec['hfov'], spec['near'])
+    rgb, _ = render(scene, positions, scene.link_poses(positions)[spec['frame']], cam)
+    return to_mono8(rgb, 1.0).astype(int)
+
+
+def head_image(xml, positions):
+    """The head camera's grey image by the software renderer, scaled up as the robot's."""
+    from intera_rt.io.camera import CAMERAS
+    from intera_rt.io.render import resize_nearest
+    spec = CAMERAS['head_camera']
+    return resize_nearest(software(xml, 'head_camera', positions), spec['height'], spec['width'])
+
+
+def test_the_hand_camera_images_follow_the_gripper_on_and_off(ros, cams):
+    import rospy
+    from io_client import IODevice
+    ros['arm'].reset_pose(NEUTRAL)
+    where = np.abs(hand_image(rospy.get_param('/robot_description'))
+                   - hand_image(RobotModel.from_file().urdf_xml)) > LEVELS
+    assert where.mean() > 0.002, 'the gripper is not in the hand camera\'s view'
+    near = grown(where, EDGE)
+    hand = cams['right_hand_camera']
+    frames = Frames(CAMERA_NS + 'right_hand_camera/image_rect')
+
+    def image():
+        return pixels(frames.wait(len(frames.frames) + 1, 5.0, 'a new frame'))[..., 0].astype(int)
+
+    def gripper_changed(a, b):
+        """(share of the gripper's pixels changed, share of the others changed)."""
+        changed = np.abs(a - b) > LEVELS
+        return changed[where].mean(), changed[~near].mean()
+
+    def frame_where(test, what):
+        return wait_for(lambda: (lambda img: (img,) if test(img) else None)(image()), TIMEOUT, what)[0]
+
+    try:
+        stream(hand, True)
+        frames.wait(2, TIMEOUT, 'hand camera frames')
+        on = frame_where(lambda img: np.abs(img - image()).max() == 0, 'a still image')
+        send_fragment(ros, '', 'right_gripper_base', link='right_hand')
+        wait_for(lambda: TIP not in rospy.get_param('/robot_description'), 10.0, 'the gripper off')
+        off = frame_where(lambda img: gripper_changed(on, img)[0] > 0.5, 'the gripper gone from the image')
+        inside, outside = gripper_changed(on, off)
+        assert inside > 0.8 and outside < 1e-3, (inside, outside)
+        gripper = IODevice('end_effector', 'right_gripper')
+        try:
+            assert gripper.set('reboot', True) == ''
+            gripper.wait(lambda: gripper.state.device.status.tag == 'ready', 5.0, 'ready after reboot')
+        finally:
+            gripper.close()
+        wait_for(lambda: TIP in rospy.get_param('/robot_description'), 10.0, 'the gripper back')
+        back = frame_where(lambda img: gripper_changed(off, img)[0] > 0.5, 'the gripper back in the image')
+        inside, outside = gripper_changed(on, back)
+        assert inside < 0.05 and outside < 1e-3, (inside, outside)
+    finally:
+        frames.close()
+        stream(hand, False)
+
+
+def test_the_head_camera_sees_the_fingers_close_and_open(ros, cams):
+    """The fingers closed by the gripper's position_m change the head camera's image where
+    the software renderer's fingers move (at ±half the separation on their joints), and
+    opened again the image is the open one again."""
+    import rospy
+    from io_client import IODevice
+    from sensor_msgs.msg import JointState
+    from rosharness import wait_for_message
+    from intera_rt.io.gripper import MAX_POSITION
+    ros['arm'].reset_pose(NEUTRAL)
+    js = wait_for_message('/robot/joint_states', JointState, 5.0)
+    positions = dict(zip(js.name, js.position))
+    opened = dict(positions, right_gripper_l_finger_joint=MAX_POSITION / 2,
+                  right_gripper_r_finger_joint=-MAX_POSITION / 2)
+    xml = rospy.get_param('/robot_description')
+    fingers = np.abs(head_image(xml, opened) - head_image(xml, positions)) > LEVELS
+    assert fingers.sum() > 100, fingers.sum()
+    near = grown(fingers, EDGE)
+    head = cams['head_camera']
+    frames = Frames(CAMERA_NS + 'head_camera/image_rect_color')
+    gripper = IODevice('end_effector', 'right_gripper')
+
+    def image():
+        return pixels(frames.wait(len(frames.frames) + 1, 5.0, 'a new frame')).astype(int)
+
+    def fingers_changed(a, b):
+        changed = np.abs(a - b).max(2) > LEVELS
+        return changed[fingers].mean(), changed[~near].mean()
+
+    def frame_where(test, what):
+        return wait_for(lambda: (lambda img: (img,) if test(img) else None)(image()), TIMEOUT, what)[0]
+
+    def move(position):
+        assert gripper.set('position_m', position) == ''
+        gripper.wait(lambda: abs(gripper.value('position_response_m') - position) < 1e-3
+                     and not gripper.value('is_moving'), 10.0, 'the fingers at %g m' % position)
+
+    try:
+        if not gripper.value('is_calibrated'):          # (rebooted by a test before)
+            assert gripper.set('calibrate', True) == ''
+            gripper.wait(lambda: gripper.value('is_calibrated') is True, 5.0, 'is_calibrated')
+        assert gripper.set('speed_mps', 0.15) == ''
+        move(MAX_POSITION)
+        stream(head, True)
+        frames.wait(2, TIMEOUT, 'head camera frames')
+        open_ = frame_where(lambda img: np.abs(img - image()).max() == 0, 'a still image')
+        # (the frames in flight when a move ends may show the fingers on their way)
+        move(0.0)
+        closed = frame_where(lambda img: (lambda i, o: i > 0.8 and o < 1e-3)(*fingers_changed(open_, img)),
+                             'the fingers closed in the image (> 80 % of their pixels changed, '
+                             '< 0.1 % elsewhere)')
+        move(MAX_POSITION)
+        frame_where(lambda img: (lambda i, o: i < 0.05 and o < 1e-3)(*fingers_changed(open_, img))
+                    and fingers_changed(closed, img)[0] > 0.8, 'the open fingers\' image again')
+    finally:
+        gripper.close()
+        frames.close()
+        stream(head, False)
+
+
+def test_the_fingers_stand_at_the_given_separation():
+    """Offline: MuJoCo's head camera image with the gripper's fingers open by a separation
+    changes from the closed one exactly where the software renderer's fingers, at ±half of
+    it on their joints, do."""
+    from intera_rt.io.camera import CAMERAS
+    from intera_rt.io.render import to_mono8
+    from intera_rt.ros.io.mujoco_cameras import MujocoCameras
+    urdf = with_gripper()
+    positions = dict(zip(ARM_JOINTS, NEUTRAL))
+    separation = 0.04
+    opened = dict(positions, right_gripper_l_finger_joint=separation / 2,
+                  right_gripper_r_finger_joint=-separation / 2)
+    mj = MujocoCameras(urdf, CAMERAS, render_scale=0.5)
+    try:
+        def mujoco(s):
+            return to_mono8(mj.render('head_camera', positions, separation=s), 1.0).astype(int)
+        closed = mujoco(0.0)
+        assert np.array_equal(mujoco(None), closed)
+        moved = np.abs(mujoco(separation) - closed) > LEVELS
+    finally:
+        mj.close()
+    expected = np.abs(software(urdf, 'head_camera', opened) - software(urdf, 'head_camera', positions)) > LEVELS
+    assert expected.sum() > 40, expected.sum()             # the fingers in the head camera's view
+    assert (moved & expected).sum() > 0.8 * expected.sum(), (moved.sum(), expected.sum())
+    assert (moved & ~grown(expected, 1)).sum() < 0.1 * expected.sum()
+
+
+def test_a_new_description_is_drawn_once_rebuilt_and_frames_keep_coming_meanwhile():
+    """Offline: set_description with the gripper grafted rebuilds in the background; frames
+    rendered meanwhile are the bare arm's, and after the swap the hand camera's image changes
+    where the software renderer's gripper is (and back when the gripper is taken off)."""
+    from intera_rt.io.camera import CAMERAS
+    from intera_rt.io.render import to_mono8
+    from intera_rt.ros.io.mujoco_cameras import MujocoCameras
+    bare, urdf = RobotModel.from_file().urdf_xml, with_gripper()
+    positions = dict(zip(ARM_JOINTS, NEUTRAL))
+    where = (np.abs(software(urdf, 'right_hand_camera', positions)
+                    - software(bare, 'right_hand_camera', positions)) > LEVELS)
+    assert where.sum() > 100, where.sum()
+    mj = MujocoCameras(bare, CAMERAS, render_scale=0.5)
+    try:
+        def image():
+            return to_mono8(mj.render('right_hand_camera', positions), 1.0).astype(int)
+        before = image()
+        generation = mj.update()
+        mj.set_description(urdf)
+        assert np.array_equal(image(), before)           # the current cell, while it builds
+        assert mj.wait_rebuilt(30.0)
+        assert mj.update() == generation + 1 and mj.build_error is None and mj.build_time > 0
+        changed = np.abs(image() - before) > LEVELS
+        assert (changed & where).sum() > 0.8 * where.sum()
+        assert (changed & ~grown(where, 1)).sum() < 0.1 * where.sum()
+        mj.set_description(bare)
+        assert mj.wait_rebuilt(30.0)
+        assert np.array_equal(image(), before)
+    finally:
+        mj.close()
