@@ -59,6 +59,8 @@ def head_image(xml, positions):
 
 
 def test_the_hand_camera_images_follow_the_gripper_on_and_off(ros, cams):
+    """Taken off, the gripper leaves the hand camera's image where the software renderer
+    draws it (and nothing else changes); rebooted, it is back as it was."""
     import rospy
     from io_client import IODevice
     ros['arm'].reset_pose(NEUTRAL)
