@@ -35,17 +35,21 @@ INERT_BITS = (0, 0)
 FINGER_KP = 10000.0           # N/m
 FINGER_KV = 40.0              # N·s/m
 FINGER_ARMATURE = 0.01        # kg: the finger drive's reflected mass (steadies contact at 1 ms)
-# Finger pads: compliant, as the gripper's rubber pads on plastic fingers are. Their
+# Finger pads: compliant, as the fingers' bending and their drive make a fingertip. Their
 # contacts' solref time constant spreads a pad's strike on a block over ~20 ms instead of
 # one stiff 1 ms step (an impulse the arm's collision detection would take for a knock);
 # ~0.7 mm per pad under the 10 N a finger squeezes with (docs/world.md). At the spawned
 # models' priority (MODEL_PRIORITY) and a dominant solmix the pads' solref/solimp govern
-# their contacts, while MuJoCo takes the larger friction of the two geoms: the pads' own
-# is zero so a model's mu and torsional friction govern, as before. condim 4: a block held
-# off its centre of mass does not pivot between two pads.
+# their contacts; the pads' geoms have no friction of their own (against the cell a pad
+# slides), and with a spawned model a pad's contact is an explicit pair
+# (mujoco_world.add_model) taking the smaller of PAD_MU and the model's mu, as ODE
+# (Gazebo's) does: a pad of friction 1 on a block of 1 on a table of 1 wedges the block
+# when one pad shoves it (docs/world.md). condim 4: a block held off its centre of mass
+# does not pivot between two pads.
 MODEL_PRIORITY = 1            # spawned models' geoms (boards.mujoco_world): their friction wins
 PAD_TIMECONST = 0.02          # s: MuJoCo solref of a finger pad's contacts
 PAD_SOLMIX = 1000.0
+PAD_MU = 0.5                  # the fingertips' (hard plastic) sliding friction
 FINGER_FRICTION = (0.0, 0.0, 0.0)
 FINGER_CONDIM = 4
 IMPRATIO = 10.0               # MuJoCo's friction-to-normal impedance ratio (grasps hold)

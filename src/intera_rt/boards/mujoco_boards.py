@@ -118,10 +118,16 @@ class MujocoBoards(SimulatedPlant):
         xml = mjcf_from_urdf(urdf, self.model.limits, self.joint_names, self.table,
                              self._contact_tc, self.substeps, welded=welded)
         spec = mujoco.MjSpec.from_string(xml)
+        fingers = {j.child: j for j in urdf.joints if j.type == 'prismatic' and j.name not in welded}
+        # The fingers' drive moves each at most at its joint's velocity limit (none: no cap).
+        self._finger_speed = {j.name: j.limit.velocity for j in fingers.values()
+                              if j.limit is not None and j.limit.velocity}
+        self._pads = [(g.name, link) for link in sorted(fingers) for g in spec.geoms
+                      if g.name.startswith('collision/%s/' % link)]
         for record in self._obstacles.values():
             self._place_obstacle(spec, record)
         for name, (world_model, pose) in self._models.items():
-            mujoco_world.add_model(spec, world_model, pose, self._solref())
+            mujoco_world.add_model(spec, world_model, pose, self._solref(), pads=self._pads)
         m = spec.compile()
         d = mujoco.MjData(m)
         jids = [mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_JOINT, n) for n in self.joint_names]
@@ -339,7 +345,7 @@ class MujocoBoards(SimulatedPlant):
         if model.name in self._models:
             raise WorldError('model_name: a model named %r already exists' % model.name)
         mujoco_world.check(model)
-        mujoco_world.add_model(self._spec, model, pose, self._solref())
+        mujoco_world.add_model(self._spec, model, pose, self._solref(), pads=self._pads)
         self._models[model.name] = (model, pose)
         try:
             self._recompile()
@@ -434,8 +440,9 @@ class MujocoBoards(SimulatedPlant):
 
     def set_gripper(self, command):
         """See JointBoards.set_gripper: the fingers' setpoint moves toward `separation` at
-        `speed`; each finger pushes with at most half of `force` (the device's holding force
-        is both fingers' together)."""
+        `speed`, each finger at most at its joint's velocity limit (its drive's top speed, as
+        its effort caps its force); each finger pushes with at most half of `force` (the
+        device's holding force is both fingers' together)."""
         if not self._fingers:
             raise BoardsError('%s has no gripper: put one on the robot first' % self.describe())
         for field in ('separation', 'speed', 'force'):
@@ -458,7 +465,7 @@ class MujocoBoards(SimulatedPlant):
     def _drive_fingers(self, dt):
         cmd = self._grip
         target = min(max(cmd.separation, 0.0), self._finger_span)
-        step = cmd.speed * dt
+        step = min(cmd.speed, self._finger_top_speed) * dt
         self._grip_target += min(max(target - self._grip_target, -step), step)
         self._finger_ctrl()
         self._grip_moving = self._grip_target != target      # until the setpoint arrives
@@ -517,11 +524,14 @@ class MujocoBoards(SimulatedPlant):
             if name.startswith(FINGER_PREFIX):
                 jid = m.actuator_trnid[aid, 0]
                 lo, hi = m.jnt_range[jid]
+                joint = name[len(FINGER_PREFIX):]
                 self._fingers.append(_Finger(
-                    name[len(FINGER_PREFIX):], aid, m.jnt_qposadr[jid], m.jnt_bodyid[jid],
-                    finger_side(lo, hi), lo, hi, m.actuator_forcerange[aid, 1]))
+                    joint, aid, m.jnt_qposadr[jid], m.jnt_bodyid[jid],
+                    finger_side(lo, hi), lo, hi, m.actuator_forcerange[aid, 1],
+                    self._finger_speed.get(joint, math.inf)))
         finger_of = {f.body: k for k, f in enumerate(self._fingers)}
         self._finger_span = sum(f.upper - f.lower for f in self._fingers)
+        self._finger_top_speed = sum(f.speed for f in self._fingers)
         self._finger_force = 2.0 * min((f.effort for f in self._fingers), default=0.0)
         for gid in range(m.ngeom):
             name = mujoco.mj_id2name(m, mujoco.mjtObj.mjOBJ_GEOM, gid) or ''
@@ -612,6 +622,7 @@ class _Finger(NamedTuple):
     lower: float
     upper: float
     effort: float             # N: the most it pushes with
+    speed: float              # m/s: the fastest it moves (its joint's velocity limit)
 
 
 def _carry_state(m_old, d_old, m_new, d_new):

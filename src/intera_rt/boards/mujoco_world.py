@@ -6,10 +6,11 @@ frame): a free joint unless the model is anchored (static, or welded to the worl
 inertial given explicitly (mass, centre of mass, full inertia), one geom per collision (box,
 cylinder, sphere, plane, mesh as its convex hull's vertices: MuJoCo collides convex shapes).
 Friction: the collision's mu is MuJoCo's sliding friction (MuJoCo's is isotropic, so mu2 is
-not used), and it governs the model's contacts with the cell, the arm and the fingers (geom
-priority; the finger pads share it with no friction of their own, their compliance their
-own; where two models meet MuJoCo takes the larger mu, ODE the smaller); torsional
-friction (condim 4) keeps a grasped body from pivoting between two finger pads.
+not used), and it governs the model's contacts with the cell and the arm (geom priority;
+where two models meet MuJoCo takes the larger mu, ODE the smaller); with a finger pad
+(`pads`) the contact is an explicit pair taking the smaller of the pad's and the model's mu,
+as ODE does, with the pad's compliance; torsional friction (condim 4) keeps a grasped body
+from pivoting between two finger pads.
 Collision bits: moving bodies touch everything (the arm, the fingers, the table and floor,
 obstacles and each other); anchored ones touch what moves, as the cell's fixed geoms do.
 Names: body and free joint 'world/<model>/<body>', geoms '.../<k>', meshes 'mesh/...'.
@@ -18,7 +19,7 @@ import numpy as np
 
 import mujoco
 
-from intera_rt.boards.mjcf import MODEL_PRIORITY
+from intera_rt.boards.mjcf import MODEL_PRIORITY, PAD_MU, PAD_TIMECONST
 from intera_rt.world.model import Pose, WorldError
 
 PREFIX = 'world/'
@@ -75,11 +76,14 @@ def check(model):
                                  '(make the model <static>)' % (what, c.name))
 
 
-def add_model(spec, model, pose, solref, friction_extra=(0.005, 0.0001)):
+def add_model(spec, model, pose, solref, friction_extra=(0.005, 0.0001), pads=()):
     """Add `model`'s bodies to `spec` with its frame at `pose` (world.Pose in MuJoCo's world
     frame). `solref`: (time constant, damping ratio) of its contacts; `friction_extra`:
-    (torsional, rolling) coefficients. Returns the body names added, in model.bodies()
-    order. check(model) first: this assumes it passed."""
+    (torsional, rolling) coefficients; `pads`: the gripper's finger pads in `spec`, (geom
+    name, body name) each, whose contacts with the model are explicit pairs (the smaller of
+    PAD_MU and the model's mu, the pads' compliance) instead of MuJoCo's own. Returns the
+    body names added, in model.bodies() order. check(model) first: this assumes it
+    passed."""
     names = []
     for body in model.bodies():
         at = pose * body.pose
@@ -131,13 +135,23 @@ def add_model(spec, model, pose, solref, friction_extra=(0.005, 0.0001)):
             g.friction = [c.friction.mu, friction_extra[0], friction_extra[1]]
             g.solref = list(solref)
             g.rgba = [0.8, 0.5, 0.2, 1.0] if not body.anchored else [0.5, 0.45, 0.4, 1.0]
+            mu = min(PAD_MU, c.friction.mu)
+            for pad, _ in pads:
+                spec.add_pair(name='%s|%s' % (g.name, pad), geomname1=pad, geomname2=g.name,
+                              condim=4, solref=[PAD_TIMECONST, 1.0],
+                              friction=[mu, mu, friction_extra[0], friction_extra[1], friction_extra[1]])
+        for finger in sorted({b for _, b in pads}):      # no contact of MuJoCo's own besides
+            spec.add_exclude(name='%s|%s' % (name, finger), bodyname1=finger, bodyname2=name)
     return names
 
 
 def remove_model(spec, model):
-    """Take `model`'s bodies (and their meshes) out of `spec`."""
+    """Take `model`'s bodies (and their meshes, pad pairs and exclusions) out of `spec`."""
     for body in model.bodies():
         name = body_name(model.name, body.name)
+        for element in list(spec.pairs) + list(spec.excludes):
+            if element.name.startswith(name + '/') or element.name.startswith(name + '|'):
+                spec.delete(element)
         b = spec.body(name)
         if b is None:
             continue
