@@ -5,9 +5,10 @@ plant       the MuJoCo plant's step (process CPU µs per 1 ms advance; no ROS): 
             the gripper and a table; with 10 blocks resting on the table in contact (five
             touching in a row, five stacked on them), with MuJoCo's sleep and without it;
             with one block squeezed in the fingers.
-lockstep    the robot at --sim-time --speed max on --backend mujoco with the gripper: sim
-            seconds per wall second with the demo's table, then with 10 blocks spawned on
-            it through /gazebo/spawn_sdf_model and resting.
+lockstep    the robot at --sim-time --speed max on --backend mujoco: sim seconds per wall
+            second of the bare arm (no gripper, no world), then, in another robot of the
+            same run, with the gripper and the demo's table, then with 10 blocks spawned on
+            it through /gazebo/spawn_sdf_model and resting; the load average beside each.
 pick_place  `trials` pick-and-places of a 4 cm block at random poses on the table (the
             realtime core in position mode, IK on right_gripper_tip streamed at 100 Hz as
             the SDK's demo does, the gripper closed at 20 N): approach, descend, close,
@@ -203,14 +204,29 @@ def _wait_ticking(timeout=120.0):
     rospy.wait_for_message('/robot/joint_states', JointState, timeout)
 
 
+LOCKSTEP_ARGS = ['--sim-time', '--speed', 'max', '--backend', 'mujoco']
+
+
+def _speed(duration):
+    from intera_rt.bench.realtime_measures import measure_lockstep as speed
+    return dict(speed(duration), load_avg=list(os.getloadavg()))
+
+
+def measure_lockstep_bare(out_dir, duration):
+    """The bare arm's lockstep speed on MuJoCo (no gripper, no world), for comparison."""
+    from intera_rt.bench import own_robot
+    with own_robot(LOCKSTEP_ARGS, os.path.join(out_dir, 'picking_lockstep_bare.log'), 120.0):
+        _wait_ticking()
+        return dict(_speed(duration), args=LOCKSTEP_ARGS)
+
+
 def measure_lockstep(out_dir, duration):
     import rospy
     from gazebo_msgs.srv import SpawnModel
     from geometry_msgs.msg import Pose as PoseMsg
 
     from intera_rt.bench import own_robot
-    from intera_rt.bench.realtime_measures import measure_lockstep as speed
-    args = ['--sim-time', '--speed', 'max', '--backend', 'mujoco', '--backend-option', 'gripper=true']
+    args = LOCKSTEP_ARGS + ['--backend-option', 'gripper=true']
     out = {'args': args}
     with own_robot(args, os.path.join(out_dir, 'picking_lockstep.log'), 120.0):
         _wait_ticking()
@@ -225,12 +241,12 @@ def measure_lockstep(out_dir, duration):
             if not r.success:
                 raise RuntimeError('spawning %s: %s' % (name, r.status_message))
         put('table', table_sdf(), TABLE_X, 0.0, 0.0)
-        out['gripper_table'] = speed(duration)
+        out['gripper_table'] = _speed(duration)
         for k in range(10):
             put('b%d' % k, block_sdf('b%d' % k), 0.55 + 0.0405 * (k % 5), -0.2,
                 TABLE_TOP + BLOCK / 2 + BLOCK * (k // 5))
         time.sleep(1.0)                                 # resting (sleeping, to MuJoCo)
-        out['ten_blocks'] = speed(duration)
+        out['ten_blocks'] = _speed(duration)
         from gazebo_msgs.srv import GetModelState
         get = rospy.ServiceProxy('/gazebo/get_model_state', GetModelState)
         zs = [get('b%d' % k, 'world').pose.position.z for k in range(10)]
@@ -354,6 +370,7 @@ class _SdkClient:
                                    tcp_nodelay=True)
         self.pub_io = rospy.Publisher(self.GRIPPER + 'command', IOComponentCommand, queue_size=10)
         self._cmd = JointCommand(mode=JointCommand.POSITION_MODE, names=list(ARM_JOINTS))
+        self.model = gripper_model()           # FK of the tip, to say where it landed
         deadline = time.monotonic() + 60.0
         while (self.q is None or self.io is None or self.pub.get_num_connections() == 0
                or 'right_gripper_tip' not in rospy.get_param('/robot_description', '')):
@@ -458,6 +475,8 @@ def _ros_trial(c, rng, k):
         here = np.array((x, y, centre + HOVER))
         if tip is None or not c.move(here, here, yaw, 2.0) or not c.move(here, (x, y, centre), yaw, 1.0):
             return False, 'ik', detail
+        landed = np.array(c.model.tip_pose('right_gripper_tip', list(c.q))[0]) + (0.0, 0.0, ROBOT_BASE_Z)
+        detail['landed_mm'] = [round(1e3 * v, 2) for v in landed - c.block(name)[0]]   # tip - block
         c.set_position(0.0)
         if not c.wait(lambda: c.signal('is_gripping') is True, 5.0):
             return False, 'not_gripped', dict(detail, position=c.signal('position_response_m'))
@@ -531,6 +550,8 @@ def run(out_dir='bench_out', quick=False):
                        # one robot per process: rospy comes up once per process
                        ('pick_place_ros', lambda: in_own_process(
                            measure_pick_place_ros, out_dir, 3 if quick else 50)),
+                       ('lockstep_bare', lambda: in_own_process(
+                           measure_lockstep_bare, out_dir, 3.0 if quick else 10.0)),
                        ('lockstep', lambda: in_own_process(
                            measure_lockstep, out_dir, 3.0 if quick else 10.0))):
         print('[bench]   picking/%s ...' % name, flush=True)
@@ -558,11 +579,13 @@ def run(out_dir='bench_out', quick=False):
                      'failures %s; collision detections %d (in %d trials)'
                      % (pr['succeeded'], pr['trials'], 100 * pr['success_rate'],
                         pr['failures_by_kind'] or 'none', pr['detections'], pr['trials_with_detections']))
-    ls = out.get('lockstep')
+    ls, bare = out.get('lockstep'), out.get('lockstep_bare')
     if ls:
-        lines.append('lockstep --speed max, MuJoCo + gripper: %.2fx with the table, %.2fx with 10 '
-                     'blocks resting (target >= 10x)'
-                     % (ls['gripper_table']['speedup'], ls['ten_blocks']['speedup']))
+        lines.append('lockstep --speed max, MuJoCo: bare arm %s; + gripper %.2fx with the table, '
+                     '%.2fx with 10 blocks resting (target >= 10x; load %.1f)'
+                     % ('%.2fx' % bare['speedup'] if bare else 'not measured',
+                        ls['gripper_table']['speedup'], ls['ten_blocks']['speedup'],
+                        ls['ten_blocks']['load_avg'][0]))
     out['summary'] = lines
     if errors:
         out['error'] = '; '.join('%s: %s' % kv for kv in errors.items())
