@@ -537,7 +537,17 @@ def measure_pick_place_ros(out_dir, trials, seed=21):
             'detections': sum(r['detections'] for r in results),
             'trials_with_detections': sum(1 for r in results if r['detections']),
             'offsets_m': {'max': max((r.get('off', 0.0) for r in results), default=0.0)},
-            'block_m': BLOCK, 'seed': seed}
+            'landed_mm': _landed(results), 'block_m': BLOCK, 'seed': seed}
+
+
+def _landed(results):
+    """How far the tip was from the block's centre, sideways, when the client closed: the
+    median and the largest over the trials (mm), and in the trials with a detection."""
+    side = [(math.hypot(*r['landed_mm'][:2]), r['detections']) for r in results if 'landed_mm' in r]
+    if not side:
+        return {}
+    return {'median': float(np.median([d for d, _ in side])), 'max': max(d for d, _ in side),
+            'with_detections': [d for d, n in side if n]}
 
 
 def run(out_dir='bench_out', quick=False):
