@@ -138,3 +138,85 @@ def test_the_core_says_once_when_the_kernels_are_missing(monkeypatch):
         core.tick()
     said = [entry for entry in core.take_logs() if entry[1] == 'native']
     assert said == [('warn', 'native', 'compiled kernels unavailable (test): Python path')]
+
+
+@needs_kernels
+def test_interaction_wrench_matches_python_bit_for_bit():
+    """Every branch of the law's wrench: a handover, a force limit, motion-limit walls (hit
+    and not), the rotation wall, in every combination."""
+    from intera_rt.control import interaction as ic
+    rng = np.random.default_rng(11)
+    compiled = 0
+    for case in range(3000):
+        def six(scale=1.0):
+            return rng.uniform(-1, 1, 6) * scale
+        e = six(0.3)
+        bound = np.where(rng.random(6) < 0.5, ic.MOTION_BOUND, ic.NO_LIMIT) if case & 1 else None
+        hand = six(5.0) if case & 2 else None
+        limit = np.abs(six(20.0)) if case & 4 else None
+        rot_wall = (rng.random(3) < 0.7).astype(float) if case & 8 else None
+        args = (six(10.0), np.abs(six(1000.0)), e, np.abs(six(50.0)), six(), six(2.0), hand,
+                limit, bound, np.abs(six(1e4)), np.abs(six(100.0)), six(), rot_wall,
+                np.abs(rng.uniform(0, 5, 3)), float(rng.uniform(0, 50)))
+        out = tuple(np.full(6, np.nan) for _ in range(4))
+        assert kernels.interaction_wrench(*args, *out) is True
+        compiled += 1
+        for ours, theirs in zip(out, ic._wrench_law(*args)):
+            np.testing.assert_array_equal(ours, theirs)
+            assert np.array_equal(np.signbit(ours), np.signbit(theirs))
+    assert compiled == 3000
+    # arguments it does not take: the Python path
+    args = list(args)
+    args[1] = args[1][:5]
+    assert kernels.interaction_wrench(*args, *out) is None
+
+
+@needs_kernels
+def test_interaction_torque_kernels_match_python_bit_for_bit():
+    from intera_rt.numeric import clip
+    rng = np.random.default_rng(12)
+    for _ in range(2000):
+        k, qr, q, d, qd = (rng.uniform(-3, 3, 7) for _ in range(5))
+        np.testing.assert_array_equal(kernels.nullspace_error(k, qr, q, d, qd),
+                                      k * (qr - q) - d * qd)
+        tau, extra, prev = (rng.uniform(-5, 5, 7) for _ in range(3))
+        step = float(rng.uniform(0, 2))
+        np.testing.assert_array_equal(kernels.rate_clip(tau, extra, prev, step),
+                                      clip(tau + extra, prev - step, prev + step))
+        np.testing.assert_array_equal(kernels.rate_clip(tau, None, prev, step),
+                                      clip(tau, prev - step, prev + step))
+    assert kernels.rate_clip(tau, extra[:3], prev, step) is None
+
+
+@needs_kernels
+def test_interaction_control_runs_the_same_on_both_paths(monkeypatch):
+    """The interaction controller pushed around in a running core (impedance with a force
+    limit, force axes with motion limits, the rotation wall): the same torques, bit for bit,
+    on the compiled and the Python path."""
+    import math
+    from intera_rt.control import commands as cmds
+    from intera_rt.control import interaction as ic
+    from intera_rt.model import RobotModel
+    from intera_rt.realtime.core import RealtimeCore
+    model = RobotModel.from_file()
+    runs = []
+    for path in (kernels, None):
+        monkeypatch.setattr(ic, 'kernels', path)
+        core = RealtimeCore(model)
+        core.tick()
+        core.apply(cmds.InteractionCommand(
+            interaction_control_active=True, K_impedance=(500, 500, 500, 10, 10, 10),
+            max_impedance=(False,) * 6, interaction_control_mode=(2, 3, 4, 1, 1, 1),
+            force_command=(5.0, 3.0, -4.0, 0, 0, 0), K_nullspace=(5.0,) * 7,
+            in_endpoint_frame=True, endpoint_name='right_hand'))
+        torques = []
+        for i in range(1500):
+            if i % 10 == 0:
+                core.apply(cmds.SimWrench(link='right_hand', wrench=(
+                    15.0 * math.sin(0.01 * i), 10.0, 0.0, 2.0 * math.cos(0.004 * i), 0, 0),
+                    duration=0.01))
+            core.tick()
+            torques.append(core.boards.read().effort.copy())
+        runs.append(np.array(torques))
+    np.testing.assert_array_equal(runs[0], runs[1])
+    assert np.abs(runs[0]).max() > 1.0

@@ -28,6 +28,7 @@ from intera_rt.control.interaction_params import (D_SCALE, ENDPOINT, FORCE_WITH_
                                                   IMPEDANCE, IMPEDANCE_WITH_FORCE_LIMIT, K_CAP,
                                                   K_MAX_RANGE, describe, parse)
 from intera_rt.control.trajectory import TrajectoryController, extrapolate, sample_reference
+from intera_rt.native import kernels
 from intera_rt.numeric import clip, count_nonzero
 from intera_rt.robot import LOOP_PERIOD
 
@@ -89,6 +90,7 @@ class InteractionController(Controller):
         self._filter_left = 0
         self._cmd = None                 # the command in force (None: the defaults)
         self._e = np.zeros(6)
+        self._law_out = tuple(np.zeros(6) for _ in range(4))    # the kernel's Fs, Fd, F, held
         self._tau_prev = np.zeros(7)
         self._expected = None
         self._starting = False
@@ -225,7 +227,7 @@ class InteractionController(Controller):
             self._wall_k = WALL_STIFFNESS * bounded
             self._wall_d = np.minimum(D_SCALE * np.sqrt(WALL_STIFFNESS), guard) * bounded
         else:
-            self._bound = None
+            self._bound = self._wall_k = self._wall_d = None
         rot_imp = imp[3:]
         self._rot_wall = rot_imp.astype(float) if rot_imp.any() else None
         self._rot_wall_d = np.minimum(D_SCALE[3:] * math.sqrt(ROTATION_WALL_STIFFNESS), guard[3:])
@@ -330,33 +332,26 @@ class InteractionController(Controller):
             vd = v - vr * self._imp
         else:
             vd = v
-        # The wrench the law means the endpoint to hold at rest (springs and force), and its
-        # damping.
-        Fs = self._F - self._K * e
-        Fd = -self._D * vd
         handover = self._handover
+        hand = None
         if handover is not None:
-            Fs = Fs + (handover if Ra is None else np.concatenate((RaT @ handover[:3], RaT @ handover[3:])))
-            handover *= 1.0 - state.period / HANDOVER_TIME
-            if np.abs(handover).max() < 1e-3:
-                self._handover = None
-        limit = self._limit
-        if limit is not None:
-            Fs = clip(Fs, -limit, limit)
-        if self._bound is not None:
-            over = e - clip(e, -self._bound, self._bound)
-            if count_nonzero(over):
-                Fs = Fs - self._wall_k * over
-                Fd = Fd - self._wall_d * v * (over != 0.0)
+            hand = handover if Ra is None else np.concatenate((RaT @ handover[:3], RaT @ handover[3:]))
+        rot_wall, wall_scale = None, 0.0
         if self._rot_wall is not None and not (self.params.free_rotations and not self._driven):
             angle = math.sqrt(float(phi @ phi))
             if angle > ROTATION_WALL:
-                Fs[3:] -= self._rot_wall * (ROTATION_WALL_STIFFNESS * (angle - ROTATION_WALL) / angle) * e[3:]
-                Fd[3:] -= self._rot_wall * self._rot_wall_d * v[3:]
-        F = Fs + Fd + self._u
-        if limit is not None:
-            F = clip(F, -limit, limit)
-        held = Fs - self._F + self._u             # what the springs hold (a reset hands it over)
+                rot_wall = self._rot_wall
+                wall_scale = ROTATION_WALL_STIFFNESS * (angle - ROTATION_WALL) / angle
+        args = (self._F, self._K, e, self._D, vd, self._u, hand, self._limit, self._bound,
+                self._wall_k, self._wall_d, v, rot_wall, self._rot_wall_d, wall_scale)
+        if kernels is not None and kernels.interaction_wrench(*args, *self._law_out):
+            Fs, Fd, F, held = self._law_out
+        else:
+            Fs, Fd, F, held = _wrench_law(*args)
+        if handover is not None:
+            handover *= 1.0 - state.period / HANDOVER_TIME
+            if np.abs(handover).max() < 1e-3:
+                self._handover = None
         if Ra is None:
             self._held = held
         else:
@@ -376,8 +371,13 @@ class InteractionController(Controller):
             if info == 0:
                 self._wrench_map = X
                 self._projector = self._eye7 - J.T @ X
+        extra = None
         if self._ns:
-            tau = tau + self._projector @ (self._Kns * (self._q_ns - q) - self._Dns * qd)
+            error = None if kernels is None else kernels.nullspace_error(
+                self._Kns, self._q_ns, q, self._Dns, qd)
+            if error is None:
+                error = self._Kns * (self._q_ns - q) - self._Dns * qd
+            extra = self._projector @ error
         if slow and self._v_ref is None:
             w_ext = self._wrench_map @ (state.gravity() - state.effort)
             if Ra is not None:
@@ -385,7 +385,10 @@ class InteractionController(Controller):
             self._balance(Fs + Fd + w_ext, v, qd, SLOW_TICKS * state.period)
         step = TORQUE_RATE * state.period
         prev = self._tau_prev
-        tau = clip(tau, prev - step, prev + step)
+        tau = None if kernels is None else kernels.rate_clip(tau, extra, prev, step)
+        if tau is None:
+            tau = tau_task if extra is None else tau_task + extra
+            tau = clip(tau, prev - step, prev + step)
         self._tau_prev = tau
         self._expected = -tau_task
         return Output(tau, q, qd, self._zero, interaction=tau)
@@ -434,3 +437,30 @@ class InteractionController(Controller):
                       float(not p.reset_reference), float(p.free_rotations)))
         put('displacement', self._e)
 
+
+def _wrench_law(F_cmd, K, e, D, vd, u, hand, limit, bound, wall_k, wall_d, v, rot_wall,
+                rot_wall_d, wall_scale):
+    """(Fs, Fd, F, held) on the interaction axes: the wrench the law means the endpoint to
+    hold at rest (springs, force and the wrench handed over, `hand`), its damping, their sum
+    with the balance u as commanded, and what the springs hold. `limit` (a force limit),
+    `bound` (a motion limit's walls, wall_k and wall_d) and `rot_wall` (the rotation wall's
+    axes, when beyond it, with wall_scale its stiffness per radian) may be None. The
+    compiled kernels' interaction_wrench computes exactly this."""
+    Fs = F_cmd - K * e
+    Fd = -D * vd
+    if hand is not None:
+        Fs = Fs + hand
+    if limit is not None:
+        Fs = clip(Fs, -limit, limit)
+    if bound is not None:
+        over = e - clip(e, -bound, bound)
+        if count_nonzero(over):
+            Fs = Fs - wall_k * over
+            Fd = Fd - wall_d * v * (over != 0.0)
+    if rot_wall is not None:
+        Fs[3:] -= rot_wall * wall_scale * e[3:]
+        Fd[3:] -= rot_wall * rot_wall_d * v[3:]
+    F = Fs + Fd + u
+    if limit is not None:
+        F = clip(F, -limit, limit)
+    return Fs, Fd, F, Fs - F_cmd + u

@@ -9,6 +9,7 @@ pair selection and rest-pose allowances (AvoidanceModel). Their velocity_scale r
 where two blocks begin to overlap beyond their allowance to 0 at 2·margin of overlap, about
 where the armnav shapes themselves meet (exact for spheres and cylinder sides).
 """
+import math
 import xml.etree.ElementTree as ET
 
 import numpy as np
@@ -69,11 +70,15 @@ class HighSpeedShapes(AvoidanceModel):
         v = self._v
         v[self._arm_v] = qd_arm
         pin.forwardKinematics(model, data, self._set_q(q_arm, q_head), v)
+        # The largest squared speed, then its root: the same float as the largest of the
+        # norms (np.linalg.norm is sqrt(x·x); sqrt is monotone), without norm's ~2 µs a call.
         fastest = 0.0
+        velocities = data.v
         for j in self._joint_ids:
             # data.v is in the joint's frame: the norm of its linear part is the origin's speed
-            fastest = max(fastest, float(np.linalg.norm(data.v[j].linear)))
+            linear = velocities[j].linear
+            fastest = max(fastest, float(linear.dot(linear)))
         if self._tip is not None:
-            tip = pin.getFrameVelocity(model, data, self._tip, pin.LOCAL)
-            fastest = max(fastest, float(np.linalg.norm(tip.linear)))
-        return fastest
+            linear = pin.getFrameVelocity(model, data, self._tip, pin.LOCAL).linear
+            fastest = max(fastest, float(linear.dot(linear)))
+        return math.sqrt(fastest)

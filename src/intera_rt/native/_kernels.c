@@ -258,6 +258,115 @@ static PyObject *slow_step(PyObject *self, PyObject *const *args, Py_ssize_t nar
     Py_RETURN_TRUE;
 }
 
+/* A float64 vector of n elements, or NULL (None allowed: *none set). */
+static const double *vec_or_none(PyObject *o, npy_intp *n, int *none)
+{
+    *none = o == Py_None;
+    if (*none) return NULL;
+    return vec(o, n);
+}
+
+/* interaction_wrench(F_cmd, K, e, D, vd, u, hand, limit, bound, wall_k, wall_d, v, rot_wall,
+ * rot_wall_d, wall_scale, Fs, Fd, F, held): control.interaction._wrench_law into the last
+ * four (6-vectors, written in place); hand, limit, bound, rot_wall may be None (wall_k and
+ * wall_d are read only with a bound, wall_scale only with rot_wall). True, or None for arguments it does not take. */
+static PyObject *interaction_wrench(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    NARGS(19, "interaction_wrench")
+    npy_intp n = 6, n3 = 3;
+    const double *x[6];
+    for (int i = 0; i < 6; i++)
+        if (!(x[i] = vec(args[i], &n))) Py_RETURN_NONE;
+    const double *Fc = x[0], *K = x[1], *e = x[2], *D = x[3], *vd = x[4], *u = x[5];
+    int no_hand, no_limit, no_bound, no_rot;
+    const double *hand = vec_or_none(args[6], &n, &no_hand);
+    const double *limit = vec_or_none(args[7], &n, &no_limit);
+    const double *bound = vec_or_none(args[8], &n, &no_bound);
+    const double *wall_k = no_bound ? NULL : vec(args[9], &n);
+    const double *wall_d = no_bound ? NULL : vec(args[10], &n);
+    const double *v = vec(args[11], &n);
+    const double *rot = vec_or_none(args[12], &n3, &no_rot);
+    const double *rot_d = vec(args[13], &n3);
+    double *out[4];
+    for (int i = 0; i < 4; i++) {
+        out[i] = (double *)vec(args[15 + i], &n);
+        if (!out[i] || !PyArray_ISWRITEABLE((PyArrayObject *)args[15 + i])) Py_RETURN_NONE;
+    }
+    if ((!hand && !no_hand) || (!limit && !no_limit) || (!bound && !no_bound)
+            || (!no_bound && (!wall_k || !wall_d)) || !v || (!rot && !no_rot) || !rot_d
+            || !PyFloat_Check(args[14]))
+        Py_RETURN_NONE;
+    double wall_scale = PyFloat_AS_DOUBLE(args[14]);
+    double *Fs = out[0], *Fd = out[1], *F = out[2], *held = out[3];
+    for (int i = 0; i < 6; i++) {
+        Fs[i] = Fc[i] - K[i] * e[i];
+        Fd[i] = -D[i] * vd[i];
+        if (hand) Fs[i] = Fs[i] + hand[i];
+        if (limit) Fs[i] = clip(Fs[i], -limit[i], limit[i]);
+    }
+    if (bound) {
+        double over[6];
+        int any = 0;
+        for (int i = 0; i < 6; i++) {
+            over[i] = e[i] - clip(e[i], -bound[i], bound[i]);
+            any |= over[i] != 0.0;
+        }
+        if (any)
+            for (int i = 0; i < 6; i++) {
+                Fs[i] = Fs[i] - wall_k[i] * over[i];
+                Fd[i] = Fd[i] - wall_d[i] * v[i] * (over[i] != 0.0 ? 1.0 : 0.0);
+            }
+    }
+    if (rot)
+        for (int i = 0; i < 3; i++) {
+            Fs[3 + i] -= rot[i] * wall_scale * e[3 + i];
+            Fd[3 + i] -= rot[i] * rot_d[i] * v[3 + i];
+        }
+    for (int i = 0; i < 6; i++) {
+        F[i] = Fs[i] + Fd[i] + u[i];
+        if (limit) F[i] = clip(F[i], -limit[i], limit[i]);
+        held[i] = Fs[i] - Fc[i] + u[i];
+    }
+    Py_RETURN_TRUE;
+}
+
+/* nullspace_error(K, q_ref, q, D, qd) -> K·(q_ref − q) − D·qd (control.interaction), or None
+ * for arguments it does not take. */
+static PyObject *nullspace_error(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    NARGS(5, "nullspace_error")
+    const double *x[5];
+    double *w;
+    npy_intp n;
+    if (!vecs(args, 5, x, &n)) Py_RETURN_NONE;
+    PyObject *o = new_vec(n, &w);
+    if (!o) return NULL;
+    for (npy_intp i = 0; i < n; i++)
+        w[i] = x[0][i] * (x[1][i] - x[2][i]) - x[3][i] * x[4][i];
+    return o;
+}
+
+/* rate_clip(tau, extra, prev, step) -> clip(tau + extra, prev − step, prev + step) (extra
+ * None: tau alone), or None for arguments it does not take. */
+static PyObject *rate_clip(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    NARGS(4, "rate_clip")
+    npy_intp n = -1;
+    int no_extra;
+    const double *tau = vec(args[0], &n);
+    const double *extra = tau ? vec_or_none(args[1], &n, &no_extra) : NULL;
+    const double *prev = tau ? vec(args[2], &n) : NULL;
+    double step, *out;
+    if (!tau || (!extra && !no_extra) || !prev || !floats(args + 3, 1, &step)) Py_RETURN_NONE;
+    PyObject *o = new_vec(n, &out);
+    if (!o) return NULL;
+    for (npy_intp i = 0; i < n; i++) {
+        double t = extra ? tau[i] + extra[i] : tau[i];
+        out[i] = clip(t, prev[i] - step, prev[i] + step);
+    }
+    return o;
+}
+
 static PyMethodDef methods[] = {
     {"trapezoid_step", (PyCFunction)(void (*)(void))trapezoid_step, METH_FASTCALL,
      "control.arm.trapezoid_step, compiled (None: arguments it does not take)."},
@@ -266,6 +375,9 @@ static PyMethodDef methods[] = {
     {"observer_load", (PyCFunction)(void (*)(void))observer_load, METH_FASTCALL, NULL},
     {"observer_step", (PyCFunction)(void (*)(void))observer_step, METH_FASTCALL, NULL},
     {"slow_step", (PyCFunction)(void (*)(void))slow_step, METH_FASTCALL, NULL},
+    {"interaction_wrench", (PyCFunction)(void (*)(void))interaction_wrench, METH_FASTCALL, NULL},
+    {"nullspace_error", (PyCFunction)(void (*)(void))nullspace_error, METH_FASTCALL, NULL},
+    {"rate_clip", (PyCFunction)(void (*)(void))rate_clip, METH_FASTCALL, NULL},
     {NULL, NULL, 0, NULL},
 };
 
