@@ -220,3 +220,53 @@ def test_interaction_control_runs_the_same_on_both_paths(monkeypatch):
         runs.append(np.array(torques))
     np.testing.assert_array_equal(runs[0], runs[1])
     assert np.abs(runs[0]).max() > 1.0
+
+
+@needs_kernels
+def test_embedded_plant_steps_the_same_on_both_paths(monkeypatch):
+    """The embedded plant driven hard (random torques up to the effort limits, onto the hard
+    stops), pushed by an external wrench, pressed on an obstacle, braked: the same states,
+    bit for bit, on the compiled and the Python path."""
+    from intera_rt.boards import embedded
+    from intera_rt.model import RobotModel
+    model = RobotModel.from_file()
+    runs, taken = [], {'system': 0, 'friction': 0, 'integrate': 0}
+
+    class Counting:
+        def __getattr__(self, name):
+            def call(*args):
+                out = getattr(kernels, name)(*args)
+                taken[name.replace('plant_', '')] += out is not None
+                return out
+            return call
+    for path in (Counting(), None):
+        monkeypatch.setattr(embedded, 'kernels', path)
+        boards = embedded.EmbeddedBoards(model)
+        boards.reset_pose([0.0, -0.5, 0.0, 1.2, 0.0, 0.5, 0.0, 0.0])
+        boards.set_brakes(False)
+        tip = model.arm_dynamics.tip('right_hand', np.array([0.0, -0.5, 0.0, 1.2, 0.0, 0.5, 0.0]))[0]
+        boards.add_obstacle('block', 'box', (tip[0], tip[1], tip[2] - 0.12), (0, 0, 0, 1),
+                            (0.2, 0.2, 0.2))
+        rng = np.random.default_rng(21)
+        states, touched = [], 0
+        for i in range(1500):
+            if i % 50 == 0:
+                torque = rng.uniform(-1, 1, 8) * boards.effort_limit * (0.2 if i < 700 else 1.0)
+            if i == 1100:                        # right_j0 driven onto its upper stop
+                boards.reset_pose(np.concatenate(([boards.upper[0] - 0.005], boards.q[1:])))
+            if i >= 1100:
+                torque[0] = boards.effort_limit[0]
+            if i == 300:
+                boards.apply_wrench('right_hand', (0.0, 0.0, -40.0, 0.0, 1.0, 0.0), 0.2)
+            if i == 1300:
+                boards.set_brakes(True)
+            if i == 1400:
+                boards.set_brakes(False)
+            boards.write(torque)
+            boards.advance(0.001)
+            states.append(np.concatenate((boards.q, boards.qd, boards.tau_transmitted)))
+            touched += bool(boards.contacts())
+        runs.append(np.array(states))
+        assert touched > 10 and states[-1][0] == boards.stop_upper[0]
+    np.testing.assert_array_equal(runs[0], runs[1])
+    assert taken['system'] > 1000 and taken['friction'] > 1000 and taken['integrate'] > 1000

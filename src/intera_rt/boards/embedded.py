@@ -19,6 +19,7 @@ from intera_rt.boards.base import CAPABILITIES, BackendOption, SimulatedPlant, c
 from intera_rt.boards.embedded_contact import CONTACT_DAMPING, CONTACT_STIFFNESS, ObstacleContacts
 from intera_rt.boards.embedded_world import EmbeddedWorld
 from intera_rt.model.joint_frames import JointFrames, pose_matrix
+from intera_rt.native import kernels
 from intera_rt.numeric import clip as _clip
 from intera_rt.robot import ARM_JOINTS, HARD_STOP_MARGIN, HEAD_JOINTS
 
@@ -276,20 +277,18 @@ class EmbeddedBoards(ObstacleContacts, SimulatedPlant):
                 self.qd = np.zeros(len(self.qd))
             return
         self._full_v[idx] = self.qd
-        tau = self.tau_cmd - self.damping * self.qd
-        if self._wrenches:
-            tau += self._external_torques()
+        external = self._external_torques() if self._wrenches else None
         mass = pin.crba(self.pin, self.data, self._full_q)     # upper triangle only
-        mass += self._armature_matrix
         bias = pin.nonLinearEffects(self.pin, self.data, self._full_q, self._full_v)
-        self._full_tau[idx] = tau
         # The drives' damping taken at the step's end velocity (implicit: (M + h·B) q̈ =
         # τ − B·q̇ − b), stable however stiff, and what the joints transmit below is then
         # exactly what moved the links. M is symmetric positive definite: a Cholesky solve
         # that reads its upper triangle.
-        solve = mass.copy()
-        solve[idx, idx] += h * self.damping
-        chol, qdd_full, info = dposv(solve, self._full_tau - bias, lower=0)
+        args = (self.tau_cmd, self.damping, self.qd, external, idx, self._full_tau, mass,
+                self._armature_matrix, bias, h)
+        system = None if kernels is None else kernels.plant_system(*args)
+        solve, rhs = _plant_system(*args) if system is None else system
+        chol, qdd_full, info = dposv(solve, rhs, lower=0)
         if info != 0:               # cannot happen for a valid model; never integrate junk
             self.report_fault('embedded plant: mass matrix not positive definite at q = %s'
                               % np.round(self.q, 4).tolist())
@@ -297,27 +296,60 @@ class EmbeddedBoards(ObstacleContacts, SimulatedPlant):
             return
         if hits:
             self._contact_forces(hits, chol, qdd_full, h)
-        qd_free = self.qd + h * qdd_full[idx]
         # Coulomb friction as a bounded impulse: it removes up to `reach` of each joint's
         # velocity this step, and sticks the joint when that is all of it.
-        m_eff = mass.diagonal()[idx]
-        reach = (self.coulomb * h) / m_eff
-        removed = _clip(qd_free, -reach, reach)
-        qd_new = qd_free - removed
+        args = (self.qd, qdd_full, idx, self.coulomb, mass, h, self._full_removed)
+        free = None if kernels is None else kernels.plant_friction(*args)
+        qd_free, qd_new = _plant_friction(*args) if free is None else free
         # The friction torque that velocity change amounts to, M·removed/h: the impulse at
         # one joint moves the others through M's off-diagonal terms, so the torque each
         # joint transmits to its link (what its series elastic spring measures) is the
         # drive's less this, consistent with the links' dynamics (the joints' torques
         # explain the motion exactly, whatever sticks).
-        full = self._full_removed
-        full[idx] = removed
-        friction = dsymv(1.0 / h, mass, full, lower=0)[idx]
-        q_new = self.q + h * qd_new
-        # Hard stops: inelastic contact at the joint limits.
-        below, above = q_new < self.stop_lower, q_new > self.stop_upper
-        if np.count_nonzero(below | above):
-            q_new = _clip(q_new, self.stop_lower, self.stop_upper)
-            qd_new[(below & (qd_new < 0)) | (above & (qd_new > 0))] = 0.0
+        friction = dsymv(1.0 / h, mass, self._full_removed, lower=0)
+        # Hard stops (inelastic contact at the joint limits), and what each joint transmits:
+        # the drive torque less the damping and friction it loses to.
+        args = (self.q, qd_new, h, self.stop_lower, self.stop_upper, self.tau_cmd,
+                self.damping, qd_free, friction, idx)
+        moved = None if kernels is None else kernels.plant_integrate(*args)
+        q_new, self.tau_transmitted = _plant_integrate(*args) if moved is None else moved
         self.q, self.qd = q_new, qd_new
-        # What each joint transmits: the drive torque less the damping and friction it loses to.
-        self.tau_transmitted = self.tau_cmd - self.damping * qd_free - friction
+
+
+# The step's arithmetic around Pinocchio's and LAPACK's calls; the compiled kernels'
+# plant_system, plant_friction and plant_integrate compute exactly these.
+def _plant_system(tau_cmd, damping, qd, external, idx, full_tau, mass, armature, bias, h):
+    """(M + h·B, τ − b) of the implicit step: the drives' torque less their damping (and
+    plus the external wrenches' torques) into full_tau, the reflected motor inertia added
+    to mass (both in place)."""
+    tau = tau_cmd - damping * qd
+    if external is not None:
+        tau += external
+    mass += armature
+    full_tau[idx] = tau
+    solve = mass.copy()
+    solve[idx, idx] += h * damping
+    return solve, full_tau - bias
+
+
+def _plant_friction(qd, qdd_full, idx, coulomb, mass, h, full_removed):
+    """(qd_free, qd_new): the velocity the step's acceleration gives, and that less what
+    Coulomb friction removes (at most `reach` a joint), which goes into full_removed[idx]."""
+    qd_free = qd + h * qdd_full[idx]
+    m_eff = mass.diagonal()[idx]
+    reach = (coulomb * h) / m_eff
+    removed = _clip(qd_free, -reach, reach)
+    full_removed[idx] = removed
+    return qd_free, qd_free - removed
+
+
+def _plant_integrate(q, qd_new, h, stop_lower, stop_upper, tau_cmd, damping, qd_free,
+                     friction_full, idx):
+    """(q_new, tau_transmitted): the positions, held at the hard stops (qd_new zeroed in
+    place where a joint lands on one, moving into it), and the torque each joint transmits."""
+    q_new = q + h * qd_new
+    below, above = q_new < stop_lower, q_new > stop_upper
+    if np.count_nonzero(below | above):
+        q_new = _clip(q_new, stop_lower, stop_upper)
+        qd_new[(below & (qd_new < 0)) | (above & (qd_new > 0))] = 0.0
+    return q_new, tau_cmd - damping * qd_free - friction_full[idx]

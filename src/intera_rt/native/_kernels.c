@@ -367,6 +367,169 @@ static PyObject *rate_clip(PyObject *self, PyObject *const *args, Py_ssize_t nar
     return o;
 }
 
+/* int64 indices of n elements, each in [0, bound), or NULL. */
+static const npy_int64 *indices(PyObject *o, npy_intp n, npy_intp bound)
+{
+    if (!PyArray_Check(o)) return NULL;
+    PyArrayObject *a = (PyArrayObject *)o;
+    if (PyArray_NDIM(a) != 1 || PyArray_TYPE(a) != NPY_INT64 || PyArray_DIM(a, 0) != n
+            || !PyArray_IS_C_CONTIGUOUS(a))
+        return NULL;
+    const npy_int64 *ix = PyArray_DATA(a);
+    for (npy_intp i = 0; i < n; i++)
+        if (ix[i] < 0 || ix[i] >= bound) return NULL;
+    return ix;
+}
+
+/* A C-contiguous float64 n×n matrix, or NULL. */
+static double *square(PyObject *o, npy_intp n)
+{
+    if (!PyArray_Check(o)) return NULL;
+    PyArrayObject *a = (PyArrayObject *)o;
+    if (PyArray_NDIM(a) != 2 || PyArray_TYPE(a) != NPY_DOUBLE || PyArray_DIM(a, 0) != n
+            || PyArray_DIM(a, 1) != n || !PyArray_IS_C_CONTIGUOUS(a) || !PyArray_ISWRITEABLE(a))
+        return NULL;
+    return PyArray_DATA(a);
+}
+
+static PyObject *pair(PyObject *a, PyObject *b)
+{
+    if (!a || !b) {
+        Py_XDECREF(a); Py_XDECREF(b);
+        return NULL;
+    }
+    PyObject *out = PyTuple_New(2);
+    if (!out) {
+        Py_DECREF(a); Py_DECREF(b);
+        return NULL;
+    }
+    PyTuple_SET_ITEM(out, 0, a);
+    PyTuple_SET_ITEM(out, 1, b);
+    return out;
+}
+
+/* plant_system(tau_cmd, damping, qd, external, idx, full_tau, mass, armature, bias, h) ->
+ * (solve, rhs): boards.embedded._plant_system (full_tau and mass, the joint-space inertia,
+ * updated in place; external None without external wrenches), or None for arguments it does
+ * not take. */
+static PyObject *plant_system(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    NARGS(10, "plant_system")
+    npy_intp n = -1, nv = -1;
+    int no_ext;
+    const double *tau_cmd = vec(args[0], &n), *damping = vec(args[1], &n), *qd = vec(args[2], &n);
+    const double *ext = vec_or_none(args[3], &n, &no_ext);
+    double *full_tau = (double *)vec(args[5], &nv);
+    const double *bias = vec(args[8], &nv);
+    if (!tau_cmd || !damping || !qd || (!ext && !no_ext) || !full_tau || !bias
+            || !PyArray_ISWRITEABLE((PyArrayObject *)args[5]))
+        Py_RETURN_NONE;
+    const npy_int64 *idx = indices(args[4], n, nv);
+    double *mass = square(args[6], nv);
+    const double *arm = square(args[7], nv);
+    double h;
+    if (!idx || !mass || !arm || !floats(args + 9, 1, &h)) Py_RETURN_NONE;
+    double *solve, *rhs;
+    npy_intp dims[2] = {nv, nv};
+    PyObject *so = PyArray_SimpleNew(2, dims, NPY_DOUBLE);
+    PyObject *ro = so ? new_vec(nv, &rhs) : NULL;
+    if (!so || !ro) {
+        Py_XDECREF(so);
+        return NULL;
+    }
+    solve = PyArray_DATA((PyArrayObject *)so);
+    for (npy_intp i = 0; i < n; i++) {
+        double tau = tau_cmd[i] - damping[i] * qd[i];
+        if (ext) tau += ext[i];
+        full_tau[idx[i]] = tau;
+    }
+    for (npy_intp i = 0; i < nv * nv; i++) {
+        mass[i] += arm[i];
+        solve[i] = mass[i];
+    }
+    for (npy_intp i = 0; i < n; i++)
+        solve[idx[i] * nv + idx[i]] += h * damping[i];
+    for (npy_intp i = 0; i < nv; i++)
+        rhs[i] = full_tau[i] - bias[i];
+    return pair(so, ro);
+}
+
+/* plant_friction(qd, qdd_full, idx, coulomb, mass, h, full_removed) -> (qd_free, qd_new):
+ * boards.embedded._plant_friction (full_removed[idx] set in place), or None for arguments
+ * it does not take. */
+static PyObject *plant_friction(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    NARGS(7, "plant_friction")
+    npy_intp n = -1, nv = -1;
+    const double *qd = vec(args[0], &n), *coulomb = vec(args[3], &n);
+    const double *qdd = vec(args[1], &nv);
+    double *removed = (double *)vec(args[6], &nv);
+    if (!qd || !coulomb || !qdd || !removed || !PyArray_ISWRITEABLE((PyArrayObject *)args[6]))
+        Py_RETURN_NONE;
+    const npy_int64 *idx = indices(args[2], n, nv);
+    const double *mass = square(args[4], nv);
+    double h;
+    if (!idx || !mass || !floats(args + 5, 1, &h)) Py_RETURN_NONE;
+    double *free_, *new_;
+    PyObject *fo = new_vec(n, &free_);
+    PyObject *no = fo ? new_vec(n, &new_) : NULL;
+    if (!fo || !no) {
+        Py_XDECREF(fo);
+        return NULL;
+    }
+    for (npy_intp i = 0; i < n; i++) {
+        npy_int64 j = idx[i];
+        double f = qd[i] + h * qdd[j];
+        double reach = (coulomb[i] * h) / mass[j * nv + j];
+        double r = clip(f, -reach, reach);
+        free_[i] = f;
+        new_[i] = f - r;
+        removed[j] = r;
+    }
+    return pair(fo, no);
+}
+
+/* plant_integrate(q, qd_new, h, stop_lower, stop_upper, tau_cmd, damping, qd_free,
+ * friction_full, idx) -> (q_new, tau_transmitted): boards.embedded._plant_integrate (qd_new
+ * zeroed in place where a joint lands on its stop), or None for arguments it does not take. */
+static PyObject *plant_integrate(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    NARGS(10, "plant_integrate")
+    npy_intp n = -1, nv = -1;
+    const double *q = vec(args[0], &n);
+    double *qd = (double *)vec(args[1], &n);
+    const double *lo = vec(args[3], &n), *hi = vec(args[4], &n), *tau_cmd = vec(args[5], &n),
+                 *damping = vec(args[6], &n), *qd_free = vec(args[7], &n);
+    const double *friction = vec(args[8], &nv);
+    double h;
+    if (!q || !qd || !lo || !hi || !tau_cmd || !damping || !qd_free || !friction
+            || !PyArray_ISWRITEABLE((PyArrayObject *)args[1]) || !floats(args + 2, 1, &h))
+        Py_RETURN_NONE;
+    const npy_int64 *idx = indices(args[9], n, nv);
+    if (!idx) Py_RETURN_NONE;
+    double *qn, *tt;
+    PyObject *qo = new_vec(n, &qn);
+    PyObject *to = qo ? new_vec(n, &tt) : NULL;
+    if (!qo || !to) {
+        Py_XDECREF(qo);
+        return NULL;
+    }
+    int any = 0;
+    for (npy_intp i = 0; i < n; i++) {
+        qn[i] = q[i] + h * qd[i];
+        any |= (qn[i] < lo[i]) | (qn[i] > hi[i]);
+    }
+    if (any)
+        for (npy_intp i = 0; i < n; i++) {
+            int below = qn[i] < lo[i], above = qn[i] > hi[i];
+            qn[i] = clip(qn[i], lo[i], hi[i]);
+            if ((below & (qd[i] < 0.0)) | (above & (qd[i] > 0.0))) qd[i] = 0.0;
+        }
+    for (npy_intp i = 0; i < n; i++)
+        tt[i] = tau_cmd[i] - damping[i] * qd_free[i] - friction[idx[i]];
+    return pair(qo, to);
+}
+
 static PyMethodDef methods[] = {
     {"trapezoid_step", (PyCFunction)(void (*)(void))trapezoid_step, METH_FASTCALL,
      "control.arm.trapezoid_step, compiled (None: arguments it does not take)."},
@@ -378,6 +541,9 @@ static PyMethodDef methods[] = {
     {"interaction_wrench", (PyCFunction)(void (*)(void))interaction_wrench, METH_FASTCALL, NULL},
     {"nullspace_error", (PyCFunction)(void (*)(void))nullspace_error, METH_FASTCALL, NULL},
     {"rate_clip", (PyCFunction)(void (*)(void))rate_clip, METH_FASTCALL, NULL},
+    {"plant_system", (PyCFunction)(void (*)(void))plant_system, METH_FASTCALL, NULL},
+    {"plant_friction", (PyCFunction)(void (*)(void))plant_friction, METH_FASTCALL, NULL},
+    {"plant_integrate", (PyCFunction)(void (*)(void))plant_integrate, METH_FASTCALL, NULL},
     {NULL, NULL, 0, NULL},
 };
 
