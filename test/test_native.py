@@ -270,3 +270,20 @@ def test_embedded_plant_steps_the_same_on_both_paths(monkeypatch):
         assert touched > 10 and states[-1][0] == boards.stop_upper[0]
     np.testing.assert_array_equal(runs[0], runs[1])
     assert taken['system'] > 1000 and taken['friction'] > 1000 and taken['integrate'] > 1000
+
+
+@needs_kernels
+def test_velocity_step_matches_python_bit_for_bit():
+    from intera_rt.control import velocity
+    rng = np.random.default_rng(13)
+    lower, upper = -np.full(7, 2.0), np.full(7, 2.0)
+    acc = rng.uniform(2.0, 12.0, 7)
+    for case in range(3000):
+        cmd, v = rng.uniform(-3, 3, 7), rng.uniform(-3, 3, 7)
+        p = rng.uniform(-2.01, 2.01, 7)              # some at or past a limit
+        scale = 1.0 if case % 3 == 0 else float(rng.uniform(0, 1))
+        args = (cmd, scale, p, v, acc, 0.001 if case % 2 else 0.0007, lower, upper)
+        ours = kernels.velocity_step(*args)
+        for a, b in zip(ours, velocity._velocity_step(*args)):
+            np.testing.assert_array_equal(a, b)
+    assert kernels.velocity_step(cmd[:3], 1.0, p, v, acc, 0.001, lower, upper) is None

@@ -86,9 +86,9 @@ class Arm:
             u = kernels.track_accel(a, p, q, v, qd, self.kp_joint, self.kd_joint)
             if u is not None:
                 tau = kernels.track_torque(self.dynamics.inverse_dynamics(q, qd, u), self.armature,
-                                           u, state.gravity())
+                                           u, state.gravity(), self.damping, v)
                 if tau is not None:
-                    return tau + self.damping * v
+                    return tau
         u = a + self.kp_joint * (p - q) + self.kd_joint * (v - qd)
         # (summed in the compiled path's order: the two agree bit for bit)
         return (self.dynamics.inverse_dynamics(q, qd, u) + self.armature * u

@@ -6,6 +6,7 @@ import numpy as np
 
 from intera_rt.control import joint_command
 from intera_rt.control.base import CommandRejected, Controller, Output
+from intera_rt.native import kernels
 from intera_rt.numeric import clip, count_nonzero
 
 
@@ -59,12 +60,22 @@ class VelocityController(Controller):
         self.cmd = cmd
 
     def update(self, state):
-        arm, dt = self.arm, state.period
-        cmd = self.cmd if state.speed_scale == 1.0 else self.cmd * state.speed_scale
-        dv = clip(cmd - self.v, -arm.acc_limit * dt, arm.acc_limit * dt)
-        v = self.v + dv
-        p = self.p + 0.5 * (self.v + v) * dt
-        at_limit = (p <= arm.lower) | (p >= arm.upper)
-        v[at_limit] = 0.0
-        self.p, self.v, self.a = clip(p, arm.lower, arm.upper), v, dv / dt
+        arm = self.arm
+        args = (self.cmd, state.speed_scale, self.p, self.v, arm.acc_limit, state.period,
+                arm.lower, arm.upper)
+        step = None if kernels is None else kernels.velocity_step(*args)
+        self.p, self.v, self.a = _velocity_step(*args) if step is None else step
         return Output(arm.track(state, self.p, self.v, self.a), self.p, self.v, self.a)
+
+
+def _velocity_step(cmd, scale, p, v, acc_limit, dt, lower, upper):
+    """The reference (p, v, a) one step on: its velocity toward cmd·scale at the acceleration
+    limit, stopped at a position limit. The compiled kernels' velocity_step computes exactly
+    this."""
+    cmd = cmd if scale == 1.0 else cmd * scale
+    dv = clip(cmd - v, -acc_limit * dt, acc_limit * dt)
+    v1 = v + dv
+    p1 = p + 0.5 * (v + v1) * dt
+    at_limit = (p1 <= lower) | (p1 >= upper)
+    v1[at_limit] = 0.0
+    return clip(p1, lower, upper), v1, dv / dt

@@ -147,19 +147,57 @@ static PyObject *track_accel(PyObject *self, PyObject *const *args, Py_ssize_t n
     return o;
 }
 
-/* track_torque(tau, armature, u, gravity) -> tau + armature·u − gravity, written into tau
- * (a fresh array of the caller's) and returned; None for arguments it does not take. */
+/* track_torque(tau, armature, u, gravity, damping, v) -> (tau + armature·u − gravity) +
+ * damping·v, written into tau (a fresh array of the caller's) and returned; None for
+ * arguments it does not take. */
 static PyObject *track_torque(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
-    NARGS(4, "track_torque")
-    const double *x[4];
+    NARGS(6, "track_torque")
+    const double *x[6];
     npy_intp n;
-    if (!vecs(args, 4, x, &n) || !PyArray_ISWRITEABLE((PyArrayObject *)args[0])) Py_RETURN_NONE;
+    if (!vecs(args, 6, x, &n) || !PyArray_ISWRITEABLE((PyArrayObject *)args[0])) Py_RETURN_NONE;
     double *tau = (double *)x[0];
     for (npy_intp i = 0; i < n; i++)
-        tau[i] = tau[i] + x[1][i] * x[2][i] - x[3][i];
+        tau[i] = (tau[i] + x[1][i] * x[2][i] - x[3][i]) + x[4][i] * x[5][i];
     Py_INCREF(args[0]);
     return args[0];
+}
+
+/* velocity_step(cmd, scale, p, v, acc_limit, dt, lower, upper) -> (p, v, a):
+ * control.velocity._velocity_step, or None for arguments it does not take. */
+static PyObject *velocity_step(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    NARGS(8, "velocity_step")
+    npy_intp n = -1;
+    const double *cmd = vec(args[0], &n), *p = vec(args[2], &n), *v = vec(args[3], &n),
+                 *acc = vec(args[4], &n), *lo = vec(args[6], &n), *hi = vec(args[7], &n);
+    double scale, dt;
+    if (!cmd || !p || !v || !acc || !lo || !hi || !floats(args + 1, 1, &scale)
+            || !floats(args + 5, 1, &dt))
+        Py_RETURN_NONE;
+    double *pn, *vn, *an;
+    PyObject *po = new_vec(n, &pn);
+    PyObject *vo = po ? new_vec(n, &vn) : NULL;
+    PyObject *ao = vo ? new_vec(n, &an) : NULL;
+    PyObject *out = ao ? PyTuple_New(3) : NULL;
+    if (!out) {
+        Py_XDECREF(po); Py_XDECREF(vo); Py_XDECREF(ao);
+        return NULL;
+    }
+    for (npy_intp i = 0; i < n; i++) {
+        double c = scale == 1.0 ? cmd[i] : cmd[i] * scale;
+        double dv = clip(c - v[i], -acc[i] * dt, acc[i] * dt);
+        double v1 = v[i] + dv;
+        double p1 = p[i] + 0.5 * (v[i] + v1) * dt;
+        if ((p1 <= lo[i]) | (p1 >= hi[i])) v1 = 0.0;
+        pn[i] = clip(p1, lo[i], hi[i]);
+        vn[i] = v1;
+        an[i] = dv / dt;
+    }
+    PyTuple_SET_ITEM(out, 0, po);
+    PyTuple_SET_ITEM(out, 1, vo);
+    PyTuple_SET_ITEM(out, 2, ao);
+    return out;
 }
 
 /* observer_load(q1, v1, q, qd, arm, head, q_head, qd_head, upper, lower, v0, acc, inv_h) ->
@@ -535,6 +573,7 @@ static PyMethodDef methods[] = {
      "control.arm.trapezoid_step, compiled (None: arguments it does not take)."},
     {"track_accel", (PyCFunction)(void (*)(void))track_accel, METH_FASTCALL, NULL},
     {"track_torque", (PyCFunction)(void (*)(void))track_torque, METH_FASTCALL, NULL},
+    {"velocity_step", (PyCFunction)(void (*)(void))velocity_step, METH_FASTCALL, NULL},
     {"observer_load", (PyCFunction)(void (*)(void))observer_load, METH_FASTCALL, NULL},
     {"observer_step", (PyCFunction)(void (*)(void))observer_step, METH_FASTCALL, NULL},
     {"slow_step", (PyCFunction)(void (*)(void))slow_step, METH_FASTCALL, NULL},
