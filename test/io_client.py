@@ -88,10 +88,11 @@ class IODevice:
                   '%s = %r on %s/state (now %r)' % (name, value, self.path, self.value(name)))
 
     # --- writing ---------------------------------------------------------------------------
-    def command(self, op, args, timeout=5.0):
-        """Publish a command the SDK's way until acknowledged; returns its response text."""
+    def command(self, op, args, timeout=5.0, stamp=None):
+        """Publish a command the SDK's way (stamped `stamp`, default now) until acknowledged;
+        returns its response text."""
         import rospy
-        msg = self._cmd_type(time=rospy.Time.now(), op=op,
+        msg = self._cmd_type(time=rospy.Time.now() if stamp is None else stamp, op=op,
                              args=args if isinstance(args, str) else json.dumps(args))
         deadline = time.monotonic() + timeout
         next_publish = 0.0
@@ -108,10 +109,10 @@ class IODevice:
                                          % (self.path, op, msg.args, timeout))
                 self._cond.wait(0.1)
 
-    def set(self, name, value, kind='signals', timeout=5.0):
+    def set(self, name, value, kind='signals', timeout=5.0, stamp=None):
         """set_signal_value / set_port_value: the type comes from the state."""
         spec = {'format': {'type': self.type(name)}, 'data': [value]}
-        return self.command('set', {kind: {name: spec}}, timeout)
+        return self.command('set', {kind: {name: spec}}, timeout, stamp)
 
 
 def sim_call(name, srv_type, *args, timeout=10.0):

@@ -6,10 +6,15 @@ backend's pure parts. No ROS.
   Gazebo simulates weighs what the robot's model says) plus the base fixed to the world,
   one effort transmission per board joint and the gazebo_ros_control plugin, and is what
   tools/make_gazebo_files.py makes of the current sawyer.urdf;
-- share/gazebo/controllers.yaml names every board joint, in the backend's order;
+- share/gazebo/sawyer_gazebo_electric_gripper.urdf is the same with the electric gripper
+  grafted as the gripper device grafts it, its finger joints on effort transmissions;
+- share/gazebo/controllers.yaml names every board joint, in the backend's order, and the
+  finger joints for the gripper's position controller;
 - launch/sawyer_gazebo.launch refers to files that exist, to packages and node types as
   Noetic has them, to arguments the included launch files declare, and passes backend
-  options the gazebo backend takes;
+  options the gazebo backend takes; resolved by roslaunch's own loader with
+  electric_gripper, world_name, paused, gui and headless set, it spawns the gripper's
+  model and controller and passes those on;
 - the rules Gazebo applies to the URDF (masses, inertias, limits, the world joint,
   references, the controller period), the controllers YAML against ros_control's types
   and parameters, the launch files through roslaunch-check (stand-ins for Noetic's
@@ -30,12 +35,17 @@ import yaml
 from intera_rt.boards import BACKENDS, Unsupported, check_backend, make_boards
 from intera_rt.boards.gazebo import (CONTROLLER, MODEL, NAMESPACE, _shift, body_com,
                                      gazebo_body)
+from intera_rt.boards.gazebo_fingers import (CONTROLLER as FINGER_CONTROLLER, FINGER_PID,
+                                             finger_joints)
 from intera_rt.model import RobotModel
+from intera_rt.model.urdf_fragments import with_electric_gripper
 from intera_rt.robot import ARM_JOINTS, BOARD_JOINTS, NAMED_POSES, NEUTRAL
 
 REPO = Path(__file__).resolve().parents[1]
 URDF = REPO / 'urdf' / 'sawyer.urdf'
 GAZEBO_URDF = REPO / 'share' / 'gazebo' / 'sawyer_gazebo.urdf'
+GRIPPER_URDF = REPO / 'share' / 'gazebo' / 'sawyer_gazebo_electric_gripper.urdf'
+FINGERS = ('right_gripper_l_finger_joint', 'right_gripper_r_finger_joint')
 CONTROLLERS = REPO / 'share' / 'gazebo' / 'controllers.yaml'
 LAUNCH = REPO / 'launch' / 'sawyer_gazebo.launch'
 TOOL = REPO / 'tools' / 'make_gazebo_files.py'
@@ -66,11 +76,20 @@ def _canon(e):
 def test_generated_files_are_those_of_the_current_urdf():
     tool = _tool()
     assert GAZEBO_URDF.read_text() == tool.make_urdf(URDF.read_text())
+    assert GRIPPER_URDF.read_text() == tool.make_urdf(URDF.read_text(), gripper=True)
     assert CONTROLLERS.read_text() == tool.make_controllers()
 
 
-def test_gazebo_urdf_is_the_robots_model_fixed_to_the_world_with_effort_transmissions():
-    ours, gz = ET.parse(URDF).getroot(), ET.parse(GAZEBO_URDF).getroot()
+def _grafted():
+    """sawyer.urdf with the electric gripper, as the gripper device grafts it (text)."""
+    return with_electric_gripper(RobotModel(URDF.read_text())).urdf_xml
+
+
+@pytest.mark.parametrize('gripper', [False, True])
+def test_gazebo_urdf_is_the_robots_model_fixed_to_the_world_with_effort_transmissions(gripper):
+    source = _grafted() if gripper else URDF.read_text()
+    path = GRIPPER_URDF if gripper else GAZEBO_URDF
+    ours, gz = ET.fromstring(source), ET.parse(path).getroot()
     gz_joints = {j.get('name'): j for j in gz.findall('joint')}
     gz_links = {l.get('name'): l for l in gz.findall('link')}
     for joint in ours.findall('joint'):
@@ -89,7 +108,13 @@ def test_gazebo_urdf_is_the_robots_model_fixed_to_the_world_with_effort_transmis
         assert tr.find('actuator').findtext('hardwareInterface') == EFFORT
         assert float(tr.find('actuator').findtext('mechanicalReduction')) == 1.0
         transmissions[joint.get('name')] = tr
-    assert sorted(transmissions) == sorted(BOARD_JOINTS)
+    assert sorted(transmissions) == sorted(BOARD_JOINTS + (FINGERS if gripper else ()))
+    # The finger pads' friction (ODE's mu1 / mu2), on the finger links only.
+    surfaces = {g.get('reference'): g for g in gz.findall('gazebo') if g.get('reference')}
+    assert sorted(surfaces) == (['right_gripper_l_finger', 'right_gripper_r_finger']
+                                if gripper else [])
+    for g in surfaces.values():
+        assert float(g.findtext('mu1')) == float(g.findtext('mu2')) == 1.0
     (plugin,) = gz.findall('gazebo/plugin')
     assert plugin.get('name') == 'gazebo_ros_control'
     assert plugin.get('filename') == 'libgazebo_ros_control.so'
@@ -107,7 +132,7 @@ def test_gazebo_urdf_is_the_robots_model_fixed_to_the_world_with_effort_transmis
             full[m.joints[m.getJointId(name)].idx_q] = value
         g = pin.computeGeneralizedGravity(m, m.createData(), full)
         return np.array([g[m.joints[m.getJointId(n)].idx_v] for n in BOARD_JOINTS])
-    g_ours, g_gz = gravity(URDF.read_text()), gravity(GAZEBO_URDF.read_text())
+    g_ours, g_gz = gravity(source), gravity(path.read_text())
     assert np.abs(g_ours).max() > 10.0
     np.testing.assert_allclose(g_gz, g_ours, atol=1e-9)
 
@@ -118,6 +143,12 @@ def test_controllers_file_names_every_board_joint_in_the_backends_order():
         'type': 'joint_state_controller/JointStateController', 'publish_rate': 1000}
     assert conf[CONTROLLER] == {'type': 'effort_controllers/JointGroupEffortController',
                                 'joints': list(BOARD_JOINTS)}
+    # The gripper's fingers: one position controller over both (Gazebo ignores <mimic>),
+    # the finger joints of the fragment the robot grafts, a PID each.
+    assert tuple(finger_joints()) == FINGERS
+    assert conf[FINGER_CONTROLLER] == dict(
+        {'type': 'effort_controllers/JointGroupPositionController', 'joints': list(FINGERS)},
+        **{j: {'pid': FINGER_PID} for j in FINGERS})
 
 
 def _find(text):
@@ -139,24 +170,33 @@ def test_launch_file_refers_to_what_exists():
     declared = {a.get('name') for a in ET.parse(sawyer).getroot().findall('arg')}
     passed = {a.get('name'): a.get('value') for a in ours.findall('arg')}
     assert set(passed) <= declared
-    assert passed['backend'] == 'gazebo' and passed['sim_time'] == 'true'
-    options = yaml.safe_load(passed['backend_options'].replace('$(arg namespace)', NAMESPACE))
+    # Gazebo is the clock: sim time, unless a user says otherwise (the backend then refuses).
+    assert passed['backend'] == 'gazebo' and passed['sim_time'] == '$(arg use_sim_time)'
+    assert root.find("arg[@name='use_sim_time']").get('default') == 'true'
+    options = yaml.safe_load(passed['backend_options'].replace('$(arg namespace)', NAMESPACE)
+                             .replace('$(arg gripper)', 'true')
+                             .replace('$(arg unpause)', 'false'))
     assert check_backend('gazebo', options) == {'namespace': NAMESPACE, 'controller': CONTROLLER,
-                                                'model_name': MODEL}
+                                                'model_name': MODEL, 'gripper': True,
+                                                'unpause': False}
     # Every $(arg x) it uses is declared.
     text = LAUNCH.read_text()
     used = {part.split(')')[0] for part in text.split('$(arg ')[1:]}
     assert used <= args
     # Parameters and files.
-    params = {p.get('name'): p for p in root.findall('param')}
-    description = params['/robot/gazebo_description']
-    assert _find(description.get('textfile')) == GAZEBO_URDF
-    plugin = ET.parse(GAZEBO_URDF).getroot().find('gazebo/plugin')
-    assert plugin.findtext('robotParam') == '/robot/gazebo_description'
+    # The robot's Gazebo model, with the gripper or without (if / unless the argument).
+    descriptions = {(p.get('if'), p.get('unless')): p for p in root.findall('param')
+                    if p.get('name') == '/robot/gazebo_description'}
+    assert {k: _find(p.get('textfile')) for k, p in descriptions.items()} == {
+        ('$(arg gripper)', None): GRIPPER_URDF, (None, '$(arg gripper)'): GAZEBO_URDF}
+    for path in (GAZEBO_URDF, GRIPPER_URDF):
+        plugin = ET.parse(path).getroot().find('gazebo/plugin')
+        assert plugin.findtext('robotParam') == '/robot/gazebo_description'
     (load,) = root.findall('rosparam')
     assert _find(load.get('file')) == CONTROLLERS and load.get('ns') == '$(arg namespace)'
     assert root.find("arg[@name='namespace']").get('value') == NAMESPACE
-    nodes = {(n.get('pkg'), n.get('type')): n for n in root.findall('node')}
+    nodes = {(n.get('pkg'), n.get('type')): n for n in root.findall('node')
+             if n.get('if') is None}
     assert set(nodes) == NOETIC_NODES - {('gazebo_ros', 'spawn_model')} | {SPAWN_NODE}
     assert (REPO / 'nodes' / SPAWN_NODE[1]).is_file()
     text = ' '.join(nodes[SPAWN_NODE].get('args').split())
@@ -175,9 +215,17 @@ def test_launch_file_refers_to_what_exists():
     assert joints == dict(zip(ARM_JOINTS, NAMED_POSES['shipping']))
     with pytest.raises(ValueError, match="pose 'up': expected neutral, shipping or 7"):
         spawn_args('up', [])
-    spawner = nodes['controller_manager', 'spawner']
-    assert spawner.get('ns') == '$(arg namespace)'
-    assert set(spawner.get('args').split()) == set(yaml.safe_load(CONTROLLERS.read_text()))
+    # The spawner: the gripper's controller too with the gripper, every controller of the
+    # YAML then.
+    spawners = {(n.get('if'), n.get('unless')): n for n in root.findall('node')
+                if n.get('type') == 'spawner'}
+    assert set(spawners) == {('$(arg gripper)', None), (None, '$(arg gripper)')}
+    for spawner in spawners.values():
+        assert spawner.get('pkg') == 'controller_manager'
+        assert spawner.get('ns') == '$(arg namespace)'
+    controllers = set(yaml.safe_load(CONTROLLERS.read_text()))
+    assert set(spawners['$(arg gripper)', None].get('args').split()) == controllers
+    assert set(spawners[None, '$(arg gripper)'].get('args').split()) == controllers - {FINGER_CONTROLLER}
 
 
 def test_backend_is_registered_and_refuses_what_gazebo_cannot_do():
@@ -243,20 +291,25 @@ def test_a_wrench_sent_through_gazebo_pushes_the_joints_as_asked(link):
 
 # --- the rules Gazebo, ros_control and roslaunch apply, checked without them ---------------
 
-def test_gazebo_urdf_follows_the_rules_gazebo_applies_to_a_urdf():
+@pytest.mark.parametrize('path', [GAZEBO_URDF, GRIPPER_URDF], ids=['arm', 'gripper'])
+def test_gazebo_urdf_follows_the_rules_gazebo_applies_to_a_urdf(path):
     """What sdformat's URDF parser and ODE need: a link on a movable joint with no mass is
     dropped with everything below it; an inertia that is not positive definite or breaks
     the triangle inequality makes ODE unstable; a revolute joint needs its limits (effort,
-    velocity, lower < upper) and gets its <dynamics>; the model is fixed by one fixed joint
-    from `world`; every <gazebo reference> names a link or joint; the controller period is
-    no faster than the physics step; meshes (none) would need package:// URIs."""
-    gz = ET.parse(GAZEBO_URDF).getroot()
+    velocity, lower < upper) and gets its <dynamics>, a prismatic finger its limits too
+    (gazebo_ros_control saturates its effort and stops it at them); every movable joint has
+    a transmission (none without: gazebo_ros_control would not drive it); the model is fixed
+    by one fixed joint from `world`; every <gazebo reference> names a link or joint; the
+    controller period is no faster than the physics step; meshes (none) would need
+    package:// URIs."""
+    gz = ET.parse(path).getroot()
     links = {l.get('name'): l for l in gz.findall('link')}
     joints = {j.get('name'): j for j in gz.findall('joint')}
     moving = [j for j in joints.values() if j.get('type') != 'fixed']
-    assert {j.get('name') for j in moving} == set(BOARD_JOINTS)
+    fingers = FINGERS if path == GRIPPER_URDF else ()
+    assert {j.get('name') for j in moving} == set(BOARD_JOINTS + fingers)
     for joint in moving:
-        assert joint.get('type') == 'revolute'
+        assert joint.get('type') == ('prismatic' if joint.get('name') in fingers else 'revolute')
         child = links[joint.find('child').get('link')]
         inertial = child.find('inertial')
         assert inertial is not None, child.get('name')
@@ -271,14 +324,14 @@ def test_gazebo_urdf_follows_the_rules_gazebo_applies_to_a_urdf():
         limit = joint.find('limit')
         assert float(limit.get('effort')) > 0.0 and float(limit.get('velocity')) > 0.0
         assert float(limit.get('lower')) < float(limit.get('upper'))
-        assert joint.find('dynamics') is not None
+        assert joint.find('dynamics') is not None or joint.get('name') in fingers
     roots = [j for j in joints.values() if j.find('parent').get('link') == 'world']
     assert len(roots) == 1 and roots[0].get('type') == 'fixed'
     for element in gz.findall('gazebo'):
         ref = element.get('reference')
         assert ref is None or ref in links or ref in joints, ref
-    for tr in gz.findall('transmission'):
-        assert tr.find('joint').get('name') in {j.get('name') for j in moving}
+    driven = [tr.find('joint').get('name') for tr in gz.findall('transmission')]
+    assert sorted(driven) == sorted(j.get('name') for j in moving)
     plugin = gz.find('gazebo/plugin')
     assert float(plugin.findtext('controlPeriod')) >= 0.001
     for mesh in gz.iter('mesh'):
@@ -287,28 +340,49 @@ def test_gazebo_urdf_follows_the_rules_gazebo_applies_to_a_urdf():
 
 # ros_control (Noetic): the controller types the YAML may name, their required parameters
 # (type → {parameter: check}) and the hardware interface their joints need.
+# A controller over `joints` with a PID per joint (<name>/<joint>/pid) reads them as
+# control_toolbox's Pid does: p required, i, d, i_clamp(_min/_max) optional, numbers.
+def _joints(v):
+    return isinstance(v, list) and v and len(set(v)) == len(v) and all(isinstance(n, str) for n in v)
+
+
+def _pid(v):
+    allowed = {'p', 'i', 'd', 'i_clamp', 'i_clamp_min', 'i_clamp_max', 'antiwindup'}
+    return (isinstance(v, dict) and set(v) <= allowed and 'p' in v
+            and all(isinstance(x, (int, float)) for x in v.values()))
+
+
 ROS_CONTROL = {
     'joint_state_controller/JointStateController': (
-        {'publish_rate': lambda v: isinstance(v, (int, float)) and v > 0}, None),
-    'effort_controllers/JointGroupEffortController': (
-        {'joints': lambda v: isinstance(v, list) and v and len(set(v)) == len(v)
-         and all(isinstance(n, str) for n in v)}, EFFORT),
+        {'publish_rate': lambda v: isinstance(v, (int, float)) and v > 0}, None, False),
+    'effort_controllers/JointGroupEffortController': ({'joints': _joints}, EFFORT, False),
+    'effort_controllers/JointGroupPositionController': ({'joints': _joints}, EFFORT, True),
 }
 
 
-def test_controllers_yaml_against_ros_control():
+@pytest.mark.parametrize('path', [GAZEBO_URDF, GRIPPER_URDF], ids=['arm', 'gripper'])
+def test_controllers_yaml_against_ros_control(path):
+    """Every controller's type exists in Noetic, its parameters are the ones it reads, its
+    joints have the interface it claims in the URDF; a controller over joints the model
+    lacks (the gripper's, on the arm without it) is not spawned there."""
     conf = yaml.safe_load(CONTROLLERS.read_text())
-    gz = ET.parse(GAZEBO_URDF).getroot()
+    gz = ET.parse(path).getroot()
     interfaces = {tr.find('joint').get('name'): tr.find('joint').findtext('hardwareInterface')
                   for tr in gz.findall('transmission')}
     for name, params in conf.items():
         assert name.replace('_', '').isalnum() and not name[0].isdigit(), name
         kind = params.get('type')
         assert kind in ROS_CONTROL, (name, kind)
-        required, interface = ROS_CONTROL[kind]
-        assert set(params) == {'type'} | set(required), (name, sorted(params))
+        required, interface, pids = ROS_CONTROL[kind]
+        joints = params.get('joints', []) if pids else []
+        assert set(params) == {'type'} | set(required) | set(joints), (name, sorted(params))
         for key, ok in required.items():
             assert ok(params[key]), (name, key, params[key])
+        for joint in joints:
+            assert set(params[joint]) == {'pid'} and _pid(params[joint]['pid']), (name, joint)
+        if name == FINGER_CONTROLLER and path == GAZEBO_URDF:
+            assert not set(params['joints']) & set(interfaces)
+            continue
         for joint in params.get('joints', []):
             assert interfaces.get(joint) == interface, (name, joint)
 
@@ -328,9 +402,11 @@ def _stub_packages(root):
         script.write_text('#!/bin/sh\n')
         script.chmod(0o755)
     (root / 'gazebo_ros' / 'launch').mkdir()
+    # It declares empty_world's arguments and records what it was given under /stub_world.
     (root / 'gazebo_ros' / 'launch' / 'empty_world.launch').write_text(
-        '<launch>\n%s</launch>\n' % ''.join('  <arg name="%s" default=""/>\n' % a
-                                            for a in sorted(EMPTY_WORLD_ARGS)))
+        '<launch>\n%s</launch>\n' % ''.join(
+            '  <arg name="%s" default=""/>\n  <param name="/stub_world/%s" type="str" '
+            'value="$(arg %s)"/>\n' % (a, a, a) for a in sorted(EMPTY_WORLD_ARGS)))
 
 
 def _roslaunch_check(path, stubs):
@@ -346,6 +422,64 @@ def _roslaunch_check(path, stubs):
                          text=True, timeout=120)
     assert out.returncode == 0, out.stderr
     return out.stdout
+
+
+def _roslaunch_resolve(path, stubs, args):
+    """What roslaunch's loader makes of launch file `path` with command-line `args`
+    (name:=value): {'params': {name: value}, 'nodes': [(package, type, namespace, args)]}."""
+    import json
+    import os
+    import subprocess
+    import sys
+    env = dict(os.environ, ROS_PACKAGE_PATH='%s:%s:/usr/share' % (stubs, REPO))
+    code = ('import json, sys, roslaunch.config as c\n'
+            'path = sys.argv[1]\n'
+            'cfg = c.load_config_default([path], None)\n'
+            'print(json.dumps({"params": {k: p.value for k, p in cfg.params.items()},\n'
+            '                  "nodes": [(n.package, n.type, n.namespace, n.args)\n'
+            '                            for n in cfg.nodes]}))\n')
+    out = subprocess.run([sys.executable, '-c', code, str(path)] + list(args), env=env,
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    return json.loads(out.stdout)
+
+
+@pytest.mark.ros
+@pytest.mark.parametrize('gripper', [False, True])
+def test_launch_file_resolves_the_world_issues_arguments(tmp_path, gripper):
+    """roslaunch's own loader on sawyer_gazebo.launch with sawyer_world.launch's argument
+    names: the gripper's Gazebo model and its finger controller spawned (or neither), the
+    world file, gui and headless passed to empty_world, Gazebo started paused either way
+    and the robot told not to unpause it with paused:=true, the gripper to the robot and
+    to its gazebo backend."""
+    stubs = tmp_path / 'stubs'
+    _stub_packages(stubs)
+    args = ['world_name:=/tmp/cell.world', 'gui:=false', 'headless:=true']
+    if gripper:
+        args += ['electric_gripper:=true', 'paused:=true']
+    got = _roslaunch_resolve(LAUNCH, stubs, args)
+    params = got['params']
+    assert params['/robot/gazebo_description'] == (GRIPPER_URDF if gripper else GAZEBO_URDF).read_text()
+    assert params['/stub_world/world_name'] == '/tmp/cell.world'
+    assert (params['/stub_world/gui'], params['/stub_world/headless']) == ('false', 'true')
+    assert (params['/stub_world/paused'], params['/stub_world/use_sim_time']) == ('true', 'true')
+    assert params['/use_sim_time'] is True
+    prefix = '/realtime_loop/backend_options/'      # (a dict is loaded key by key)
+    options = {k[len(prefix):]: v for k, v in params.items() if k.startswith(prefix)}
+    assert check_backend('gazebo', options) == {
+        'namespace': NAMESPACE, 'controller': CONTROLLER, 'model_name': MODEL,
+        'gripper': gripper, 'unpause': not gripper}
+    assert params['/io/gripper'] is gripper          # the gripper device
+    (spawner,) = [n for n in got['nodes'] if n[:2] == ['controller_manager', 'spawner']]
+    assert spawner[2] == NAMESPACE + '/'
+    assert (FINGER_CONTROLLER in spawner[3].split()) is gripper
+    controllers = yaml.safe_load(CONTROLLERS.read_text())
+    assert set(spawner[3].split()) <= set(controllers)
+    # The model spawned carries the finger joints the spawned controller drives.
+    gz = ET.fromstring(params['/robot/gazebo_description'])
+    driven = {tr.find('joint').get('name') for tr in gz.findall('transmission')}
+    for name in spawner[3].split():
+        assert set(controllers[name].get('joints', [])) <= driven, name
 
 
 @pytest.mark.ros             # (no master, but roslaunch's loader runs `rosversion roslaunch`)

@@ -71,6 +71,25 @@ def test_close_and_open_at_the_commanded_speed(gripper):
     assert gripper.value('position_response_m') == pytest.approx(OPEN, abs=1e-6)
 
 
+def test_commands_stamped_alike_are_each_applied(gripper):
+    """The SDK stamps a command with ROS time, which under sim time advances only with /clock
+    (every 20 ms on Gazebo): two commands sent within one clock step share a time. Each is
+    applied once; a resend of either (the SDK resends until acknowledged) only acknowledged."""
+    import rospy
+    stamp = rospy.Time.now()
+    assert gripper.set('speed_mps', 0.2, stamp=stamp) == ''
+    assert gripper.set('position_m', 0.03, stamp=stamp) == ''
+    assert gripper.set('speed_mps', 0.2, stamp=stamp) == ''        # a resend
+    # (the acknowledgements cannot tell the two apart: wait for the move to show)
+    gripper.wait(lambda: gripper.value('position_m') == 0.03, 5.0, 'the second command applied')
+    settle(gripper)
+    assert gripper.value('speed_mps') == 0.2
+    assert gripper.value('position_response_m') == pytest.approx(0.03, abs=1e-6)
+    assert gripper.set('speed_mps', 3.0) == ''
+    assert gripper.set('position_m', OPEN) == ''
+    settle(gripper)
+
+
 def test_grasping_an_object(gripper):
     assert place(0.025, 0.3).success
     try:

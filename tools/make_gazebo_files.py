@@ -9,11 +9,18 @@
                                     gazebo_ros_control plugin (libgazebo_ros_control.so,
                                     DefaultRobotHWSim, 1 ms control period, its namespace and
                                     the parameter it reads this URDF from)
+  share/gazebo/sawyer_gazebo_electric_gripper.urdf
+                                    the same with the electric gripper grafted on right_hand
+                                    (urdf/fragments/electric_gripper.urdf, as the gripper
+                                    device grafts it), an effort transmission per finger
+                                    joint and the pads' friction (mu1, mu2)
   share/gazebo/controllers.yaml     the controllers it loads in that namespace: a
-                                    joint_state_controller at 1000 Hz and one
+                                    joint_state_controller at 1000 Hz, one
                                     effort_controllers/JointGroupEffortController over the
                                     board joints (the gazebo backend's defaults: see
-                                    intera_rt.boards.gazebo)
+                                    intera_rt.boards.gazebo) and, for the gripper, one
+                                    effort_controllers/JointGroupPositionController over the
+                                    finger joints (intera_rt.boards.gazebo_fingers)
 
 Usage (through scripts/env, which puts src/ on the path):
   scripts/env python tools/make_gazebo_files.py            # (re)write both
@@ -25,11 +32,17 @@ import sys
 import xml.etree.ElementTree as ET
 
 from intera_rt.boards.gazebo import CONTROLLER, NAMESPACE
+from intera_rt.boards.gazebo_fingers import (CONTROLLER as FINGER_CONTROLLER,
+                                             CONTROLLER_TYPE as FINGER_CONTROLLER_TYPE,
+                                             FINGER_MU, FINGER_PID, finger_joints)
+from intera_rt.model import RobotModel
+from intera_rt.model.urdf_fragments import with_electric_gripper
 from intera_rt.robot import BOARD_JOINTS, LOOP_PERIOD
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SRC = os.path.join(REPO, 'urdf', 'sawyer.urdf')
 URDF_OUT = os.path.join(REPO, 'share', 'gazebo', 'sawyer_gazebo.urdf')
+GRIPPER_URDF_OUT = os.path.join(REPO, 'share', 'gazebo', 'sawyer_gazebo_electric_gripper.urdf')
 YAML_OUT = os.path.join(REPO, 'share', 'gazebo', 'controllers.yaml')
 DESCRIPTION_PARAM = '/robot/gazebo_description'   # launch/sawyer_gazebo.launch loads it there
 STATE_CONTROLLER = 'joint_state_controller'
@@ -41,6 +54,9 @@ HEADER = (
     '  the base fixed to the world, an effort transmission per board joint, and the\n'
     '  gazebo_ros_control plugin (namespace %s). The robot\'s own nodes keep reading\n'
     '  urdf/sawyer.urdf as /robot_description.\n  ' % NAMESPACE)
+GRIPPER_HEADER = (
+    '\n  With the electric gripper (urdf/fragments/electric_gripper.urdf) on right_hand, an\n'
+    '  effort transmission per finger joint for the finger controller, and the pads\' friction.\n  ')
 
 
 def _sub(parent, tag, text=None, **attrib):
@@ -50,8 +66,13 @@ def _sub(parent, tag, text=None, **attrib):
     return e
 
 
-def make_urdf(text):
-    """The Gazebo URDF (a string) from sawyer.urdf's text."""
+def make_urdf(text, gripper=False):
+    """The Gazebo URDF (a string) from sawyer.urdf's text; `gripper`: with the electric
+    gripper grafted, its fingers driven by gazebo_ros_control."""
+    fingers = ()
+    if gripper:
+        model = with_electric_gripper(RobotModel(text))
+        text, fingers = model.urdf_xml, tuple(finger_joints())
     root = ET.fromstring(text)
     joints = {j.get('name'): j for j in root.iter('joint')}
     missing = [n for n in BOARD_JOINTS if n not in joints]
@@ -62,7 +83,7 @@ def make_urdf(text):
     if len(roots) != 1:
         raise ValueError('sawyer.urdf must have one root link, found %s' % roots)
     out = ET.Element('robot', name=root.get('name'))
-    out.append(ET.Comment(HEADER))
+    out.append(ET.Comment(HEADER + (GRIPPER_HEADER if gripper else '')))
     # Gazebo fixes a model to the world through a joint to a link named `world`.
     _sub(out, 'link', name='world')
     world = _sub(out, 'joint', name='world_fixed', type='fixed')
@@ -71,7 +92,7 @@ def make_urdf(text):
     _sub(world, 'child', link=roots[0])
     for child in root:
         out.append(child)
-    for name in BOARD_JOINTS:
+    for name in BOARD_JOINTS + fingers:
         tr = _sub(out, 'transmission', name=name + '_transmission')
         _sub(tr, 'type', 'transmission_interface/SimpleTransmission')
         joint = _sub(tr, 'joint', name=name)
@@ -79,6 +100,11 @@ def make_urdf(text):
         actuator = _sub(tr, 'actuator', name=name + '_motor')
         _sub(actuator, 'hardwareInterface', EFFORT)
         _sub(actuator, 'mechanicalReduction', '1')
+    # ODE's friction of the finger pads (Gazebo takes the smaller of two surfaces' mu).
+    for name in fingers:
+        surface = _sub(out, 'gazebo', reference=joints_child(root, name))
+        _sub(surface, 'mu1', repr(FINGER_MU))
+        _sub(surface, 'mu2', repr(FINGER_MU))
     plugin = _sub(_sub(out, 'gazebo'), 'plugin', name='gazebo_ros_control',
                   filename='libgazebo_ros_control.so')
     _sub(plugin, 'robotNamespace', NAMESPACE)
@@ -87,6 +113,11 @@ def make_urdf(text):
     _sub(plugin, 'robotSimType', 'gazebo_ros_control/DefaultRobotHWSim')
     ET.indent(out, '  ')
     return '<?xml version="1.0" encoding="utf-8"?>\n' + ET.tostring(out, 'unicode') + '\n'
+
+
+def joints_child(root, joint):
+    """The child link of `joint` in URDF element `root`."""
+    return root.find("joint[@name='%s']/child" % joint).get('link')
 
 
 def make_controllers():
@@ -104,6 +135,18 @@ def make_controllers():
         '  type: effort_controllers/JointGroupEffortController',
         '  joints:',
     ] + ['    - %s' % n for n in BOARD_JOINTS]
+    fingers = list(finger_joints())
+    lines += [
+        '# With the electric gripper (launch arg electric_gripper): both fingers\' setpoints',
+        '# (m, std_msgs/Float64MultiArray in this order), a PID each whose effort',
+        '# gazebo_ros_control saturates at the URDF\'s effort limit.',
+        '%s:' % FINGER_CONTROLLER,
+        '  type: %s' % FINGER_CONTROLLER_TYPE,
+        '  joints:',
+    ] + ['    - %s' % n for n in fingers]
+    for name in fingers:
+        lines += ['  %s:' % name,
+                  '    pid: {%s}' % ', '.join('%s: %r' % kv for kv in FINGER_PID.items())]
     return '\n'.join(lines) + '\n'
 
 
@@ -112,7 +155,9 @@ def main(argv=None):
     p.add_argument('--check', action='store_true', help='exit 1 if a file is stale')
     a = p.parse_args(argv)
     with open(SRC, encoding='utf-8') as f:
-        wanted = {URDF_OUT: make_urdf(f.read()), YAML_OUT: make_controllers()}
+        text = f.read()
+    wanted = {URDF_OUT: make_urdf(text), GRIPPER_URDF_OUT: make_urdf(text, gripper=True),
+              YAML_OUT: make_controllers()}
     stale = []
     for path, text in wanted.items():
         try:

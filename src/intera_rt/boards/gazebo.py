@@ -30,6 +30,7 @@ import pinocchio as pin
 
 from intera_rt.boards.base import BackendOption, BoardsError, BoardsReading, JointBoards
 from intera_rt.boards import gazebo_launch
+from intera_rt.boards.gazebo_fingers import CONTROLLER as FINGER_CONTROLLER, GazeboFingers
 from intera_rt.boards.gazebo_launch import SPAWN_Z, UNPAUSE_AFTER, UNPAUSE_EVERY  # noqa: F401 (SPAWN_Z re-exported)
 from intera_rt.boards.gazebo_model import BrakeHold, _shift, body_com, gazebo_body  # noqa: F401 (re-exported)
 from intera_rt.direct_writes import direct_publisher
@@ -184,6 +185,7 @@ class GazeboBoards(JointBoards):
         self.watchdog_holds = 0         # joint states the watchdog answered
         self._rospy = self._pub = self._msg = None
         self._standin = None
+        self._fingers = None            # GazeboFingers with option gripper, once configured
         # received: joint states that came; states: those the loop ticked on (the others
         # were overtaken by a newer one before the loop took them); skipped: dropped after a
         # teleport; stale_ticks: waits that timed out; dropped_commands: commands a
@@ -211,6 +213,8 @@ class GazeboBoards(JointBoards):
                               'clock): run scripts/sawyer --sim-time, or the Gazebo launch file')
         if self.standin:
             self._start_standin()
+        if self.gripper:                # the fingers, through Gazebo's finger controller
+            self._fingers = GazeboFingers(rospy, self.namespace)
         n = len(self.joint_names)
         self._msg, self._wd_msg = _Efforts(n), _Efforts(n)     # (one per publishing thread)
         # Written by the loop's thread: no writer thread to wake, the command on the wire
@@ -253,7 +257,8 @@ class GazeboBoards(JointBoards):
     def _start_standin(self):
         self._standin = gazebo_launch.start_standin(
             self._rospy, self._urdf, self.namespace, self.controller, self.model_name,
-            self.real_time_factor, STANDIN_CONTROLLERS)
+            self.real_time_factor,
+            STANDIN_CONTROLLERS + ((FINGER_CONTROLLER,) if self.gripper else ()))
 
     def on_shutdown(self):
         if self._pub is not None:
@@ -265,6 +270,9 @@ class GazeboBoards(JointBoards):
                 sub.unregister()
             self._pub.unregister()
             self._pub = None
+        if self._fingers is not None:
+            self._fingers.close()
+            self._fingers = None
         if self._standin is not None:
             gazebo_launch.stop_standin(self._standin)
             self._standin = None
@@ -284,6 +292,8 @@ class GazeboBoards(JointBoards):
             self._order = order
         idx = order[1]
         stamp = msg.header.stamp.to_sec()
+        if self._fingers is not None:
+            self._fingers.on_joint_state(msg, stamp)
         qd = np.asarray(msg.velocity)[idx]
         transmitted = (np.asarray(msg.effort)[idx] - self._damping * qd
                        - self._friction * _clip(qd / STICK_SPEED, -1.0, 1.0))
@@ -404,6 +414,15 @@ class GazeboBoards(JointBoards):
         return ''
 
     # --- sim-only abilities, through Gazebo's services -------------------------------------
+    def set_gripper(self, command):
+        """The fingers through Gazebo's finger controller (boards.gazebo_fingers)."""
+        if self._fingers is None:
+            raise BoardsError('%s has no gripper: boot it with --gripper' % self.describe())
+        self._fingers.setpoints.set(command)
+
+    def gripper_state(self):
+        return None if self._fingers is None else self._fingers.latest
+
     def _service(self, name, srv_type):
         rospy = self._rospy
         try:

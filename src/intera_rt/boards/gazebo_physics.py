@@ -16,6 +16,11 @@ What Gazebo makes of the URDF, and how it is reproduced:
 - the spawn pose: every joint at 0 unless given (spawn_model -J), at rest;
 - links hung on fixed joints lumped into their parent, which is where external wrenches
   act (at the lumped body's centre of mass, force and torque in the world frame);
+- a tool's prismatic joints (the gripper's fingers) as Gazebo simulates them: slides with
+  the URDF's limits as stops, no armature, no <mimic> coupling (Gazebo 11 ignores it), each
+  pushed by the effort its finger controller gives (`step`'s finger_effort), saturated as
+  gazebo_ros_control saturates it (effort limit; no push beyond a position or velocity
+  limit); other tool joints welded;
 - spawned world models (world.Model) as MuJoCo bodies (boards.mujoco_world: free unless
   static), the model recompiled with every state carried across, as gazebo_ros spawns.
 The MJCF is boards.mjcf's, changed through MuJoCo's model editing (MjSpec). Poses and twists
@@ -29,7 +34,7 @@ import numpy as np
 
 from intera_rt.boards import mujoco_world
 from intera_rt.boards.base import BodyState
-from intera_rt.boards.mjcf import CONTACT_TIMECONST, mjcf_from_urdf
+from intera_rt.boards.mjcf import CONTACT_TIMECONST, FINGER_PREFIX, mjcf_from_urdf
 from intera_rt.numeric import clip as _clip
 from intera_rt.robot import BOARD_JOINTS, LOOP_PERIOD
 from intera_rt.world.model import Pose, WorldError
@@ -53,11 +58,21 @@ class GazeboPhysics:
         self.spawn = tuple(float(v) for v in spawn)
         self.urdf_xml = model.urdf_xml
         limits = {n: dataclasses.replace(l, armature=0.0) for n, l in model.limits.items()}
-        # A tool's joints (a gripper's fingers) have no gazebo_ros_control joint here: welded.
-        welded = {j.name for j in model.urdf.joints
-                  if j.type != 'fixed' and j.name not in BOARD_JOINTS}
-        spec = mujoco.MjSpec.from_string(mjcf_from_urdf(model.urdf, limits, BOARD_JOINTS,
-                                                        welded=welded))
+        tool = [j for j in model.urdf.joints if j.type != 'fixed' and j.name not in BOARD_JOINTS]
+        fingers = [j for j in tool if j.type == 'prismatic']
+        self.finger_names = tuple(j.name for j in fingers)
+        spec = mujoco.MjSpec.from_string(mjcf_from_urdf(
+            model.urdf, limits, BOARD_JOINTS, welded={j.name for j in tool if j.type != 'prismatic'}))
+        for equality in list(spec.equalities):          # the fingers' <mimic> (Gazebo: none)
+            spec.delete(equality)
+        for j in fingers:                                # effort-driven, no armature
+            spec.joint(j.name).armature = 0.0
+            act = spec.actuator(FINGER_PREFIX + j.name)
+            act.set_to_motor()
+            act.ctrlrange = [-j.limit.effort, j.limit.effort]
+            act.forcelimited = mujoco.mjtLimited.mjLIMITED_FALSE
+        self.finger_limits = np.array([(j.limit.lower, j.limit.upper, j.limit.effort,
+                                         j.limit.velocity) for j in fingers]).reshape(-1, 4)
         spec.option.timestep = self.dt
         spec.option.integrator = mujoco.mjtIntegrator.mjINT_EULER
         spec.option.disableflags |= int(mujoco.mjtDisableBit.mjDSBL_EULERDAMP)
@@ -73,6 +88,7 @@ class GazeboPhysics:
         lim = model.limit_arrays(BOARD_JOINTS)
         self.lower, self.upper, self.effort_limit = lim['lower'], lim['upper'], lim['effort']
         self.applied = np.zeros(len(BOARD_JOINTS))
+        self.finger_applied = np.zeros(len(self.finger_names))
         self.time = 0.0
         # [body id, its lumped bodies, force, torque, s left, body name, (model, body) or
         #  None for the robot's, point (in the body's frame; None: the lumped centre of mass)]
@@ -88,6 +104,12 @@ class GazeboPhysics:
         jids = [mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_JOINT, n) for n in BOARD_JOINTS]
         self._qadr = np.array([m.jnt_qposadr[j] for j in jids])
         self._dof = np.array([m.jnt_dofadr[j] for j in jids])
+        fids = [mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_JOINT, n) for n in self.finger_names]
+        self._finger_qadr = np.array([m.jnt_qposadr[j] for j in fids], int)
+        self._finger_dof = np.array([m.jnt_dofadr[j] for j in fids], int)
+        self._finger_act = np.array([mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_ACTUATOR,
+                                                       FINGER_PREFIX + n)
+                                     for n in self.finger_names], int)
         for w in getattr(self, '_wrenches', ()):
             w[0] = mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_BODY, w[5])
             w[1] = [w[0]] if w[6] is not None else \
@@ -101,12 +123,24 @@ class GazeboPhysics:
     def velocity(self):
         return self.d.qvel[self._dof].copy()
 
-    def step(self, effort):
+    @property
+    def finger_position(self):
+        return self.d.qpos[self._finger_qadr].copy()
+
+    @property
+    def finger_velocity(self):
+        return self.d.qvel[self._finger_dof].copy()
+
+    def step(self, effort, finger_effort=None):
         """One physics step with `effort` (N·m, BOARD_JOINTS order) saturated at the effort
-        limits, as gazebo_ros_control applies it; the effort applied is `applied`."""
+        limits, as gazebo_ros_control applies it, and `finger_effort` (N, finger_names
+        order; None: 0); the efforts applied are `applied` and `finger_applied`."""
         d = self.d
         self.applied = _clip(np.asarray(effort, float), -self.effort_limit, self.effort_limit)
-        d.ctrl[:] = self.applied
+        d.ctrl[:len(self.applied)] = self.applied
+        if len(self.finger_names):
+            self.finger_applied = self._saturate_fingers(finger_effort)
+            d.ctrl[self._finger_act] = self.finger_applied
         if self._wrenches:
             self._apply_wrenches()
         mujoco.mj_step(self.m, d)
@@ -117,6 +151,18 @@ class GazeboPhysics:
             self._wrenches = [w for w in self._wrenches if w[4] > 0.0]
             if not self._wrenches:
                 d.qfrc_applied[:] = 0.0
+
+    def _saturate_fingers(self, effort):
+        """gazebo_ros_control's effort saturation of a joint with limits (joint_limits_interface's
+        EffortJointSaturationHandle): within ± the effort limit, and no push further past a
+        position limit or faster beyond the velocity limit."""
+        lower, upper, limit, vmax = self.finger_limits.T
+        e = np.zeros(len(lower)) if effort is None else np.asarray(effort, float)
+        lo, hi = -limit.copy(), limit.copy()
+        q, qd = self.finger_position, self.finger_velocity
+        lo[(q < lower) | (qd < -vmax)] = 0.0
+        hi[(q > upper) | (qd > vmax)] = 0.0
+        return np.minimum(np.maximum(e, lo), hi)
 
     def set_positions(self, q):
         """set_model_configuration: the joints at q (BOARD_JOINTS order), the model at rest."""

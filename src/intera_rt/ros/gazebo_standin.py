@@ -12,8 +12,10 @@ and launch/sawyer_gazebo.launch use, over TCPROS.
 (`rosrun intera_rt gazebo_standin`; the gazebo backend's option `standin` starts it.) Without
 --urdf the URDF is read from stdin when it is not a terminal, else /robot_description, else
 the project's; --gripper grafts the electric gripper (urdf/fragments/electric_gripper.urdf)
-onto it, as sawyer_simulator's electric_gripper arg spawns it: its 0.59 kg on the arm, the
-fingers welded open (no gazebo_ros_control joint drives them). Node /gazebo, as gzserver's is.
+onto it, as sawyer_simulator's electric_gripper arg spawns it: its 0.59 kg on the arm, its
+finger joints (prismatic) in the physics and in joint_states, pushed by a finger controller
+(effort_controllers/JointGroupPositionController: a PID per finger, as ros_control's; zero
+effort until it runs). Node /gazebo, as gzserver's is.
 
 Each step of 1 ms of sim time, paced by the wall clock at the real-time factor (a late step
 is not made up: Gazebo falls behind real time rather than bursting), under the world's lock:
@@ -30,8 +32,9 @@ get_model_properties, get_world_properties, get_link_state, apply_body_wrench,
 clear_body_wrenches, {pause,unpause}_physics, reset_world, reset_simulation; model_states and
 link_states every 10 ms of sim time), /gazebo/set_model_configuration (the world paused
 while the joints are set, at rest), and the controller
-manager's <ns>/controller_manager/{load,unload,switch}_controller for the two controller types
-of share/gazebo/controllers.yaml (JointStateController, JointGroupEffortController), their
+manager's <ns>/controller_manager/{load,unload,switch}_controller for the controller types
+of share/gazebo/controllers.yaml (JointStateController, JointGroupEffortController,
+JointGroupPositionController over the finger joints), their
 parameters read from <ns>/<name>/ as ros_control does. --spawn-controllers loads and starts
 them through those services as controller_manager's spawner does. Gazebo's effort starts at
 zero: before the effort controller runs the arm falls. docs/backends.md lists what it does
@@ -61,6 +64,7 @@ NICE = 5
 RESYNC_AFTER = 2                      # steps late before the pacing restarts its count
 JOINT_STATE_CONTROLLER = 'joint_state_controller/JointStateController'
 EFFORT_GROUP_CONTROLLER = 'effort_controllers/JointGroupEffortController'
+POSITION_GROUP_CONTROLLER = 'effort_controllers/JointGroupPositionController'
 WORLD_PERIOD = 0.01                   # s of sim time between model_states / link_states
 
 
@@ -78,7 +82,9 @@ class GazeboStandin:
         self.dt = dt
         self.paused = bool(paused)
         self.command = np.zeros(len(BOARD_JOINTS))      # the hardware interface's effort
-        self.reported = np.zeros(len(BOARD_JOINTS))     # the effort applied the step before
+        self.finger_command = np.zeros(len(self.physics.finger_names))   # the fingers' effort
+        # the effort applied the step before (the board joints', then the fingers')
+        self.reported = np.zeros(len(BOARD_JOINTS) + len(self.physics.finger_names))
         self.controllers = {}           # name → {'type', 'running', 'rate', 'next'}
         self._switches = []             # (start, stop, [done]) for the next update, in order
         self._lock = threading.Condition()
@@ -114,7 +120,7 @@ class GazeboStandin:
         self._rospy = rospy
         frequency = float(rospy.get_param('/gazebo/pub_clock_frequency', 0.0))
         self.clock_period = 1.0 / frequency if frequency > 0.0 else 0.0
-        self._js = JointState(name=list(BOARD_JOINTS))
+        self._js = JointState(name=list(BOARD_JOINTS) + list(self.physics.finger_names))
         self._clock = Clock()
         self.pub_js = self._direct(self.namespace + '/joint_states', JointState)
         self.pub_clock = self._direct('/clock', Clock)
@@ -163,6 +169,11 @@ class GazeboStandin:
                 rospy.logerr("Parameter 'publish_rate' not set")
                 return LoadControllerResponse(False)
             entry['rate'] = float(rate)
+        elif kind == POSITION_GROUP_CONTROLLER:
+            error = self._position_group(name, params, entry)
+            if error:
+                rospy.logerr('Failed to initialize the controller %s: %s' % (name, error))
+                return LoadControllerResponse(False)
         elif kind == EFFORT_GROUP_CONTROLLER:
             if name != self.controller or list(params.get('joints') or []) != list(BOARD_JOINTS):
                 rospy.logerr('Failed to initialize the controller: the stand-in takes an effort '
@@ -178,6 +189,41 @@ class GazeboStandin:
         rospy.loginfo('Loaded \'%s\'' % name)
         return LoadControllerResponse(True)
 
+    def _position_group(self, name, params, entry):
+        """effort_controllers/JointGroupPositionController's init: its joints (finger joints
+        of this model), a PID each from <name>/<joint>/pid, its command topic. Returns an
+        error text, or ''."""
+        from std_msgs.msg import Float64MultiArray
+        joints = list(params.get('joints') or [])
+        fingers = self.physics.finger_names
+        if not joints or any(j not in fingers for j in joints):
+            return ('joints %s: the stand-in drives the finger joints (%s) with it'
+                    % (joints, ', '.join(fingers) or 'none: the model has no gripper'))
+        gains = []
+        for joint in joints:
+            pid = (params.get(joint) or {}).get('pid')
+            if not isinstance(pid, dict) or not isinstance(pid.get('p'), (int, float)):
+                return 'No p gain specified for pid. Namespace: %s/%s/%s/pid' % (
+                    self.namespace, name, joint)
+            gains.append(Pid(pid))
+        entry.update(joints=[fingers.index(j) for j in joints], pids=gains,
+                     command=np.zeros(len(joints)))
+        entry['sub'] = self._rospy.Subscriber(
+            '%s/%s/command' % (self.namespace, name), Float64MultiArray,
+            lambda msg: self._on_position_command(name, msg), queue_size=1, tcp_nodelay=True)
+        return ''
+
+    def _on_position_command(self, name, msg):
+        with self._lock:
+            entry = self.controllers.get(name)
+            if entry is None:
+                return
+            if len(msg.data) != len(entry['joints']):
+                self._rospy.logerr('Dimension of command (%d) does not match number of joints '
+                                   '(%d)! Not executing!' % (len(msg.data), len(entry['joints'])))
+                return
+            entry['command'] = np.array(msg.data, dtype=float)
+
     def _on_unload(self, req):
         from controller_manager_msgs.srv import UnloadControllerResponse
         with self._lock:
@@ -185,6 +231,8 @@ class GazeboStandin:
             if entry is None or entry['running']:
                 return UnloadControllerResponse(False)
             del self.controllers[req.name]
+        if 'sub' in entry:
+            entry['sub'].unregister()
         return UnloadControllerResponse(True)
 
     def _on_switch(self, req):
@@ -215,15 +263,36 @@ class GazeboStandin:
                 entry['running'], entry['next'] = True, self.physics.time
                 if entry['type'] == EFFORT_GROUP_CONTROLLER:
                     self.command = np.zeros(len(BOARD_JOINTS))   # its starting(): zero
+                elif entry['type'] == POSITION_GROUP_CONTROLLER:
+                    # its starting(): hold where the joints are, the PIDs reset
+                    entry['command'] = self.physics.finger_position[entry['joints']]
+                    for pid in entry['pids']:
+                        pid.reset()
             done.append(True)
         if self._switches:
             self._switches = []
             self._lock.notify_all()
+        self._update_fingers()
         for entry in self.controllers.values():
             if entry['running'] and entry['type'] == JOINT_STATE_CONTROLLER \
                     and self.physics.time >= entry['next'] - 1e-9:
                 entry['next'] += 1.0 / entry['rate']
                 self._publish_state()
+
+    def _update_fingers(self):
+        """The running position controllers' update: each joint's command clamped to its
+        limits, a PID on the error, the effort to the joint (its saturation is the
+        physics')."""
+        effort = np.zeros(len(self.physics.finger_names))
+        q = self.physics.finger_position
+        lower, upper = self.physics.finger_limits[:, 0], self.physics.finger_limits[:, 1]
+        for entry in self.controllers.values():
+            if entry['running'] and entry['type'] == POSITION_GROUP_CONTROLLER:
+                idx = entry['joints']
+                target = np.clip(entry['command'], lower[idx], upper[idx])
+                for k, i in enumerate(idx):
+                    effort[i] = entry['pids'][k].command(target[k] - q[i], self.dt)
+        self.finger_command = effort
 
     def _effort_running(self):
         entry = self.controllers.get(self.controller)
@@ -316,8 +385,8 @@ class GazeboStandin:
             if self.paused:
                 return False
             self._update_controllers()
-            self.physics.step(self.command)
-            self.reported = self.physics.applied
+            self.physics.step(self.command, self.finger_command)
+            self.reported = np.concatenate((self.physics.applied, self.physics.finger_applied))
             self.steps += 1
             t = self.physics.time
             if t >= self._clock_next - 1e-9:
@@ -333,8 +402,9 @@ class GazeboStandin:
     def _publish_state(self):
         js, physics = self._js, self.physics
         js.header.stamp = self._rospy.Time.from_sec(physics.time)
-        js.position, js.velocity, js.effort = (physics.position.tolist(),
-                                              physics.velocity.tolist(), self.reported.tolist())
+        js.position = physics.position.tolist() + physics.finger_position.tolist()
+        js.velocity = physics.velocity.tolist() + physics.finger_velocity.tolist()
+        js.effort = self.reported.tolist()
         self.pub_js.publish(js)
 
     def run(self):
@@ -347,6 +417,27 @@ class GazeboStandin:
                 pacer.restart()                          # unpaused: pace from then
                 continue
             pacer.wait()
+
+
+class Pid:
+    """control_toolbox's Pid as ros_control's position controllers use it: computeCommand(
+    error, dt) = p·e + i·∫e (clamped to i_clamp) + d·(e − e_last)/dt."""
+
+    def __init__(self, gains):
+        self.p, self.i, self.d = (float(gains.get(k, 0.0)) for k in ('p', 'i', 'd'))
+        clamp = abs(float(gains.get('i_clamp', 0.0)))
+        self.i_min = float(gains.get('i_clamp_min', -clamp))
+        self.i_max = float(gains.get('i_clamp_max', clamp))
+        self.reset()
+
+    def reset(self):
+        self.integral, self.last = 0.0, 0.0
+
+    def command(self, error, dt):
+        self.integral = min(max(self.integral + self.i * error * dt, self.i_min), self.i_max)
+        derivative = (error - self.last) / dt
+        self.last = error
+        return self.p * error + self.integral + self.d * derivative
 
 
 def spawn_controllers(namespace, names):
@@ -387,7 +478,8 @@ def main(argv=None):
     p.add_argument('--spawn-controllers', nargs='*', default=[],
                    help="load and start these controllers (controller_manager's spawner)")
     p.add_argument('--gripper', action='store_true',
-                   help='the arm carries the electric gripper (its fingers welded open)')
+                   help='the arm carries the electric gripper (its fingers driven by a '
+                   'finger controller)')
     import rospy
     a = p.parse_args(rospy.myargv(sys.argv if argv is None else argv)[1:])
     if not a.real_time_factor > 0.0:

@@ -11,8 +11,10 @@ Per device (`/io/<node>/<device>/`):
            SDK waits for), `responses` the parallel response texts ('' = applied).
   command  intera_core_msgs/IOComponentCommand, subscribed. The SDK republishes the same
            command every 0.1 s until its time shows in the state: a command is applied
-           once per `time` (duplicates are only acknowledged again), then the state goes
-           out with the new values and the acknowledgement together.
+           once per `time`, op and args (duplicates are only acknowledged again; two
+           different commands may share a time: the SDK stamps with ROS time, which
+           under sim time advances only with /clock), then the state goes out with the
+           new values and the acknowledgement together.
 Per node (`/io/<node>/`): config (IONodeConfiguration: the node, its devices' configs,
 plugins), latched and republished every 1/state_pub_rate s with an unchanged time, as the
 robot does; state (IONodeStatus: node and device statuses, node-level command
@@ -111,9 +113,9 @@ class DeviceEndpoint:
         self._pub_state.publish(self.state_msg())
 
     def _on_command(self, msg):
-        key = (msg.time.secs, msg.time.nsecs)
+        key = (msg.time.secs, msg.time.nsecs, msg.op, msg.args)
         with self.node.lock:
-            if key != (0, 0) and key in self._seen:
+            if key[:2] != (0, 0) and key in self._seen:
                 # A repeat (the SDK resends until acknowledged): acknowledge it again only
                 # if its time has dropped out of the state's list.
                 if not any(t == msg.time for t, _ in self._acks):
@@ -221,9 +223,9 @@ class IONode:
                 commands=[t for t, _ in self._acks]))
 
     def _on_command(self, msg):
-        key = (msg.time.secs, msg.time.nsecs)
+        key = (msg.time.secs, msg.time.nsecs, msg.op, msg.args)
         with self.lock:
-            if key != (0, 0) and key in self._seen:
+            if key[:2] != (0, 0) and key in self._seen:
                 return
             self._seen[key] = True
             while len(self._seen) > SEEN_DEPTH:
