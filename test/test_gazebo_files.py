@@ -499,3 +499,50 @@ def test_launch_files_pass_roslaunch_check(tmp_path):
         assert 'pasued' in _roslaunch_check(broken, stubs)
     finally:
         broken.unlink()
+
+
+# --- the gripper's fingers on Gazebo: the device's command as the finger controller's ---------
+
+def test_finger_setpoints_slew_at_the_speed_and_lead_by_the_force():
+    """The setpoints (per finger, half the separation on its side) move toward the target
+    at the commanded speed and never more than force / 2 / P ahead of the fingers, so that
+    a position PID squeezes with at most the commanded force at rest."""
+    from intera_rt.boards.base import GripperCommand
+    from intera_rt.boards.gazebo_fingers import FingerSetpoints
+    fs = FingerSetpoints(finger_joints(), p=2000.0)
+    assert fs.span == pytest.approx(0.041666)
+    q = np.array([0.0208, -0.0208])
+    assert np.allclose(fs.update(0.0, q), q)
+    fs.set(GripperCommand(0.0, 0.2, 40.0))                  # close at 0.2 m/s, 40 N
+    sp = fs.update(0.05, q)                                 # 1 cm of separation in 50 ms
+    assert np.allclose(sp, [0.0158, -0.0158], atol=1e-6)
+    fs.set(GripperCommand(0.0, 3.0, 20.0))                  # fast, 20 N: 10 N a finger
+    sp = fs.update(0.2, q)
+    assert np.allclose(sp, q + [-0.005, 0.005])             # 10 N / 2000 N/m = 5 mm ahead
+    # A finger past its limit is not asked further (the controller clamps to the limits).
+    fs.set(GripperCommand(0.1, 3.0, 20.0))
+    assert np.allclose(fs.update(0.3, [0.0208, -0.0208]), [0.020833, -0.020833])
+
+
+def test_finger_state_grips_only_when_the_closing_fingers_stall():
+    """is_gripping: closing, the separation no longer changing (the pair may slide sideways
+    together: Gazebo has no <mimic>) with the setpoints held at the force's lead for
+    SETTLE; not while the fingers still move, nor once closed on nothing."""
+    from intera_rt.boards.base import GripperCommand
+    from intera_rt.boards.gazebo_fingers import SETTLE, FingerSetpoints
+    fs = FingerSetpoints(finger_joints())
+    on_block = np.array([0.015, -0.015])
+    fs.update(0.0, on_block)
+    fs.set(GripperCommand(0.0, 1.5, 20.0))
+    t = 0.0
+    for t in np.arange(0.01, 0.1, 0.01):
+        fs.update(t, on_block)
+        if t - 0.01 < SETTLE - 1e-9:
+            assert not fs.state(t, on_block, [0, 0], [-10, 10]).gripping
+    s = fs.state(t, on_block, [0.02, 0.02], [-10.0, 10.0])        # sliding sideways together
+    assert s.gripping and s.force == pytest.approx(20.0) and s.separation == pytest.approx(0.03)
+    assert not fs.state(t, on_block, [-0.02, 0.02], [-10, 10]).gripping   # still closing
+    closed = np.zeros(2)
+    for t in np.arange(t, t + 0.1, 0.01):
+        fs.update(t, closed)
+    assert not fs.state(t, closed, [0, 0], [0, 0]).gripping
