@@ -504,9 +504,11 @@ def test_launch_files_pass_roslaunch_check(tmp_path):
 # --- the gripper's fingers on Gazebo: the device's command as the finger controller's ---------
 
 def test_finger_setpoints_slew_at_the_speed_and_lead_by_the_force():
-    """The setpoints (per finger, half the separation on its side) move toward the target
-    at the commanded speed and never more than force / 2 / P ahead of the fingers, so that
-    a position PID squeezes with at most the commanded force at rest."""
+    """The setpoints (per finger, half the separation on its side, symmetric about the
+    gripper's centre) move toward the target at the commanded speed, their separation never
+    more than force / P ahead of the fingers', so that a position PID squeezes with at most
+    the commanded force at rest; a pair off the centre is pulled back to it (as the
+    gripper's linkage keeps its fingers: Gazebo has no <mimic>)."""
     from intera_rt.boards.base import GripperCommand
     from intera_rt.boards.gazebo_fingers import FingerSetpoints
     fs = FingerSetpoints(finger_joints(), p=2000.0)
@@ -519,6 +521,8 @@ def test_finger_setpoints_slew_at_the_speed_and_lead_by_the_force():
     fs.set(GripperCommand(0.0, 3.0, 20.0))                  # fast, 20 N: 10 N a finger
     sp = fs.update(0.2, q)
     assert np.allclose(sp, q + [-0.005, 0.005])             # 10 N / 2000 N/m = 5 mm ahead
+    off = np.array([0.018, -0.010])                         # held 4 mm off the centre
+    assert np.allclose(fs.update(0.25, off), [0.009, -0.009])
     # A finger past its limit is not asked further (the controller clamps to the limits).
     fs.set(GripperCommand(0.1, 3.0, 20.0))
     assert np.allclose(fs.update(0.3, [0.0208, -0.0208]), [0.020833, -0.020833])

@@ -7,14 +7,16 @@ the fingers as Gazebo drives them: the gripper device commands gripper_controlle
 effort_controllers/JointGroupPositionController over the finger joints, a PID each) through
 the gazebo backend, and reads them back from the stand-in's joint_states. The block is held
 by the fingers' squeeze and friction in the stand-in's physics (MuJoCo as Gazebo sees the
-URDF and the SDF), not attached."""
+URDF and the SDF), not attached. The stand-in runs at a quarter of real time: on a loaded
+machine at half, its arm's false collision stops and catch-ups can make a pad knock the
+block on the way down (the same stops with the fingers welded)."""
 from rosharness import wait_for
 from test_pick_place_mujoco import (  # noqa: F401 - the fixture and client, on this module's robot
     BLOCK, OPEN, TABLE_TOP, TIMEOUT, block, cell, grip,
     test_an_sdk_client_picks_a_block_carries_it_and_places_it)
 
 SAWYER_ARGS = ['--sim-time', '--backend', 'gazebo', '--backend-option', 'standin=true',
-               '--backend-option', 'real_time_factor=0.5', '--gripper']
+               '--backend-option', 'real_time_factor=0.25', '--gripper']
 
 
 def _closing_rate(series, t0, upper, lower):

@@ -6,14 +6,15 @@ MuJoCo's fingers (/intera_rt/sim/gripper_command → here → the controller; jo
 here → /intera_rt/sim/gripper_state).
 
 What the device asks and what a position controller allows (docs/backends.md):
-- separation: each finger's setpoint is half of it on its side (Gazebo ignores the URDF's
-  <mimic>: each finger has its own PID);
+- separation: each finger's setpoint is half of it on its side, symmetric about the
+  gripper's centre (Gazebo ignores the URDF's <mimic>: each finger has its own PID, and the
+  symmetric setpoints pull the pair back to the centre as the gripper's linkage does);
 - speed: the setpoint slews toward the target at the commanded speed; the URDF's finger
   velocity limit caps it further (gazebo_ros_control zeroes an effort that would push a
   joint faster than its limit);
-- force: a PID has no force limit of its own, so a finger's setpoint is kept within
-  force / 2 / P of where the finger is: at rest the squeeze is the commanded force (the
-  URDF's effort limit caps it); moving, the PID's D term adds to it;
+- force: a PID has no force limit of its own, so the setpoints' separation is kept within
+  force / P of the fingers' separation: at rest each finger squeezes with half the commanded
+  force (the URDF's effort limit caps it); moving, the PID's D term adds to it;
 - is_gripping: closing, the fingers stopped short of the target (their separation no longer
   changing: without <mimic> the pair may slide sideways together) with their setpoints at
   that lead (Gazebo's joint states carry no contacts).
@@ -86,10 +87,10 @@ class FingerSetpoints:
         step = max(c.speed, 0.0) * max(t - self.time, 0.0)
         self.time = t
         self.separation += min(max(target - self.separation, -step), step)
-        want = np.clip(self.sign * self.separation / 2.0, self.lower, self.upper)
-        lead = max(c.force, 0.0) / 2.0 / self.p
-        sp = np.clip(want, q - lead, q + lead)
-        if not np.any(np.abs(sp - want) > 1e-9):
+        lead = max(c.force, 0.0) / self.p
+        held = min(max(self.separation, measured - lead), measured + lead)
+        sp = np.clip(self.sign * held / 2.0, self.lower, self.upper)
+        if abs(held - self.separation) <= 1e-9:
             self.lead_since = None
         elif self.lead_since is None:
             self.lead_since = t
