@@ -24,6 +24,7 @@ packages only (never intera_rt.ros); rospy is passed in.
 import numpy as np
 
 from intera_rt.boards.base import GripperCommand, GripperState
+from intera_rt.boards.mjcf import finger_position, finger_side
 from intera_rt.model.urdf_fragments import electric_gripper_fragment
 
 CONTROLLER = 'gripper_controller'
@@ -63,8 +64,7 @@ class FingerSetpoints:
         self.names = tuple(joints)
         lim = np.array([joints[n] for n in self.names], float)
         self.lower, self.upper = lim[:, 0], lim[:, 1]
-        # A finger opens toward its limit away from zero: +1 (l) or -1 (r).
-        self.sign = np.where(np.abs(self.upper) >= np.abs(self.lower), 1.0, -1.0)
+        self.sign = np.array([finger_side(lo, hi) for lo, hi in zip(self.lower, self.upper)])
         self.span = float(np.sum(np.maximum(np.abs(self.lower), np.abs(self.upper))))
         self.p = float(p)
         self.command = GripperCommand(self.span, 1.0, 2.0 * float(lim[:, 2].min()))
@@ -89,7 +89,7 @@ class FingerSetpoints:
         self.separation += min(max(target - self.separation, -step), step)
         lead = max(c.force, 0.0) / self.p
         held = min(max(self.separation, measured - lead), measured + lead)
-        sp = np.clip(self.sign * held / 2.0, self.lower, self.upper)
+        sp = np.array([finger_position(lo, hi, held) for lo, hi in zip(self.lower, self.upper)])
         if abs(held - self.separation) <= 1e-9:
             self.lead_since = None
         elif self.lead_since is None:
