@@ -1,8 +1,8 @@
 """The Gazebo stand-in's physics (boards.gazebo_physics: the URDF as Gazebo's ODE sees it, in
 MuJoCo) and what the robot's control must make of a plant without drive armature. No ROS.
 
-- the model: no armature, the URDF's damping applied explicitly and its friction as friction
-  loss, stops exactly at the limits, the floor at world z = 0 under a base spawned at -z,
+- the model: no armature, the URDF's damping applied explicitly and its friction as a hard
+  constraint (ODE's), stops exactly at the limits, the floor at world z = 0 under a base spawned at -z,
   the zero pose unless -J says otherwise;
 - the robot's controllers and the brakes' stand-in, given the plant's armature
   (JointBoards.plant_armature: Gazebo's is zero), hold the arm still against this plant with
@@ -69,12 +69,28 @@ def test_the_stops_are_at_the_limits_and_damping_is_not_in_the_applied_effort():
     assert ph.applied[6] == 5.0
 
 
-def _hold(control, delay, seconds=1.5):
+def test_joint_friction_is_a_hard_constraint_as_odes():
+    """ODE's joint friction holds the joint still under any push below it (MuJoCo's default
+    friction loss lets a light wrist creep), and takes exactly its torque off a sliding
+    joint: right_j6 (friction 0.05 N·m, damping 0.1 N·m·s/rad), gravity off."""
+    lim = MODEL.limits['right_j6']
+    for push, speed in ((0.8 * lim.friction, 0.0), (lim.friction + 0.01, 0.01 / lim.damping)):
+        ph = GazeboPhysics(MODEL)
+        ph.m.opt.gravity[:] = 0.0
+        tau = np.zeros(8)
+        tau[6] = push
+        for _ in range(800):
+            ph.step(tau)
+        assert ph.velocity[6] == pytest.approx(speed, abs=1e-3), (push, ph.velocity[6])
+
+
+def _hold(control, delay, seconds=1.5, kick=0.0):
     """The arm at neutral under `control(q, qd)` → 8 torques, applied `delay` steps after the
-    state they answer (the loop is not in lockstep with Gazebo). Returns the largest joint
-    error (rad) and speed (rad/s) over the run."""
+    state they answer (the loop is not in lockstep with Gazebo), each joint starting at
+    `kick` rad/s. Returns the largest joint error (rad) and speed (rad/s) over the run."""
     ph = GazeboPhysics(MODEL)
     ph.set_positions(Q_NEUTRAL)
+    ph.d.qvel[ph._dof] = kick
     queue = [control(ph.position, ph.velocity)] * delay      # (held from the start)
     err = speed = 0.0
     for _ in range(int(seconds / ph.dt)):
@@ -113,9 +129,14 @@ def test_position_control_on_the_plants_armature_holds_still(delay):
     assert err < 1e-3 and speed < 0.05, (err, speed)
 
 
+# An unstable configuration needs a disturbance to show: ODE's joint friction (a hard
+# constraint) keeps an arm that starts exactly at rest on its target still, stable or not.
+KICK = 0.05                                     # rad/s on every joint at the start
+
+
 def test_position_control_assuming_the_robots_armature_shakes_the_wrist():
     """The configuration the gazebo backend had before the plant declared its armature."""
-    err, speed = _hold(_position_hold(Arm(MODEL)), 1)
+    err, speed = _hold(_position_hold(Arm(MODEL)), 1, kick=KICK)
     assert speed > 10.0, (err, speed)
 
 
@@ -125,7 +146,7 @@ def test_the_brakes_stand_in_holds_on_the_plants_inertia(delay):
     err, speed = _hold(lambda q, qd: brake.torque(Q_NEUTRAL, q, qd), delay)
     assert err < 1e-3 and speed < 0.05, (err, speed)
     wrong = BrakeHold(MODEL, BOARD_JOINTS)          # the robot's armature assumed
-    err, speed = _hold(lambda q, qd: wrong.torque(Q_NEUTRAL, q, qd), delay)
+    err, speed = _hold(lambda q, qd: wrong.torque(Q_NEUTRAL, q, qd), delay, kick=KICK)
     assert speed > 10.0, (err, speed)
 
 

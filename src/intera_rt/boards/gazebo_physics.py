@@ -6,8 +6,8 @@ What Gazebo makes of the URDF, and how it is reproduced:
 - `<dynamics damping>` as ODE applies it, an explicit force −d·q̇ each step (ODEJoint's
   explicit stiffness-damping; it is not in the effort reported): MuJoCo's Euler integrator
   with its implicit damping switched off;
-- `<dynamics friction>` as ODE's joint friction, a constraint of at most that torque
-  holding the joint's velocity at zero: MuJoCo friction loss;
+- `<dynamics friction>` as ODE's joint friction, a hard constraint of at most that torque
+  holding the joint's velocity at zero: MuJoCo friction loss made as stiff as it steps;
 - hard stops exactly at the URDF limits (ODE's joint stops): MuJoCo's range;
 - the effort limit as gazebo_ros_control saturates the command: the motor's ctrlrange;
 - the ground plane at world z = 0 with the model spawned at (x, y, z) (spawn_model -x -y
@@ -40,6 +40,9 @@ from intera_rt.robot import BOARD_JOINTS, LOOP_PERIOD
 from intera_rt.world.model import Pose, WorldError
 
 _REST = (0.0,) * 6
+FRICTION_TIMECONST = 2.0            # physics steps: the joints' friction's solref time
+                                    # constant (MuJoCo's smallest stable one)
+FRICTION_SOLIMP = [0.9999, 0.9999, 0.001, 0.5, 2.0]
 
 
 class GazeboPhysics:
@@ -78,7 +81,14 @@ class GazeboPhysics:
         spec.option.disableflags |= int(mujoco.mjtDisableBit.mjDSBL_EULERDAMP)
         for name in BOARD_JOINTS:
             lim = model.limits[name]
-            spec.joint(name).range = [lim.lower, lim.upper]
+            joint = spec.joint(name)
+            joint.range = [lim.lower, lim.upper]
+            # ODE's joint friction is a hard constraint (a motor held at zero velocity, at most
+            # the friction's torque): a push below it leaves the joint still. MuJoCo's default
+            # friction loss is soft (a light wrist creeps at 0.09 rad/s under 80 % of it):
+            # as stiff as MuJoCo's steps allow.
+            joint.solref_friction = [FRICTION_TIMECONST * self.dt, 1.0]
+            joint.solimp_friction = FRICTION_SOLIMP
         spec.geom('floor').pos = [0.0, 0.0, -self.spawn[2]]
         self._spec = spec
         self.m = spec.compile()
