@@ -39,6 +39,7 @@ class Hardware(JointBoards):
         self.time = start_time
         self.condition = ''          # a fault condition on a board ('' none)
         self.cycles = 0
+        self.steps = 1               # plant steps per cycle the loop sees
 
     def read(self, time=None, period=None):
         r = self._plant.read()
@@ -53,8 +54,9 @@ class Hardware(JointBoards):
         self.brakes = self._plant.brakes
 
     def wait_cycle(self, timeout):
-        self._plant.advance(DT)
-        self.time += DT
+        for _ in range(self.steps):     # (more than one: the loop missed a cycle's state)
+            self._plant.advance(DT)
+            self.time += DT
         self.cycles += 1
         if self.condition:
             self.report_fault(self.condition)
@@ -314,6 +316,31 @@ def test_the_core_boots_where_hardware_is_and_follows_its_clock():
         assert not ok and 'the hardware backend ' + words in why
     core.close()
     assert core.boards.lifecycle == 'finalized'
+
+
+def test_cycles_the_core_missed_count_in_its_references():
+    """Boards that own the clock need not give the loop every state (a simulator not in
+    lockstep with it): the references advance by the boards' time, so a velocity command
+    moves the arm by its integral whether the loop saw every step or every other one."""
+    moved = []
+    for steps in (1, 2):
+        core = RealtimeCore(MODEL, 'hardware', q_arm=list(NEUTRAL))
+        core.boards.steps = steps
+        tick(core, 50)
+        q0 = core.boards.read().position[5]
+        t0 = core.now
+        v = 0.2
+        core.apply(cmds.JointCommand(mode=2, names=('right_j5',), velocity=(v,)))
+        while core.now - t0 < 0.15:
+            core.apply(cmds.JointCommand(mode=2, names=('right_j5',), velocity=(v,)))
+            tick(core)
+        core.apply(cmds.JointCommand(mode=2, names=('right_j5',), velocity=(0.0,)))
+        tick(core, 400 // steps)
+        moved.append((core.boards.read().position[5] - q0, core.now - t0))
+        core.close()
+    (one, t_one), (two, t_two) = moved
+    assert t_one == pytest.approx(t_two, abs=2e-3)
+    assert one > 0.02 and two == pytest.approx(one, rel=0.03), moved
 
 
 @pytest.mark.parametrize('backend', ALL)

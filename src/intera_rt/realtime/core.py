@@ -34,6 +34,7 @@ from intera_rt.realtime.state import CONTROLLER_NAMES, N_BOARD, StateView
 from intera_rt.robot import ARM_JOINTS, BOARD_JOINTS, LOOP_PERIOD, SUPPRESS_TOPICS
 
 PERIOD = LOOP_PERIOD                  # s, one tick
+MAX_TICK_PERIOD = 10 * PERIOD         # s: the most a tick on boards that own the clock counts
 
 
 class RealtimeCore(CommandInputs):
@@ -231,10 +232,10 @@ class RealtimeCore(CommandInputs):
             self.log('info', 'interaction-applied', controller.describe())
 
     # --- the pipeline's bookkeeping --------------------------------------------------------
-    def _arm_state(self, reading=None):
+    def _arm_state(self, reading=None, period=PERIOD):
         r = self.boards.read(self.now, PERIOD) if reading is None else reading
         q, qd, eff = r.position, r.velocity, r.effort
-        return ArmState(now=self.now, period=PERIOD, q=q[:7], qd=qd[:7], effort=eff[:7],
+        return ArmState(now=self.now, period=period, q=q[:7], qd=qd[:7], effort=eff[:7],
                         q_head=q[7], qd_head=qd[7], dynamics=self.dynamics,
                         suppressions=self.suppressions)
 
@@ -302,13 +303,19 @@ class RealtimeCore(CommandInputs):
     def tick(self):
         boards = self.boards
         reading = boards.read(self.now, PERIOD)
+        period = PERIOD
         if self._owns_clock:
-            self.now = reading.time - self._t0
+            # The plant's time since the last tick: a simulator not in lockstep with the loop
+            # may have stepped more than once since (the references advance with it).
+            now = reading.time - self._t0
+            if now > self.now:
+                period = min(now - self.now, MAX_TICK_PERIOD)
+            self.now = now
         if self._pending_wrenches:
             self._start_wrenches()
         if reading.fault:
             self._on_fault(reading.fault)
-        state = self._arm_state(reading)
+        state = self._arm_state(reading, period)
         torque = np.zeros(N_BOARD)
         if self.state.motion_allowed:
             if reading.brakes:
