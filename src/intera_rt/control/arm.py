@@ -19,6 +19,7 @@ LIMIT_SLACK = 1e-6             # rad a commanded position may exceed a joint lim
 # (stable with up to 10 steps of latency between state and command on the Gazebo
 # stand-in; 120 rad/s is not beyond 5).
 OMEGA_MAX = 80.0
+FRICTION_SPEED = 0.01          # rad/s: below it the friction fed forward shrinks with the speed
 
 
 class Arm:
@@ -41,8 +42,20 @@ class Arm:
         m = np.diag(self.dynamics.mass_matrix(np.array(NEUTRAL)))
         robot = m + np.array([ARMATURE.get(n, 0.0) for n in self.names])
         w = np.minimum(np.maximum(OMEGA_MAX, omega), omega * np.sqrt(robot / (m + self.armature)))
+        # The drives' damping acts on the tracking error too (fed forward at the reference
+        # velocity, it is felt at the joint's): part of the derivative action. Where it alone
+        # damps more than ω calls for (a light wrist without armature), ω is raised until
+        # it does not, with no derivative gain: no slow creep onto the reference.
+        own = self.damping / (m + self.armature)         # 1/s
+        w = np.maximum(w, own / (2.0 * zeta))
         self.kp_joint = w * w
-        self.kd_joint = 2.0 * zeta * w
+        self.kd_joint = np.maximum(0.0, 2.0 * zeta * w - own)
+        # The joints' Coulomb friction, fed forward on a plant without drive armature (Gazebo):
+        # there the light wrist's feedback is far too soft to push through it (right_j6: 7
+        # mrad), and the momentum observer's model of the friction holds only while the
+        # joints follow their reference. The robot's drives are stiff enough against theirs.
+        self.friction = np.where(self.armature > 0.0, 0.0, lim['friction'])
+        self._feeds_friction = bool(self.friction.any())
         self.speed_ratio = DEFAULT_SPEED_RATIO
         self.speed_ratio_serial = 0
         self.timeout = DEFAULT_TIMEOUT
@@ -79,8 +92,9 @@ class Arm:
     def track(self, state, p, v, a):
         """Computed torque tracking the reference (p, v, a): u = a + Kp·e + Kd·ė,
         τ = M(q)·u + C(q, q̇)·q̇ (+ each drive's reflected inertia) + the drives' viscous
-        damping at the reference velocity (so a move does not lag behind it), gravity left
-        out (gravity compensation adds it)."""
+        damping at the reference velocity (so a move does not lag behind it; on a plant
+        without drive armature their friction too), gravity left out (gravity compensation
+        adds it)."""
         q, qd = state.q, state.qd
         if kernels is not None:
             u = kernels.track_accel(a, p, q, v, qd, self.kp_joint, self.kd_joint)
@@ -88,11 +102,17 @@ class Arm:
                 tau = kernels.track_torque(self.dynamics.inverse_dynamics(q, qd, u), self.armature,
                                            u, state.gravity(), self.damping, v)
                 if tau is not None:
-                    return tau
+                    return tau + self.friction_feed(v) if self._feeds_friction else tau
         u = a + self.kp_joint * (p - q) + self.kd_joint * (v - qd)
         # (summed in the compiled path's order: the two agree bit for bit)
-        return (self.dynamics.inverse_dynamics(q, qd, u) + self.armature * u
-                - state.gravity()) + self.damping * v
+        tau = (self.dynamics.inverse_dynamics(q, qd, u) + self.armature * u
+               - state.gravity()) + self.damping * v
+        return tau + self.friction_feed(v) if self._feeds_friction else tau
+
+    def friction_feed(self, v):
+        """The joints' Coulomb friction at the reference velocity v, fed forward (on a plant
+        without drive armature only) so that a move does not lag behind its reference."""
+        return self.friction * clip(v / FRICTION_SPEED, -1.0, 1.0)
 
     def stop_point(self, p, v):
         """Where a reference at (p, v) comes to rest braking at the acceleration limits,
