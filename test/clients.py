@@ -170,7 +170,10 @@ class Arm:
     def _send(self, mode):
         import rospy
         self.cmd.mode = mode
-        self.cmd.header.stamp = rospy.Time.now()
+        # Stamped with this client's best estimate of the robot's time, the one its streams
+        # compute their samples at (now()): under a coarse /clock (Gazebo's, at 50 Hz)
+        # rospy's time alone lags the robot's state stamps by up to a /clock period.
+        self.cmd.header.stamp = rospy.Time.from_sec(now())
         self.pub.publish(self.cmd)
 
     def set_positions(self, positions):
