@@ -100,6 +100,7 @@ class GazeboPhysics:
         self.applied = np.zeros(len(BOARD_JOINTS))
         self.finger_applied = np.zeros(len(self.finger_names))
         self.time = 0.0
+        self.steps = 0                  # steps made: Gazebo's time is whole nanoseconds
         # [body id, its lumped bodies, force, torque, s left, body name, (model, body) or
         #  None for the robot's, point (in the body's frame; None: the lumped centre of mass)]
         self._wrenches = []
@@ -154,7 +155,8 @@ class GazeboPhysics:
         if self._wrenches:
             self._apply_wrenches()
         mujoco.mj_step(self.m, d)
-        self.time += self.dt
+        self.steps += 1
+        self.time = self.steps * self.dt
         if self._wrenches:
             for w in self._wrenches:
                 w[4] -= self.dt

@@ -80,6 +80,7 @@ class GazeboStandin:
         self.model_name = model_name
         self.real_time_factor = float(real_time_factor)
         self.dt = dt
+        self._step_ns = int(round(dt * 1e9))
         self.paused = bool(paused)
         self.command = np.zeros(len(BOARD_JOINTS))      # the hardware interface's effort
         self.finger_command = np.zeros(len(self.physics.finger_names))   # the fingers' effort
@@ -104,7 +105,10 @@ class GazeboStandin:
         return SimpleNamespace(q=self.physics.position, t=self.physics.time)
 
     def stamp(self):
-        return self._rospy.Time.from_sec(self.physics.time)
+        """The sim time as Gazebo stamps it: whole nanoseconds, 1 ms a step exactly (a float
+        sum of steps, rounded, would be 1 ns off now and then)."""
+        ns = self.physics.steps * self._step_ns
+        return self._rospy.Time(ns // 1000000000, ns % 1000000000)
 
     # --- ROS ------------------------------------------------------------------------------
     def setup_ros(self):
@@ -391,7 +395,7 @@ class GazeboStandin:
             t = self.physics.time
             if t >= self._clock_next - 1e-9:
                 self._clock_next = t + self.clock_period
-                self._clock.clock = self._rospy.Time.from_sec(t)
+                self._clock.clock = self.stamp()
                 self.pub_clock.publish(self._clock)
             if t >= self._world_next - 1e-9 and self.world is not None:
                 self._world_next = t + WORLD_PERIOD
@@ -401,7 +405,7 @@ class GazeboStandin:
 
     def _publish_state(self):
         js, physics = self._js, self.physics
-        js.header.stamp = self._rospy.Time.from_sec(physics.time)
+        js.header.stamp = self.stamp()
         js.position = physics.position.tolist() + physics.finger_position.tolist()
         js.velocity = physics.velocity.tolist() + physics.finger_velocity.tolist()
         js.effort = self.reported.tolist()
