@@ -222,7 +222,15 @@ def test_reset_world_puts_models_back(scene):
     wait_for(lambda: near(where(gz, 'block'), (1.0, -0.3, TABLE_TOP)), TIMEOUT, 'the block moved')
     gz['reset_world']()
     # Back where it was spawned (above the table), from where it falls onto it again.
-    wait_for(lambda: near(where(gz, 'block'), (0.7, 0.1, TABLE_TOP)), TIMEOUT, 'the block back')
+    seen = []
+
+    def back():
+        seen[:] = [where(gz, 'block'), gz['get_world_properties']().sim_time]
+        return near(seen[0], (0.7, 0.1, TABLE_TOP))
+    try:
+        wait_for(back, TIMEOUT, 'the block back')
+    except AssertionError as exc:
+        raise AssertionError('%s: the block last at %s, sim time %s' % (exc, seen[0], seen[1])) from None
     assert near(where(gz, 'table'), (0.75, 0.0, 0.0), 1e-9)
 
 
