@@ -115,6 +115,17 @@ class IODevice:
         return self.command('set', {kind: {name: spec}}, timeout, stamp)
 
 
+def reboot_gripper(timeout=5.0):
+    """Reboot the end effector's right_gripper through its `reboot` signal and wait until it
+    reports ready again (it then puts its URDF fragment back on /robot/urdf)."""
+    gripper = IODevice('end_effector', 'right_gripper')
+    try:
+        assert gripper.set('reboot', True) == ''
+        gripper.wait(lambda: gripper.state.device.status.tag == 'ready', timeout, 'ready after reboot')
+    finally:
+        gripper.close()
+
+
 def sim_call(name, srv_type, *args, timeout=10.0):
     import rospy
     rospy.wait_for_service(name, timeout)

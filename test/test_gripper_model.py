@@ -251,7 +251,7 @@ def test_a_rebooted_gripper_puts_itself_back_in_the_model(ros):
     """Taken off the model (an empty fragment for right_gripper_base), the gripper comes back
     with its weight when it is rebooted, as a real one describes itself again."""
     import rospy
-    from io_client import IODevice
+    from io_client import reboot_gripper
     bare = RobotModel.from_file().arm_dynamics
     arm = ros['arm']
 
@@ -262,12 +262,7 @@ def test_a_rebooted_gripper_puts_itself_back_in_the_model(ros):
     arm.sea.wait(lambda m: not carries_gripper(m), 10.0, 'the bare arm\'s gravity torques')
     # (the IK/FK services reload the model when they hear of it, after the parameter is set)
     wait_for(lambda: not fk(ros, NEUTRAL)[0], 10.0, 'FK of right_gripper_tip invalid')
-    gripper = IODevice('end_effector', 'right_gripper')
-    try:
-        assert gripper.set('reboot', True) == ''
-        gripper.wait(lambda: gripper.state.device.status.tag == 'ready', 5.0, 'ready after reboot')
-    finally:
-        gripper.close()
+    reboot_gripper()
     wait_for(lambda: TIP in rospy.get_param('/robot_description'), 10.0, 'the gripper back')
     arm.sea.wait(carries_gripper, 10.0, 'the gripper\'s weight back in the gravity torques')
     wait_for(lambda: fk(ros, NEUTRAL)[0], 10.0, 'FK of right_gripper_tip valid again')

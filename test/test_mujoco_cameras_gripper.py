@@ -62,7 +62,7 @@ def test_the_hand_camera_images_follow_the_gripper_on_and_off(ros, cams):
     """Taken off, the gripper leaves the hand camera's image where the software renderer
     draws it (and nothing else changes); rebooted, it is back as it was."""
     import rospy
-    from io_client import IODevice
+    from io_client import reboot_gripper
     ros['arm'].reset_pose(NEUTRAL)
     where = np.abs(hand_image(rospy.get_param('/robot_description'))
                    - hand_image(RobotModel.from_file().urdf_xml)) > LEVELS
@@ -91,12 +91,7 @@ def test_the_hand_camera_images_follow_the_gripper_on_and_off(ros, cams):
         off = frame_where(lambda img: gripper_changed(on, img)[0] > 0.5, 'the gripper gone from the image')
         inside, outside = gripper_changed(on, off)
         assert inside > 0.8 and outside < 1e-3, (inside, outside)
-        gripper = IODevice('end_effector', 'right_gripper')
-        try:
-            assert gripper.set('reboot', True) == ''
-            gripper.wait(lambda: gripper.state.device.status.tag == 'ready', 5.0, 'ready after reboot')
-        finally:
-            gripper.close()
+        reboot_gripper()
         wait_for(lambda: TIP in rospy.get_param('/robot_description'), 10.0, 'the gripper back')
         back = frame_where(lambda img: gripper_changed(off, img)[0] > 0.5, 'the gripper back in the image')
         inside, outside = gripper_changed(on, back)

@@ -16,40 +16,16 @@ import numpy as np
 
 from rosharness import wait_for
 from test_pick_place_mujoco import (  # noqa: F401 - the fixture and client, on this module's robot
-    BLOCK, CLOSED, OPEN, PLACE, TABLE_TOP, TIMEOUT, block, cell, grip, move)
+    BLOCK, CLOSED, OPEN, PLACE, TABLE_TOP, TIMEOUT, block, cell, grip, move, pick_and_place)
 
 SAWYER_ARGS = ['--sim-time', '--backend', 'gazebo', '--backend-option', 'standin=true',
                '--backend-option', 'real_time_factor=0.25', '--gripper']
 
 
 def test_an_sdk_client_picks_a_block_carries_it_and_places_it(cell):
-    """test_pick_place_mujoco's client and judgement, each move taking twice as long."""
-    wait_for(lambda: block(cell)[1] < 1e-6, TIMEOUT, 'the block at rest on the table')
-    at, _ = block(cell)
-    assert abs(at[2] - (TABLE_TOP + BLOCK / 2)) < 2e-3
-    above = (at[0], at[1], at[2] + 0.15)
-    cell['arm'].tolerate_stalls()
-    move(cell, above, above, 6.0)                        # to the approach pose
-    move(cell, above, at, 3.0)                           # down around the block
-    g = grip(cell, CLOSED, lambda g: g.value('is_gripping') is True, 'the block gripped')
-    # stopped on the block, not closed (the compliant pads give ~0.7 mm each under the squeeze)
-    assert 0.018 < g.value('position_response_m') < 0.04
-    lifted = at + (0, 0, 0.20)
-    move(cell, at, lifted, 3.0)
-    now, _ = block(cell)
-    assert abs(now[2] - lifted[2]) < 0.01 and np.hypot(*(now[:2] - at[:2])) < 0.01   # carried 20 cm
-    place = np.array((PLACE[0], PLACE[1], lifted[2]))
-    move(cell, lifted, place, 4.0)
-    down = np.array((PLACE[0], PLACE[1], at[2] + 0.003))
-    move(cell, place, down, 3.0)
-    assert g.value('is_gripping') is True
-    g = grip(cell, OPEN, lambda g: g.value('position_response_m') > OPEN - 0.002, 'the fingers open')
-    assert g.value('is_gripping') is False
-    move(cell, down, down + (0, 0, 0.15), 2.0)
-    wait_for(lambda: block(cell)[1] < 1e-6, TIMEOUT, 'the block at rest')
-    final, _ = block(cell)
-    assert np.hypot(final[0] - PLACE[0], final[1] - PLACE[1]) < 0.01
-    assert abs(final[2] - (TABLE_TOP + BLOCK / 2)) < 2e-3
+    """test_pick_place_mujoco's client and judgement, aimed at the block's centre, each move
+    taking twice as long."""
+    pick_and_place(cell, aim_off=np.zeros(3), slower=2.0)
 
 
 def _closing_rate(series, t0, upper, lower):

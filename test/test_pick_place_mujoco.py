@@ -128,43 +128,53 @@ def grip(cell, position, done, what):
     return g
 
 
-def test_an_sdk_client_picks_a_block_carries_it_and_places_it(cell):
+def pick_and_place(cell, aim_off=AIM_OFF, slower=1.0):
+    """The SDK-style client's pick-and-place: to the approach pose, down around the block
+    (aimed `aim_off` from its centre), grip, lift 20 cm, carry to PLACE, lower, release,
+    retreat; each move taking `slower` x its time. Judged on the way (stopped on the block,
+    carried, still gripping when lowered, open when released) and at the end (the block at
+    rest on the table within 1 cm of PLACE). Returns the robot time (t0, t1) from just
+    before the descent to the retreat's end."""
     wait_for(lambda: block(cell)[1] < 1e-6, TIMEOUT, 'the block at rest on the table')
     at, _ = block(cell)
     assert abs(at[2] - (TABLE_TOP + BLOCK / 2)) < 2e-3
-    above = at + AIM_OFF + (0, 0, 0.15)
-    hand = cell['arm']
-    hand.tolerate_stalls()
-    move(cell, above, above, 3.0)                        # to the approach pose
+    above = at + aim_off + (0, 0, 0.15)
+    cell['arm'].tolerate_stalls()
+    move(cell, above, above, 3.0 * slower)                   # to the approach pose
     detection = cell['detection']
     t0 = detection.last().header.stamp.to_sec()
-    aim = at + AIM_OFF
-    move(cell, above, aim, 1.5)                          # down around the block
+    aim = at + aim_off
+    move(cell, above, aim, 1.5 * slower)                     # down around the block
     g = grip(cell, CLOSED, lambda g: g.value('is_gripping') is True, 'the block gripped')
     # stopped on the block, not closed (the compliant pads give ~0.7 mm each under the squeeze)
     assert 0.018 < g.value('position_response_m') < 0.04
     lifted = aim + (0, 0, 0.20)
-    move(cell, aim, lifted, 1.5)
+    move(cell, aim, lifted, 1.5 * slower)
     now, _ = block(cell)
     assert abs(now[2] - lifted[2]) < 0.01 and np.hypot(*(now[:2] - at[:2])) < 0.01   # carried 20 cm
     place = np.array((PLACE[0], PLACE[1], lifted[2]))
-    move(cell, lifted, place, 2.0)
+    move(cell, lifted, place, 2.0 * slower)
     down = np.array((PLACE[0], PLACE[1], at[2] + 0.003))
-    move(cell, place, down, 1.5)
+    move(cell, place, down, 1.5 * slower)
     assert g.value('is_gripping') is True
     g = grip(cell, OPEN, lambda g: g.value('position_response_m') > OPEN - 0.002, 'the fingers open')
     assert g.value('is_gripping') is False
-    move(cell, down, down + (0, 0, 0.15), 1.0)
+    move(cell, down, down + (0, 0, 0.15), 1.0 * slower)
+    t1 = detection.last().header.stamp.to_sec()
+    wait_for(lambda: block(cell)[1] < 1e-6, TIMEOUT, 'the block at rest')
+    final, _ = block(cell)
+    assert np.hypot(final[0] - PLACE[0], final[1] - PLACE[1]) < 0.01
+    assert abs(final[2] - (TABLE_TOP + BLOCK / 2)) < 2e-3
+    return t0, t1
+
+
+def test_an_sdk_client_picks_a_block_carries_it_and_places_it(cell):
+    t0, t1 = pick_and_place(cell)
     # Not a collision anywhere from the descent to the retreat (the fingers' strike on the
     # block included): collision_detection_state, published all along, never true.
-    t1 = detection.last().header.stamp.to_sec()
-    states = detection.between(t0, t1)
+    states = cell['detection'].between(t0, t1)
     stamps = [t0] + [m.header.stamp.to_sec() for m in states] + [t1]
     assert max(np.diff(stamps)) < 0.5, 'collision_detection_state was not heard all along'
     hits = [m.header.stamp.to_sec() for m in states if m.collision_state]
     assert not hits, ('collision detection stopped the arm during the pick-and-place: %d states '
                       'true from %.2f s after the descent began' % (len(hits), hits[0] - t0))
-    wait_for(lambda: block(cell)[1] < 1e-6, TIMEOUT, 'the block at rest')
-    final, _ = block(cell)
-    assert np.hypot(final[0] - PLACE[0], final[1] - PLACE[1]) < 0.01
-    assert abs(final[2] - (TABLE_TOP + BLOCK / 2)) < 2e-3
