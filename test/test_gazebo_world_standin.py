@@ -9,8 +9,9 @@ import numpy as np
 
 from geometry_msgs.msg import Point, Vector3, Wrench
 
-from clients import Series, arm_positions, stamp, sync_publisher
-from rosharness import latest, wait_connected, wait_for, wait_for_message
+from clients import Series, arm_positions, stamp
+from rosharness import latest, wait_for, wait_for_message
+from test_gazebo_robot import brakes_hold_still
 from test_gazebo_world import (  # noqa: F401 - the fixtures and tests, run on this module's robot
     TABLE_TOP, TIMEOUT, gz, resting, scene, table_only, where,
     test_bad_requests_on_models_are_refused, test_bad_spawns_are_refused,
@@ -82,7 +83,6 @@ def test_the_arm_with_the_gripper_holds_still(robot, gz):
     import rospy
     from intera_core_msgs.msg import RobotAssemblyState
     from sensor_msgs.msg import JointState
-    from std_msgs.msg import Bool
     from intera_rt.robot import NEUTRAL
     props = gz['get_model_properties']('sawyer')
     assert 'right_gripper_l_finger' in props.body_names, props.body_names
@@ -94,21 +94,10 @@ def test_the_arm_with_the_gripper_holds_still(robot, gz):
         q = np.array([arm_positions(m) for m in joints.between(t0, t0 + 1.0)])
         assert len(q) >= 50
         assert np.abs(q - NEUTRAL).max() < 3e-3, np.abs(q - NEUTRAL).max(axis=0)
-        enable = sync_publisher('/robot/set_super_enable', Bool)
-        wait_connected(enable, '/realtime_loop')
+        state = Series('/robot/state', RobotAssemblyState)
         try:
-            enable.publish(Bool(False))
-            wait_for(lambda: not wait_for_message('/robot/state', RobotAssemblyState, TIMEOUT).enabled,
-                     TIMEOUT, 'the robot disabled')
-            t0 = stamp(joints.last())
-            q0 = arm_positions(joints.last())
-            joints.wait_until(t0 + 1.0)
-            q = np.array([arm_positions(m) for m in joints.between(t0, t0 + 1.0)])
-            assert len(q) >= 50
-            assert np.abs(q - q0).max() < 3e-3, np.abs(q - q0).max(axis=0)
+            brakes_hold_still(joints, state)
         finally:
-            enable.publish(Bool(True))
-            wait_for(lambda: wait_for_message('/robot/state', RobotAssemblyState, TIMEOUT).enabled,
-                     TIMEOUT, 'the robot enabled again')
+            state.unregister()
     finally:
         joints.unregister()
