@@ -253,7 +253,10 @@ def _loop(conn, core, stats, sim_time, clock_every, wall_period, lockstep):
             world = core.world_frame()
             if world is not None:      # (first: the state's model_states go out with it)
                 conn.send(pipe.WorldFrame(time=core.now, bodies=world[0], gripper=world[1]))
-            conn.send(pipe.StateFrame(state=core.state_vector(), wall_time=time.time(), clock=clock))
+            # (paced: the tick's slot on the wall clock, so that ROS time minus loop time stays
+            # one constant and a start_time converted once holds for every later stamp)
+            wall = pacer.slot_wall() if wall_period > 0.0 else time.time()
+            conn.send(pipe.StateFrame(state=core.state_vector(), wall_time=wall, clock=clock))
         elif clock:
             conn.send(pipe.Clock(t=core.now))
         logs = core.take_logs()
@@ -299,6 +302,12 @@ class Pacer:
 
     def restart(self):
         self._start, self._k = time.perf_counter(), 0
+        self._wall_start = time.time()
+
+    def slot_wall(self):
+        """The wall-clock (time.time()) start of the slot of the tick running now: never
+        after now, and start + k·period exactly, however late the tick runs."""
+        return self._wall_start + self._k * self.period
 
     def end(self, t1):
         """The tick that ended at t1 (perf_counter time): how late it ended (s)."""
@@ -309,6 +318,7 @@ class Pacer:
     def wait(self):
         """Until the next tick's slot (or resync after a long stall)."""
         if self._end - self._deadline > self.RESYNC_AFTER:
+            self._wall_start += self._end - self._start
             self._start, self._k = self._end, 0
         else:
             wait_until(self._deadline)

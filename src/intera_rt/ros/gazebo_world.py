@@ -379,7 +379,7 @@ class GazeboWorld:
             return ApplyBodyWrenchResponse(False, 'ApplyBodyWrench: %s' % exc)
         # start_time is ROS time (0: now); the core counts its own loop time
         start = req.start_time.to_sec()
-        start = self._loop.state.t + start - self._loop.stamp().to_sec() if start > 0 else 0.0
+        start = start - self._loop.loop_time_offset() if start > 0 else 0.0
         if model == ROBOT_MODEL:
             if not duration > 0:
                 return ApplyBodyWrenchResponse(False, 'ApplyBodyWrench: duration: a wrench on the '

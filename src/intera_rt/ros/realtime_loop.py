@@ -142,7 +142,8 @@ class RealtimeLoop:
         self._status_key = None          # last safety_status sent
         self.state = None                # the core's latest state (a StateView)
         self._published_any = False      # a state from the core is out
-        self._state_wall = 0.0           # wall time of that state's tick
+        self._wall_offset = 0.0          # wall time minus loop time of that state's tick (one
+                                         # float: read in one step by the service threads)
         self._joint_state_seq = 0        # header.seq of /robot/joint_states
         self._stats = {}
         self._replies = {}
@@ -166,7 +167,8 @@ class RealtimeLoop:
         if not isinstance(ready, pipe.Ready):
             raise RuntimeError('the realtime core failed to start: %s'
                                % getattr(ready, 'reason', ready))
-        self.state, self._state_wall = StateView(ready.state), time.time()
+        self.state = StateView(ready.state)
+        self._wall_offset = time.time() - self.state.t
         self.simulated = ready.simulated
         self._handlers = {pipe.StateFrame: self._on_state, pipe.Clock: self._on_clock,
                           pipe.Logs: self._on_logs, pipe.Stats: self._on_stats,
@@ -220,7 +222,7 @@ class RealtimeLoop:
 
     def loop_time_offset(self):
         """ROS time minus loop time (0 under sim time, where they are one clock)."""
-        return 0.0 if self.sim_time else self._state_wall - self.state.t
+        return 0.0 if self.sim_time else self._wall_offset
 
     # --- ROS wiring ------------------------------------------------------------------
     def _setup_ros(self):
@@ -379,7 +381,8 @@ class RealtimeLoop:
                 self.pub_clock.publish(Clock(clock=rospy.Time.from_sec(self.state.t)))
             self.pub_state.publish(msgs.robot_state_msg(self.state))
             return
-        self.state, self._state_wall = StateView(msg.state), msg.wall_time
+        state = StateView(msg.state)
+        self._wall_offset, self.state = msg.wall_time - state.t, state
         self._published_any = True
         if msg.clock:                    # /clock first: the state's stamp is not in the future
             self.pub_clock.publish(Clock(clock=rospy.Time.from_sec(self.state.t)))
@@ -433,7 +436,8 @@ class RealtimeLoop:
             self.proc.terminate()
 
     def stamp(self):
-        return rospy.Time.from_sec(self.state.t if self.sim_time else self._state_wall)
+        t = self.state.t
+        return rospy.Time.from_sec(t if self.sim_time else t + self._wall_offset)
 
     def _publish_state(self):
         # A publisher nobody listens to is skipped: building its message is the cost.
