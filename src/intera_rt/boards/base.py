@@ -22,7 +22,10 @@ Who owns the clock:
                     follows `BoardsReading.time`; `advance` is refused.
   sim_clock True    (with owns_clock) the boards' time is ROS time: a simulator publishing
                     /clock itself (Gazebo). Loop time is that time, not counted from boot,
-                    and the robot publishes no /clock of its own.
+                    and the robot publishes no /clock of its own. The state topics go out
+                    on the first tick of each STATE_PERIOD of that time (state_slot), so
+                    such boards keep that period's first state for the loop even when a
+                    newer one comes before the loop takes it.
 
 Sim-only abilities, listed in `capabilities` (CAPABILITIES): teleport (reset_pose),
 wrench (apply_wrench), obstacles (add/remove_obstacle, obstacles), contacts,
@@ -41,6 +44,7 @@ import numpy as np
 
 from intera_rt.numeric import clip
 from intera_rt.options import Option, parse_option_value  # noqa: F401 (re-exported)
+from intera_rt.robot import STATE_PERIOD
 
 # Obstacle shapes and how many size values each takes: a box's 3 full edge lengths, a
 # sphere's radius (m).
@@ -50,6 +54,12 @@ MAX_OBSTACLE_SIZE = 10.0     # m: any larger is a typo (mm for m), not a workcel
 # The sim-only abilities a backend may have (JointBoards.capabilities).
 CAPABILITIES = ('teleport', 'wrench', 'obstacles', 'contacts', 'fault_injection', 'world')
 LIFECYCLE = ('unconfigured', 'inactive', 'active', 'finalized')
+
+
+def state_slot(t):
+    """The STATE_PERIOD of time `t` (s) falls in, counted from 0 (a time a hair short of a
+    boundary, a float sum of steps, counts as on it)."""
+    return math.floor(t / STATE_PERIOD + 1e-6)
 
 
 class Unsupported(NotImplementedError):

@@ -28,6 +28,7 @@ import time
 
 import numpy as np
 
+from intera_rt.boards.base import state_slot
 from intera_rt.control import commands as cmds
 from intera_rt.model import RobotModel
 from intera_rt.realtime import pipe
@@ -212,6 +213,8 @@ def _loop(conn, core, stats, sim_time, clock_every, wall_period, lockstep):
     shared = lockstep.slots
     boards_clock = core.boards.owns_clock  # wait for the boards' next state, tick on it
     sim_clock = core.boards.sim_clock      # ... a simulator that publishes /clock itself
+    slot, quiet_until = -1, 0.0            # (sim_clock) the state period last published,
+                                           # and when a stopped simulator's state is due
     paused_state_at = 0.0
     while True:
         if core.paused:
@@ -247,7 +250,18 @@ def _loop(conn, core, stats, sim_time, clock_every, wall_period, lockstep):
         core.tick()
         n = core.tick_count
         clock = sim_time and not sim_clock and n % clock_every == 0
-        if n % PUBLISH_EVERY == 0:
+        # A simulator's time may pass more than a tick's between ticks (the loop missed one
+        # of its steps): its states go out every STATE_PERIOD of its time, not every 10 ticks;
+        # and every PAUSED_STATE_EVERY s of wall time while its time stands still (stopped:
+        # the boards' fault must be seen).
+        if sim_clock:
+            now_slot, wall_now = state_slot(core.now), time.monotonic()
+            publish = now_slot != slot or wall_now >= quiet_until
+            if publish:
+                slot, quiet_until = now_slot, wall_now + PAUSED_STATE_EVERY
+        else:
+            publish = n % PUBLISH_EVERY == 0
+        if publish:
             # (state and /clock in one message: each write that wakes the adapter costs
             # as much as a good part of a tick)
             world = core.world_frame()
