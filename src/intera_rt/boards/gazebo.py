@@ -5,8 +5,9 @@ gazebo_ros_control (ROS Noetic), over its standard topics and services: <namespa
 whole in one physics step), /clock, /gazebo/set_model_configuration (teleport) and
 /gazebo/apply_body_wrench.
 
-Gazebo owns the clock: the loop ticks once per joint state, on the newest one, and its time
-is the state's stamp. Gazebo's physics is not in lockstep with the loop: a command reaches
+Gazebo owns the clock: the loop ticks once per joint state, on the newest one (first on a
+state period's first state when a newer one overtook it: the state topics go out on it,
+every STATE_PERIOD of Gazebo time), and its time is the state's stamp. Gazebo's physics is not in lockstep with the loop: a command reaches
 the plant a step or more after the state it answers. Gazebo's joints have no drive armature
 (plant_armature 0: the controllers and the observer use the plant's inertia) and no brakes:
 while the boards' are engaged, and whenever the loop has not commanded for WATCHDOG of Gazebo
@@ -28,7 +29,7 @@ import time
 import numpy as np
 import pinocchio as pin
 
-from intera_rt.boards.base import BackendOption, BoardsError, BoardsReading, JointBoards
+from intera_rt.boards.base import BackendOption, BoardsError, BoardsReading, JointBoards, state_slot
 from intera_rt.boards import gazebo_launch
 from intera_rt.boards.gazebo_fingers import CONTROLLER as FINGER_CONTROLLER, GazeboFingers
 from intera_rt.boards.gazebo_launch import SPAWN_Z, UNPAUSE_AFTER, UNPAUSE_EVERY  # noqa: F401 (SPAWN_Z re-exported)
@@ -171,6 +172,8 @@ class GazeboBoards(JointBoards):
         self._held = None               # where the brakes hold the joints
         self._lock = threading.Condition()
         self._latest = None             # (stamp, position, velocity, effort) from the callback
+        self._kept = None               # a state period's first state, overtaken before the
+                                        # loop took it: the loop ticks on it first
         self._received = 0              # joint states received
         self._taken = 0                 # ... of which the loop has taken the last
         self._state_wall = -math.inf    # monotonic time of the latest joint state
@@ -302,6 +305,11 @@ class GazeboBoards(JointBoards):
             if stamp <= self._skip_until or self._predates_teleport(stamp, state[1]):
                 self.stats['skipped'] += 1
                 return
+            prev = self._latest
+            if self._kept is None and self._taken != self._received \
+                    and state_slot(prev[0]) > state_slot(self._reading.time):
+                # (the loop publishes the state topics on a period's first state)
+                self._kept = prev
             self._latest = state
             self._received += 1
             self.stats['received'] += 1
@@ -345,9 +353,13 @@ class GazeboBoards(JointBoards):
 
     # --- the cycle -----------------------------------------------------------------------
     def _take(self):
-        """The newest joint state becomes the reading (under the lock or single-threaded)."""
-        stamp, q, qd, eff = self._latest
-        self._taken = self._received
+        """The kept state, else the newest, becomes the reading (under the lock or
+        single-threaded)."""
+        if self._kept is not None:
+            (stamp, q, qd, eff), self._kept = self._kept, None
+        else:
+            stamp, q, qd, eff = self._latest
+            self._taken = self._received
         self._reading = BoardsReading(q, qd, eff, max(stamp, self._reading.time), self.brakes,
                                       self._fault)
         self.stats['states'] += 1
@@ -458,6 +470,7 @@ class GazeboBoards(JointBoards):
             self._skip_until = self._latest[0]
             self._teleported = q
             self._latest = (self._reading.time, q, np.zeros(n), self._reading.effort)
+            self._kept = None
             self._take()
             self._taken = self._received
         self._held = q.copy()
