@@ -19,7 +19,8 @@ backend's pure parts. No ROS.
   references, the controller period), the controllers YAML against ros_control's types
   and parameters, the launch files through roslaunch-check (stand-ins for Noetic's
   gazebo_ros and controller_manager);
-- the backend: registered, options checked, obstacles and contacts refused clearly; the
+- the backend: registered, options checked, an obstacle's SDF model (static, its shape)
+  and a bad obstacle refused before Gazebo is asked, no contacts without obstacles; the
   wrench it sends Gazebo (at the lumped body's centre of mass) and the stand-in's reading
   of it push the joints with the same torques as the wrench asked for.
 """
@@ -32,14 +33,17 @@ import pinocchio as pin
 import pytest
 import yaml
 
-from intera_rt.boards import BACKENDS, Unsupported, check_backend, make_boards
+from intera_rt.boards import BACKENDS, check_backend, make_boards
+from intera_rt.boards.base import check_obstacle
 from intera_rt.boards.gazebo import (CONTROLLER, MODEL, NAMESPACE, _shift, body_com,
-                                     gazebo_body)
+                                     gazebo_body, obstacle_sdf)
 from intera_rt.boards.gazebo_fingers import (CONTROLLER as FINGER_CONTROLLER, FINGER_PID,
                                              finger_joints)
 from intera_rt.model import RobotModel
 from intera_rt.model.urdf_fragments import with_electric_gripper
 from intera_rt.robot import ARM_JOINTS, BOARD_JOINTS, NAMED_POSES, NEUTRAL
+from intera_rt.world.model import Box, Pose, Sphere
+from intera_rt.world.sdf import parse_sdf
 
 REPO = Path(__file__).resolve().parents[1]
 URDF = REPO / 'urdf' / 'sawyer.urdf'
@@ -228,7 +232,7 @@ def test_launch_file_refers_to_what_exists():
     assert set(spawners[None, '$(arg gripper)'].get('args').split()) == controllers - {FINGER_CONTROLLER}
 
 
-def test_backend_is_registered_and_refuses_what_gazebo_cannot_do():
+def test_backend_is_registered_checks_its_options_and_spawns_obstacles_as_static_models():
     assert 'gazebo' in BACKENDS
     assert check_backend('gazebo', {'standin': 'true', 'real_time_factor': '0.5'}) == {
         'standin': True, 'real_time_factor': 0.5}
@@ -245,10 +249,18 @@ def test_backend_is_registered_and_refuses_what_gazebo_cannot_do():
     assert boards.owns_clock and boards.sim_clock and boards.simulated
     assert boards.command_topic == '/sawyer_gazebo/effort_controller/command'
     assert boards.state_topic == '/sawyer_gazebo/joint_states'
-    with pytest.raises(Unsupported, match='the gazebo backend cannot place obstacles'):
-        boards.add_obstacle('wall', 'box', [1, 0, 0], [0, 0, 0, 1], [0.1, 1, 1])
-    with pytest.raises(Unsupported, match='the gazebo backend cannot report contacts'):
-        boards.contacts()
+    with pytest.raises(ValueError, match="obstacle shape must be one of 'box', 'sphere', got 'cone'"):
+        boards.add_obstacle('wall', 'cone', [1, 0, 0], [0, 0, 0, 1], [0.1])
+    assert boards.obstacles() == [] and boards.contacts() == []
+    # What add_obstacle spawns: a static model of the obstacle's shape at its own frame.
+    for record, geometry in ((check_obstacle('wall', 'box', [1, 0, 0], [0, 0, 0, 2], [0.1, 1, 1]),
+                              Box((0.1, 1.0, 1.0))),
+                             (check_obstacle('ball', 'sphere', [1, 0, 0], [0, 0, 0, 1], [0.2]),
+                              Sphere(0.2))):
+        sdf = parse_sdf(obstacle_sdf(record))
+        assert sdf.name == record.name and sdf.static and sdf.pose == Pose()
+        (link,) = sdf.links
+        assert [c.geometry for c in link.collisions] == [v.geometry for v in link.visuals] == [geometry]
 
 
 def test_gazebo_bodies_are_the_links_fixed_joints_lump_into():

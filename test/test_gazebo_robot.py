@@ -6,7 +6,7 @@ with MuJoCo as Gazebo's ODE sees the URDF behind it (no drive armature), steppin
 own at 1 kHz of sim time (not in lockstep with the robot's loop, as Gazebo does not),
 started paused and spawned at the zero pose as Gazebo is. It boots at neutral and holds,
 the brakes' stand-in holds it while disabled, its time is the stand-in's clock, it moves
-where a client sends it, the sim services go through Gazebo's, and Gazebo stopping (paused:
+where a client sends it, the sim services (obstacles too) go through Gazebo's, and Gazebo stopping (paused:
 no joint states, no clock) puts the robot in error with a clear message until a reset
 after Gazebo runs again."""
 import numpy as np
@@ -129,8 +129,8 @@ def test_teleport_and_a_wrench_go_through_gazebos_services(robot, joints, sim, r
     /gazebo/apply_body_wrench on right_l6 (right_hand is lumped into it, as Gazebo lumps
     fixed joints, the torque moved to its centre of mass): the holding arm gives way up
     along a 40 N push at the hand, and collision detection, which sees the applied efforts
-    Gazebo reports, calls it a squish. Obstacles are refused: Gazebo's would need models
-    spawned."""
+    Gazebo reports, calls it a squish. An obstacle is a static model spawned into Gazebo's
+    world where the robot's base frame puts it, and deleted when removed."""
     q = np.array(NEUTRAL)
     q[1] += 0.3
     teleport(sim, q)
@@ -156,7 +156,18 @@ def test_teleport_and_a_wrench_go_through_gazebos_services(robot, joints, sim, r
     pose = Pose()
     pose.position.x, pose.orientation.w = 0.8, 1.0
     res = sim['add_obstacle']('wall', 'box', pose, [0.1, 1.0, 1.0])
-    assert not res.success and 'gazebo backend cannot place obstacles' in res.message, res.message
+    assert res.success, res.message
+    import rospy
+    from gazebo_msgs.srv import GetModelState
+    from intera_rt.boards.gazebo_launch import SPAWN_Z
+    get_state = rospy.ServiceProxy('/gazebo/get_model_state', GetModelState)
+    state = get_state('wall', '')
+    assert state.success, state.status_message
+    assert np.allclose([state.pose.position.x, state.pose.position.y, state.pose.position.z],
+                       [0.8, 0.0, SPAWN_Z], atol=1e-6), state.pose
+    res = sim['remove_obstacle']('wall')
+    assert res.success, res.message
+    assert not get_state('wall', '').success
 
 
 def test_gazebo_stopping_stops_the_robot_with_an_error_and_a_reset_recovers(

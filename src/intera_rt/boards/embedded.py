@@ -9,7 +9,6 @@ notes: docs/backends.md.
 """
 import math
 
-import hppfcl
 import numpy as np
 import pinocchio as pin
 from scipy.linalg.blas import dsymv
@@ -145,22 +144,7 @@ class EmbeddedBoards(ObstacleContacts, SimulatedPlant):
     def add_obstacle(self, name, shape, position, quaternion, size):
         """See JointBoards.add_obstacle. Replaces an obstacle of the same name; the contacts
         of the last step are dropped (until the next step)."""
-        record = check_obstacle(name, shape, position, quaternion, size)
-        if self._link_shapes is None:
-            self._link_shapes = self._build_link_shapes()
-        if record.shape == 'box':
-            geometry = hppfcl.Box(*record.size)
-            radius = 0.5 * math.sqrt(sum(s * s for s in record.size))
-        else:
-            geometry = hppfcl.Sphere(record.size[0])
-            radius = record.size[0]
-        x, y, z, w = record.quaternion
-        rotation = pin.Quaternion(w, x, y, z).toRotationMatrix()
-        placement = pin.SE3(rotation, np.array(record.position))
-        if self._world_base is not None:
-            placement = self._world_base * placement
-        self._obstacles[record.name] = (record, geometry, placement, radius)
-        self._rebuild_pairs()
+        self._place_obstacle(check_obstacle(name, shape, position, quaternion, size))
 
     def remove_obstacle(self, name):
         if name not in self._obstacles:

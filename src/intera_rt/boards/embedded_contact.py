@@ -86,6 +86,25 @@ class ObstacleContacts:
             shapes[c.name] = (record, geometry, placement, radius)
         return shapes
 
+    def _place_obstacle(self, record):
+        """An add_obstacle obstacle (its checked Obstacle record) among the shapes checked,
+        replacing one of the same name."""
+        if self._link_shapes is None:
+            self._link_shapes = self._build_link_shapes()
+        if record.shape == 'box':
+            geometry = hppfcl.Box(*record.size)
+            radius = 0.5 * math.sqrt(sum(s * s for s in record.size))
+        else:
+            geometry = hppfcl.Sphere(record.size[0])
+            radius = record.size[0]
+        x, y, z, w = record.quaternion
+        rotation = pin.Quaternion(w, x, y, z).toRotationMatrix()
+        placement = pin.SE3(rotation, np.array(record.position))
+        if self._world_base is not None:
+            placement = self._world_base * placement
+        self._obstacles[record.name] = (record, geometry, placement, radius)
+        self._rebuild_pairs()
+
     # --- obstacles: what each step checks ------------------------------------------------
     def _build_link_shapes(self):
         """The moving links' collision shapes, each with its reach about the first joint of

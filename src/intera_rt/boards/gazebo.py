@@ -2,8 +2,8 @@
 gazebo_ros_control (ROS Noetic), over its standard topics and services: <namespace>/joint_states
 (a JointStateController at 1000 Hz, stamped with Gazebo's time), <namespace>/<controller>/command
 (one JointGroupEffortController over BOARD_JOINTS: a cycle's efforts in one message, applied
-whole in one physics step), /clock, /gazebo/set_model_configuration (teleport) and
-/gazebo/apply_body_wrench.
+whole in one physics step), /clock, /gazebo/set_model_configuration (teleport),
+/gazebo/apply_body_wrench and /gazebo/{spawn_sdf,delete}_model (obstacles: static models).
 
 Gazebo owns the clock: the loop ticks once per joint state, on the newest one (first on a
 state period's first state when a newer one overtook it: the state topics go out on it,
@@ -29,8 +29,10 @@ import time
 import numpy as np
 import pinocchio as pin
 
-from intera_rt.boards.base import BackendOption, BoardsError, BoardsReading, JointBoards, state_slot
+from intera_rt.boards.base import (BackendOption, BoardsError, BoardsReading, JointBoards,
+                                   check_obstacle, state_slot)
 from intera_rt.boards import gazebo_launch
+from intera_rt.boards.embedded_contact import ObstacleContacts
 from intera_rt.boards.gazebo_fingers import CONTROLLER as FINGER_CONTROLLER, GazeboFingers
 from intera_rt.boards.gazebo_launch import SPAWN_Z, UNPAUSE_AFTER, UNPAUSE_EVERY  # noqa: F401 (SPAWN_Z re-exported)
 from intera_rt.boards.gazebo_model import BrakeHold, _shift, body_com, gazebo_body  # noqa: F401 (re-exported)
@@ -80,14 +82,15 @@ class _Efforts:
         buff.write(self.data)
 
 
-class GazeboBoards(JointBoards):
+class GazeboBoards(ObstacleContacts, JointBoards):
     name = 'gazebo'
     simulated = True
     owns_clock = True
     sim_clock = True
-    # Obstacles and contacts would need models spawned into Gazebo and its contact sensors:
-    # refused (Unsupported) rather than half done.
-    capabilities = frozenset({'teleport', 'wrench', 'fault_injection'})
+    # Obstacles are static models spawned into Gazebo's world: its physics stops the arm on
+    # them. Their contacts (sim truth) are where the arm's collision shapes, Gazebo's too,
+    # meet the obstacles' at the joint state's pose (forces unknown: zero).
+    capabilities = frozenset({'teleport', 'wrench', 'obstacles', 'contacts', 'fault_injection'})
     # A URDF has no drive armature and Gazebo adds none: the controllers, the brakes' PD and
     # the momentum observer must not count on the robot's.
     plant_armature = 0.0
@@ -189,6 +192,18 @@ class GazeboBoards(JointBoards):
         self._rospy = self._pub = self._msg = None
         self._standin = None
         self._fingers = None            # GazeboFingers with option gripper, once configured
+        # Obstacles: name → (Obstacle, hpp-fcl shape, placement, bounding radius), each a
+        # static model in Gazebo; their contacts as embedded_contact finds them.
+        self._obstacles = {}
+        self._urdf_xml = model.urdf_xml
+        self._others = np.setdiff1d(np.arange(self.pin.nv), model.pinocchio.idx_v(self.joint_names))
+        self._world_base = model.pinocchio.world_base
+        self._link_shapes = self._arm_shapes = None
+        self._tool_shapes, self._world_shapes = (), {}
+        self._geom = self._gdata = None
+        self._pairs = ()
+        self._contacts = []
+        self._contacts_at = math.nan    # the reading time of _contacts
         # received: joint states that came; states: those the loop ticked on (the others
         # were overtaken by a newer one before the loop took them); skipped: dropped after a
         # teleport; stale_ticks: waits that timed out; dropped_commands: commands a
@@ -476,6 +491,58 @@ class GazeboBoards(JointBoards):
         self._held = q.copy()
         self._wd_hold = None            # (the watchdog holds the new pose)
 
+    def add_obstacle(self, name, shape, position, quaternion, size):
+        """A static model named `name` spawned through /gazebo/spawn_sdf_model, placed
+        relative to the arm's model (its frame is the base's), so that Gazebo's physics
+        stops the arm on it; one of the same name (an obstacle) is deleted first. A name
+        Gazebo already has for another model, or a spawn Gazebo refuses: ValueError."""
+        from gazebo_msgs.srv import SpawnModel
+        from geometry_msgs.msg import Point, Pose, Quaternion
+        record = check_obstacle(name, shape, position, quaternion, size)
+        if record.name in self._obstacles:
+            self.remove_obstacle(record.name)
+        call = self._service('/gazebo/spawn_sdf_model', SpawnModel)
+        reply = call(model_name=record.name, model_xml=obstacle_sdf(record), robot_namespace='',
+                     initial_pose=Pose(Point(*record.position), Quaternion(*record.quaternion)),
+                     reference_frame=self.model_name)
+        if not reply.success:
+            raise ValueError('%s: obstacle %r not spawned: %s'
+                             % (self.describe(), record.name, reply.status_message))
+        self._place_obstacle(record)
+        self._contacts_at = math.nan
+
+    def remove_obstacle(self, name):
+        """The obstacle's model deleted through /gazebo/delete_model; KeyError when there is
+        no obstacle named `name`."""
+        from gazebo_msgs.srv import DeleteModel
+        if name not in self._obstacles:
+            raise KeyError('no obstacle named %r' % (name,))
+        reply = self._service('/gazebo/delete_model', DeleteModel)(model_name=name)
+        if not reply.success:
+            raise BoardsError('%s: obstacle %r not deleted: %s'
+                              % (self.describe(), name, reply.status_message))
+        del self._obstacles[name]
+        self._rebuild_pairs()
+        self._contacts_at = math.nan
+
+    def obstacles(self):
+        return [entry[0] for entry in self._obstacles.values()]
+
+    def contacts(self):
+        """Where the arm's collision shapes meet an obstacle's at the latest joint state: list
+        of Contact (obstacle, link, depth m, force zero: Gazebo's is not known here, point m
+        in base)."""
+        r = self._reading
+        if self._contacts_at != r.time:
+            self._contacts_at = r.time
+            hits = None
+            if self._geom is not None:
+                self._full_q[self._idx] = r.position
+                hits = self._touching()
+            self._contacts = [self._record(obstacle, link, depth, 0.0, n, point)
+                              for link, obstacle, depth, n, point, _ in hits or ()]
+        return list(self._contacts)
+
     def apply_wrench(self, link, wrench, duration):
         """Through /gazebo/apply_body_wrench: Gazebo applies the force at the centre of mass
         of the body `link` is lumped into, in the world frame (whose axes are the base's: the
@@ -505,3 +572,17 @@ class GazeboBoards(JointBoards):
             self.on_shutdown()
         except Exception:  # noqa: BLE001 - interpreter shutdown
             pass
+
+
+def obstacle_sdf(record):
+    """An add_obstacle obstacle (a boards.Obstacle) as a static SDF model: one link, its
+    shape as collision and visual at the model's frame (the spawn's initial_pose places it)."""
+    from xml.sax.saxutils import quoteattr
+    if record.shape == 'box':
+        geometry = '<box><size>%r %r %r</size></box>' % tuple(record.size)
+    else:
+        geometry = '<sphere><radius>%r</radius></sphere>' % record.size[0]
+    geometry = '<geometry>%s</geometry>' % geometry
+    return ('<sdf version="1.6"><model name=%s><static>true</static><link name="link">'
+            '<collision name="collision">%s</collision><visual name="visual">%s</visual>'
+            '</link></model></sdf>' % (quoteattr(record.name), geometry, geometry))
