@@ -263,6 +263,35 @@ def test_backend_is_registered_checks_its_options_and_spawns_obstacles_as_static
         assert [c.geometry for c in link.collisions] == [v.geometry for v in link.visuals] == [geometry]
 
 
+def _joint_state(stamp):
+    """A sensor_msgs/JointState as gazebo_ros_control's joint_state_controller sends it (its
+    fields only: no ROS here)."""
+    from types import SimpleNamespace
+    n = len(BOARD_JOINTS)
+    return SimpleNamespace(name=list(BOARD_JOINTS), position=[stamp] * n, velocity=[0.0] * n,
+                           effort=[0.0] * n, header=SimpleNamespace(stamp=SimpleNamespace(
+                               to_sec=lambda: stamp)))
+
+
+def test_the_loop_ticks_on_each_10_ms_first_joint_state_even_when_overtaken():
+    """The state topics go out on the first state of each 10 ms of Gazebo time: a state
+    that a newer one overtakes before the loop takes it is kept when it is the first of its
+    10 ms (the loop ticks on it, then at once on the newest), dropped otherwise."""
+    boards = make_boards('gazebo', RobotModel.from_file())      # (not configured: no ROS)
+    ticks = []
+
+    def cycle():
+        while boards.wait_cycle(0.0):
+            ticks.append(round(boards.read().time, 6))
+    for stamps in ([0.038], [0.039], [0.040, 0.041], [0.042, 0.043, 0.044], [0.049],
+                   [0.050, 0.051, 0.052], [0.061]):
+        for stamp in stamps:
+            boards._on_joint_state(_joint_state(stamp))
+        cycle()
+    assert ticks == [0.038, 0.039, 0.040, 0.041, 0.044, 0.049, 0.050, 0.052, 0.061]
+    np.testing.assert_array_equal(boards.read().position, 0.061)
+
+
 def test_gazebo_bodies_are_the_links_fixed_joints_lump_into():
     m = pin.buildModelFromXML(URDF.read_text())
     assert gazebo_body(m, 'right_hand')[0] == 'right_l6'
