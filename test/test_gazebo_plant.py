@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 from intera_rt.boards import make_boards
-from intera_rt.boards.base import JointBoards
+from intera_rt.boards.base import BackendOption, JointBoards, SimulatedPlant
 from intera_rt.boards.gazebo import SPAWN_Z, GazeboBoards
 from intera_rt.boards.gazebo_model import BrakeHold
 from intera_rt.control.arm import Arm
@@ -192,3 +192,136 @@ def test_every_backend_declares_how_long_configure_may_wait():
         assert backend_class(name).configure_timeout({}) >= 0.0
     assert backend_class('gazebo').configure_timeout({'connect_timeout': 300.0}) == 300.0
     assert backend_class('embedded').configure_timeout({}) == 0.0
+
+
+# --- the realtime core on the stand-in's physics ------------------------------------------------
+class _StandinInLockstep(SimulatedPlant):
+    """The stand-in's physics as joint boards stepped by the core: each command applied
+    `delay` physics steps after the state it answers (as the gazebo backend's reach Gazebo),
+    the brakes' stand-in while braked, the plant as the gazebo backend declares it."""
+    plant_armature = GazeboBoards.plant_armature
+    plant_stop_margin = GazeboBoards.plant_stop_margin
+    plant_latency = GazeboBoards.plant_latency
+    capabilities = frozenset({'teleport', 'wrench'})
+    OPTIONS = {'delay': BackendOption(int, 1, 'physics steps a command is applied late')}
+
+    def __init__(self, model, delay=1):
+        self.damping = self._init_plant(model, BOARD_JOINTS)['damping']
+        self.ph = GazeboPhysics(model)
+        self.delay = delay
+        self._sent = []
+        self._brake = BrakeHold(model, BOARD_JOINTS, self.plant_armature)
+        self._held = None
+        self._read_physics()
+
+    def _read_physics(self):
+        ph = self.ph
+        self.q, self.qd, self.time = ph.position.copy(), ph.velocity.copy(), ph.time
+        # (the effort the gazebo backend reports: the applied one less the URDF's damping)
+        self.tau_transmitted = ph.applied - self.damping * self.qd
+
+    def set_brakes(self, engaged):
+        self.brakes = bool(engaged)
+        self._held = self.q.copy() if self.brakes else None
+
+    def advance(self, dt):
+        tau = self._brake.torque(self._held, self.q, self.qd) if self.brakes else self.tau_cmd
+        self._sent.append(tau)
+        self.ph.step(self._sent.pop(0) if len(self._sent) > self.delay else self._sent[0])
+        self._read_physics()
+
+    def reset_pose(self, positions):
+        self.ph.set_positions(np.asarray(positions, float))
+        self._sent = []
+        self._read_physics()
+        self._held = self.q.copy() if self.brakes else None
+
+    def apply_wrench(self, link, wrench, duration):
+        body = 'right_l6' if link == 'right_hand' else link     # (Gazebo lumps the hand)
+        self.ph.apply_wrench(body, np.asarray(wrench[:3], float), np.asarray(wrench[3:], float),
+                             duration)
+
+
+def _core_on_the_standin(delay, latency=None):
+    """A realtime core at neutral on _StandinInLockstep (`latency`: the plant's declared
+    latency, None: the gazebo backend's), past its settling after boot."""
+    from intera_rt.boards.registry import BACKENDS, register_backend
+    from intera_rt.realtime.core import RealtimeCore
+    plant = _StandinInLockstep
+    if latency is not None:
+        plant = type('Undeclared', (plant,), {'plant_latency': latency})
+    register_backend('standin_lockstep', plant)
+    try:
+        core = RealtimeCore(MODEL, backend='standin_lockstep', q_arm=list(NEUTRAL),
+                            backend_options={'delay': delay})
+    finally:
+        BACKENDS.pop('standin_lockstep')           # (the registry is the process's)
+    for _ in range(500):
+        core.tick()
+    return core
+
+
+def _interaction_move(core, q1, seconds):
+    """go_to_joint_angles_in_contact on the core: the SDK's interaction parameters (500 N/m,
+    10 N·m/rad, nullspace 5-10 N·m/rad), a quintic TRAJECTORY_MODE stream from where the
+    arm is to q1 over `seconds` at 200 Hz, then as long again at rest. Returns the largest
+    speed of each joint and the warnings logged."""
+    from intera_rt.control import commands as cmds
+    core.apply(cmds.InteractionCommand(
+        interaction_control_active=True, interaction_control_mode=(1,) * 6,
+        K_impedance=(500.0,) * 3 + (10.0,) * 3, max_impedance=(False,) * 6, D_impedance=(),
+        K_nullspace=(5.0, 10.0, 5.0, 10.0, 5.0, 10.0, 5.0), force_command=(0.0,) * 6))
+    q0, q1 = core.boards.read().position[:7].copy(), np.asarray(q1, float)
+    t0, fastest = core.now, np.zeros(7)
+    for k in range(int(round(2 * seconds / core.boards.ph.dt))):
+        if k % 5 == 0:
+            s = min((core.now - t0) / seconds, 1.0)
+            p = q0 + (q1 - q0) * (10 * s**3 - 15 * s**4 + 6 * s**5)
+            v = (q1 - q0) * (30 * s**2 - 60 * s**3 + 30 * s**4) / seconds
+            a = (q1 - q0) * (60 * s - 180 * s**2 + 120 * s**3) / seconds**2
+            core.apply(cmds.JointCommand(mode=4, names=ARM_JOINTS, position=tuple(p),
+                                         velocity=tuple(v), acceleration=tuple(a)))
+        core.tick()
+        fastest = np.maximum(fastest, np.abs(core.boards.read().velocity[:7]))
+    return fastest, [text for level, _, text in core.take_logs() if level != 'info']
+
+
+BIAS = (0.0, -0.9, 0.0, 1.8, 0.0, -0.9, 0.0)
+# right_j6 turns 3.3 rad in 2.5 s (2.5 rad/s at the quintic's peak) while right_j5 tilts its
+# axis into directions the interaction axes' damping was set for at neutral.
+INTERACTION_MOVE = 2.5
+
+
+@pytest.mark.parametrize('delay', [1, 2])
+def test_interaction_control_on_the_plant_stays_stable_through_a_wrist_move(delay):
+    """The joints' total damping rate is kept within what the plant's declared latency
+    allows, at the pose the arm is at: the wrist follows its reference, no joint faster
+    than the reference's peak (2.5 rad/s), nothing braked, still in interaction control."""
+    core = _core_on_the_standin(delay)
+    fastest, warnings = _interaction_move(core, BIAS, INTERACTION_MOVE)
+    peak = 1.875 * np.abs(np.array(BIAS) - NEUTRAL) / INTERACTION_MOVE
+    assert (fastest <= peak + 0.1).all(), (fastest, peak)
+    assert warnings == [] and core.active is core.interaction, warnings
+
+
+def test_interaction_control_assuming_lockstep_shakes_the_wrist():
+    """The deliberately wrong configuration: the plant declared in lockstep (latency 0)
+    while its commands act two steps late: the damping the law allows itself shakes
+    right_j6 past the joint-speed monitor's limit, which brakes the arm."""
+    core = _core_on_the_standin(2, latency=0)
+    fastest, warnings = _interaction_move(core, BIAS, INTERACTION_MOVE)
+    assert fastest[6] > 6.0, fastest
+    assert any('right_j6 moving at' in w for w in warnings), warnings
+
+
+def test_damping_rate_limit_halves_the_delayed_stability_bound():
+    """v(k+1) = v(k) − a·v(k−n) is stable for a < 2·sin(π/(2(2n+1))): the limit is half."""
+    from intera_rt.control.interaction import damping_rate_limit
+    assert damping_rate_limit(0) == pytest.approx(1.0)
+    assert damping_rate_limit(1) == pytest.approx(0.5)
+    for n in (1, 2, 3):
+        for a, stable in ((1.9 * damping_rate_limit(n), True), (2.1 * damping_rate_limit(n), False)):
+            v = [1.0] * (n + 1)
+            for _ in range(3000):
+                v.append(v[-1] - a * v[-1 - n])
+            assert (abs(v[-1]) < 1e-3) == stable, (n, a, v[-1])

@@ -191,6 +191,10 @@ class JointBoards:
     # rad: where the plant's mechanical stops are beyond the joint limits (None: the robot's,
     # robot.HARD_STOP_MARGIN); the momentum observer takes a reading on a stop for no push.
     plant_stop_margin = None
+    # Ticks a command reaches the plant after the state it answers, beyond a lockstep
+    # simulation's (0: stepped with the command of the state it starts from). The controllers
+    # keep their damping stable for it (control.arm.Arm's latency).
+    plant_latency = 0
 
     @classmethod
     def configure_timeout(cls, options):

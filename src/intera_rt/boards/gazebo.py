@@ -95,6 +95,7 @@ class GazeboBoards(ObstacleContacts, JointBoards):
     # the momentum observer must not count on the robot's.
     plant_armature = 0.0
     plant_stop_margin = 0.0             # ODE's joint stops are at the URDF limits
+    plant_latency = 1                   # not in lockstep: a command acts a step late or more
     OPTIONS = {
         'namespace': BackendOption(str, NAMESPACE, "gazebo_ros_control's robotNamespace: "
                                    'joint_states and the controller live under it'),

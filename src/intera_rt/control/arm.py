@@ -23,10 +23,18 @@ FRICTION_SPEED = 0.01          # rad/s: below it the friction fed forward shrink
 
 
 class Arm:
-    """right_j0..6 as the controllers see them. One per core; controllers keep a reference."""
+    """right_j0..6 as the controllers see them. One per core; controllers keep a reference.
 
-    def __init__(self, model, omega=40.0, zeta=1.0):
+    Args:
+        model: the RobotModel as the plant is (JointBoards.plant_model: its armature).
+        latency: ticks a torque reaches the plant after the state it answers, beyond a
+            lockstep simulation's (JointBoards.plant_latency: 0 in lockstep); controllers
+            keep their damping stable for it.
+    """
+
+    def __init__(self, model, omega=40.0, zeta=1.0, latency=0):
         self.names = list(ARM_JOINTS)
+        self.latency = int(latency)
         self.index = {n: i for i, n in enumerate(self.names)}
         self.dynamics = model.dynamics()             # Pinocchio, the KDL chain's model; our own data
         lim = model.limit_arrays(self.names)

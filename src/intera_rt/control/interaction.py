@@ -96,6 +96,8 @@ class InteractionController(Controller):
         self._starting = False
         self._m_app = np.ones(6)
         self._M_diag = np.ones(7)
+        self._rate_limit = damping_rate_limit(arm.latency)
+        self._damping_scale = 1.0       # on every damping gain (_damping_scale_at)
         self._k_max = K_MAX_RANGE[0].copy()
         self._refresh_at = -math.inf
         self.params = parse(InteractionCommand(interaction_control_active=True))[0]
@@ -195,6 +197,9 @@ class InteractionController(Controller):
         self._M_diag = M.diagonal().copy()
         self._k_max = clip(self.arm.kp * self._m_app, K_MAX_RANGE[0], K_MAX_RANGE[1])
         self._derive()
+        # (the gains in force and their targets: the larger of each while the filter moves)
+        self._damping_scale = self._damping_scale_at(
+            M, TJ, np.maximum(self._D, self._tgt[6:12]), np.maximum(self._Dns, self._tgt[25:32]))
 
     def _derive(self):
         """Targets, masks and limits from the parameters and the pose's figures."""
@@ -236,6 +241,22 @@ class InteractionController(Controller):
         self._frame_R = None if np.array_equal(p.frame_rotation, np.eye(3)) else p.frame_rotation
         self._offset = p.frame_position if count_nonzero(p.frame_position) else None
         self._ns = bool(count_nonzero(tgt[18:32]) or count_nonzero(self._cur[18:32]))
+
+    def _damping_scale_at(self, M, TJ, D, D_ns):
+        """The factor (≤ 1) on every damping gain that keeps the damping the joints feel in
+        all, the axes' D (through TJ, the axes' Jacobian) and the nullspace's D_ns together,
+        within the plant's damping rate limit: its rate is period·|λ|max of M⁻¹D_q, M the
+        plant's inertia at this pose. Each axis within DAMPING_GUARD is not enough: they add
+        up in the joints, and a light joint (a wrist without drive armature) turned into a
+        heavily damped axis (the axes' D are set at the pose of the command) feels several."""
+        jjt = TJ @ TJ.T
+        jjt.flat[::7] += NULLSPACE_PINV_DAMPING
+        _, X, info = dposv(jjt, TJ, lower=0)
+        if info != 0:
+            return 1.0
+        D_q = (TJ.T * D) @ TJ + (self._eye7 - TJ.T @ X) * D_ns
+        rate = float(np.abs(np.linalg.eigvals(np.linalg.solve(M, D_q))).max()) * LOOP_PERIOD
+        return min(1.0, self._rate_limit / rate) if rate > self._rate_limit else 1.0
 
     def _filter_step(self):
         self._filter_left -= 1
@@ -342,8 +363,13 @@ class InteractionController(Controller):
             if angle > ROTATION_WALL:
                 rot_wall = self._rot_wall
                 wall_scale = ROTATION_WALL_STIFFNESS * (angle - ROTATION_WALL) / angle
-        args = (self._F, self._K, e, self._D, vd, self._u, hand, self._limit, self._bound,
-                self._wall_k, self._wall_d, v, rot_wall, self._rot_wall_d, wall_scale)
+        D, D_ns, wall_d, rot_wall_d = self._D, self._Dns, self._wall_d, self._rot_wall_d
+        scale = self._damping_scale
+        if scale < 1.0:
+            D, D_ns, rot_wall_d = D * scale, D_ns * scale, rot_wall_d * scale
+            wall_d = None if wall_d is None else wall_d * scale
+        args = (self._F, self._K, e, D, vd, self._u, hand, self._limit, self._bound,
+                self._wall_k, wall_d, v, rot_wall, rot_wall_d, wall_scale)
         if kernels is not None and kernels.interaction_wrench(*args, *self._law_out):
             Fs, Fd, F, held = self._law_out
         else:
@@ -374,9 +400,9 @@ class InteractionController(Controller):
         extra = None
         if self._ns:
             error = None if kernels is None else kernels.nullspace_error(
-                self._Kns, self._q_ns, q, self._Dns, qd)
+                self._Kns, self._q_ns, q, D_ns, qd)
             if error is None:
-                error = self._Kns * (self._q_ns - q) - self._Dns * qd
+                error = self._Kns * (self._q_ns - q) - D_ns * qd
             extra = self._projector @ error
         if slow and self._v_ref is None:
             w_ext = self._wrench_map @ (state.gravity() - state.effort)
@@ -428,7 +454,7 @@ class InteractionController(Controller):
     def report(self, put):
         p = self.params
         put('K_impedance', self._K)
-        put('D_impedance', self._D)
+        put('D_impedance', self._D * self._damping_scale)
         put('force_command', p.force)
         put('mode', p.mode)
         put('max_impedance', p.max_impedance)
@@ -436,6 +462,13 @@ class InteractionController(Controller):
         put('flags', (float(p.in_endpoint_frame), float(not p.damp_force),
                       float(not p.reset_reference), float(p.free_rotations)))
         put('displacement', self._e)
+
+
+def damping_rate_limit(latency):
+    """The damping rate (D·period/m) a joint's damping may reach, half the most that keeps
+    an inertia stable when its damping acts `latency` ticks late (beyond lockstep's): v(k+1)
+    = v(k) − a·v(k−n) is stable for a < 2·sin(π/(2(2n+1))): 2 in lockstep, 1 a tick late."""
+    return math.sin(math.pi / (2 * (2 * int(latency) + 1)))
 
 
 def _wrench_law(F_cmd, K, e, D, vd, u, hand, limit, bound, wall_k, wall_d, v, rot_wall,

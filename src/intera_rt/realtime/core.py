@@ -57,7 +57,7 @@ class RealtimeCore(CommandInputs):
         model = self.boards.plant_model(model)
         self.state = RobotStateMachine(enabled=enabled)
         self.homing = JointHoming(ARM_JOINTS, homed=homed)
-        self.arm = Arm(model)
+        self.arm = Arm(model, latency=self.boards.plant_latency)
         self.dynamics = self.arm.dynamics
         self._neg_effort_limit = -self.arm.effort_limit
         self.suppressions = Suppressions()
