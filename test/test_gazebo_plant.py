@@ -325,3 +325,25 @@ def test_damping_rate_limit_halves_the_delayed_stability_bound():
             for _ in range(3000):
                 v.append(v[-1] - a * v[-1 - n])
             assert (abs(v[-1]) < 1e-3) == stable, (n, a, v[-1])
+
+
+@pytest.mark.parametrize('delay', [1, 2])
+def test_the_hold_comes_back_through_the_joints_friction_after_a_push(delay):
+    """A 40 N push down on the hand for 2 s (contact safety suppressed), then let go: the
+    hold's friction integral brings every joint back within 0.5 mrad in 3 s; the feedback
+    alone leaves the light wrist where it no longer beats its friction (right_j6 ~5 mrad)."""
+    from intera_rt.control import commands as cmds
+    core = _core_on_the_standin(delay)
+    start = core.boards.read().position[:7].copy()
+    t0, pushed = core.now, 0.0
+    while core.now - t0 < 5.0:
+        if core.now - t0 < 2.0:
+            core.apply(cmds.SimWrench(link='right_hand', wrench=(0.0, 0.0, -40.0, 0.0, 0.0, 0.0),
+                                      duration=0.0015))
+        core.suppressions.suppress('contact_safety', core.now)
+        core.tick()
+        pushed = max(pushed, np.abs(core.boards.read().position[:7] - start).max())
+    assert pushed > 0.01                                   # the push moved the arm
+    error = np.abs(core.boards.read().position[:7] - start)
+    assert error.max() < 5e-4, error
+    assert core.active is core.hold

@@ -20,6 +20,10 @@ LIMIT_SLACK = 1e-6             # rad a commanded position may exceed a joint lim
 # stand-in; 120 rad/s is not beyond 5).
 OMEGA_MAX = 80.0
 FRICTION_SPEED = 0.01          # rad/s: below it the friction fed forward shrinks with the speed
+# A still reference's friction integral (Arm.hold_friction): its time to make up a joint's
+# friction from the error the feedback alone leaves, and the error it leaves alone.
+FRICTION_INTEGRAL_TIME = 0.25  # s
+FRICTION_DEADBAND = 2e-4       # rad
 
 
 class Arm:
@@ -63,7 +67,9 @@ class Arm:
         # mrad), and the momentum observer's model of the friction holds only while the
         # joints follow their reference. The robot's drives are stiff enough against theirs.
         self.friction = np.where(self.armature > 0.0, 0.0, lim['friction'])
-        self._feeds_friction = bool(self.friction.any())
+        self.feeds_friction = bool(self.friction.any())
+        # N·m/(rad·s): each joint's feedback stiffness (N·m/rad) per FRICTION_INTEGRAL_TIME
+        self._friction_gain = self.kp_joint * (m + self.armature) / FRICTION_INTEGRAL_TIME
         self.speed_ratio = DEFAULT_SPEED_RATIO
         self.speed_ratio_serial = 0
         self.timeout = DEFAULT_TIMEOUT
@@ -110,17 +116,28 @@ class Arm:
                 tau = kernels.track_torque(self.dynamics.inverse_dynamics(q, qd, u), self.armature,
                                            u, state.gravity(), self.damping, v)
                 if tau is not None:
-                    return tau + self.friction_feed(v) if self._feeds_friction else tau
+                    return tau + self.friction_feed(v) if self.feeds_friction else tau
         u = a + self.kp_joint * (p - q) + self.kd_joint * (v - qd)
         # (summed in the compiled path's order: the two agree bit for bit)
         tau = (self.dynamics.inverse_dynamics(q, qd, u) + self.armature * u
                - state.gravity()) + self.damping * v
-        return tau + self.friction_feed(v) if self._feeds_friction else tau
+        return tau + self.friction_feed(v) if self.feeds_friction else tau
 
     def friction_feed(self, v):
         """The joints' Coulomb friction at the reference velocity v, fed forward (on a plant
         without drive armature only) so that a move does not lag behind its reference."""
         return self.friction * clip(v / FRICTION_SPEED, -1.0, 1.0)
+
+    def hold_friction(self, held, error, dt):
+        """The torque that makes up the joints' friction against a still reference, `error`
+        (reference − position) away: `held` (its value a tick ago, N·m) integrated with the
+        error beyond FRICTION_DEADBAND, within ± each joint's friction (a bounded integral,
+        as a robot arm's position loop has). For a plant without drive armature
+        (feeds_friction; the friction is zero elsewhere): there a light wrist at rest stays
+        where the feedback no longer beats its friction (right_j6: ~7 mrad). Returns the new
+        value."""
+        rate = self._friction_gain * (np.abs(error) > FRICTION_DEADBAND)
+        return clip(held + rate * error * dt, -self.friction, self.friction)
 
     def stop_point(self, p, v):
         """Where a reference at (p, v) comes to rest braking at the acceleration limits,
