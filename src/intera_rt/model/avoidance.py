@@ -52,6 +52,7 @@ DEFAULT_PADDING = 0.0
 DEFAULT_ZONE = 0.05
 CLOSING_RATE = 1e-9            # m/s: a distance shrinking slower than this is not closing
 _WITNESS_EPS = 1e-7            # m: closer witness points are taken as one point
+_NO_GRADIENTS, _NO_CLEARANCES = np.zeros((0, 7)), np.zeros(0)
 
 
 def default_armnav_path():
@@ -197,6 +198,7 @@ class AvoidanceModel(ShapeModel):
         self._pair_info = [(i, j, masks[joints[i]], masks[joints[j]]) for i, j in pairs]
         # The distinct masks as rows, and each pair's two rows (velocity_scale's rates).
         self._move_sets = np.array(list(masks.values()))
+        self._masks = list(self._move_sets)
         self._pair_sets = [(sets[joints[i]], sets[joints[j]]) for i, j in pairs]
 
     def with_tool(self, shapes):
@@ -280,26 +282,33 @@ class AvoidanceModel(ShapeModel):
                                     oMg[ia].translation.tolist(), oMg[ib].translation.tolist())
         return None if normal is None else (normal, pa, pb)
 
-    def _contact(self, check, clearance, k):
-        """The Contact of pair k after _scan, or None (see _witness)."""
-        witness = self._witness(check, k)
-        if witness is None:
-            return None
-        normal, pa, pb = witness
-        mask_a, mask_b = self._pair_info[k][2:4]
-        # In WORLD convention column j moves a point p at v_j + ω_j × p, so its rate along
-        # n is (n, p × n)·(v_j, ω_j); the masks keep the joints that move each shape.
-        rows = np.array((_wrench(normal, pb), _wrench(normal, pa))) @ self._jac
-        return Contact(k, check[2][k].min_distance, clearance, normal,
-                       rows[0] * mask_b - rows[1] * mask_a, pa, pb)
-
     def _contacts(self, q, check):
-        contacts = []
+        """The Contacts of the pairs `check` flags at q, their gradients the rows of one
+        m×7 array: (contacts, gradients, clearances (m))."""
+        found, witnesses, wrenches = [], [], []
         for clearance, k in self._scan(q, check):
-            c = self._contact(check, clearance, k)
-            if c is not None:
-                contacts.append(c)
-        return contacts
+            witness = self._witness(check, k)
+            if witness is not None:
+                normal, pa, pb = witness
+                found.append((clearance, k))
+                witnesses.append(witness)
+                wrenches += (_wrench(normal, pb), _wrench(normal, pa))
+        if not found:
+            return [], _NO_GRADIENTS, _NO_CLEARANCES
+        # In WORLD convention column j moves a point p at v_j + ω_j × p, so its rate along
+        # n is (n, p × n)·(v_j, ω_j); the masks keep the joints that move each shape. One
+        # product for every pair's two witness points.
+        rows = np.array(wrenches) @ self._jac
+        dres, masks, pair_sets = check[2], self._masks, self._pair_sets
+        gradients = np.empty((len(found), 7))
+        contacts = []
+        for i, ((clearance, k), (normal, pa, pb)) in enumerate(zip(found, witnesses)):
+            set_a, set_b = pair_sets[k]
+            gradient = gradients[i]
+            np.multiply(rows[2 * i], masks[set_b], out=gradient)
+            gradient -= rows[2 * i + 1] * masks[set_a]
+            contacts.append(Contact(k, dres[k].min_distance, clearance, normal, gradient, pa, pb))
+        return contacts, gradients, np.array([clearance for clearance, _ in found])
 
     @staticmethod
     def _checked7(values, what):
@@ -320,10 +329,15 @@ class AvoidanceModel(ShapeModel):
     def contacts(self, q_arm, q_head=0.0, near_zone=False):
         """The pairs overlapping beyond their allowance (clearance < 0), or with
         near_zone those within velocity_scale's zone (clearance < zone), as Contacts."""
-        return self._contacts(self._config(q_arm, q_head), self._zone if near_zone else self._push)
+        return self._contacts(self._config(q_arm, q_head), self._zone if near_zone else self._push)[0]
 
     def pushing(self, q_arm, q_head):
         """contacts(q_arm, q_head) for the 1 kHz path: inputs unchecked."""
+        return self._contacts(self._set_q(q_arm, q_head), self._push)[0]
+
+    def push_terms(self, q_arm, q_head):
+        """pushing(q_arm, q_head) with what the avoidance law reads of them at once:
+        (contacts, their gradients as the rows of one m×7 array, their clearances (m))."""
         return self._contacts(self._set_q(q_arm, q_head), self._push)
 
     def velocity_scale(self, q_arm, q_head, qd_ref):
