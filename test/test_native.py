@@ -323,3 +323,36 @@ def test_avoidance_push_matches_python_bit_for_bit():
                                   1e4, 500.0, 20.0, np.empty(7)) is None
     assert kernels.avoidance_push(np.ones((1, 7)), np.array([-0.01]), *args[2:], prev, step, limit,
                                   1e4, 500, 20.0, np.empty(7)) is None
+
+
+@needs_kernels
+def test_detect_step_matches_python_bit_for_bit(monkeypatch):
+    from intera_rt.control import collision_detection as cd
+    from intera_rt.control.arm import Arm
+    from intera_rt.control.base import PluginContext
+    from intera_rt.model import RobotModel
+    model = RobotModel.from_file()
+    detection = cd.CollisionDetection(PluginContext(model, Arm(model)))
+    rng = np.random.default_rng(19)
+    seen = set()
+    for h in (0.001, 0.0007):
+        detection._gains(h)
+        for case in range(500):
+            judged, slow = rng.uniform(-15, 15, 7), rng.uniform(-5, 5, 7)
+            at_least = bool(case % 2)
+            bound = detection._release if at_least else detection.squish_threshold
+            if case % 5 == 0:
+                judged[3] = bound[3]                  # on the bound: ≥ and > differ
+            detection.r_slow[:] = slow
+            ours = kernels.detect_step(judged, detection.r_slow, detection._band,
+                                       detection._band_gain, detection._k_slow, bound, at_least)
+            after = detection.r_slow.copy(), detection._band.copy()
+            detection.r_slow[:] = slow
+            theirs = detection._detect_step(judged, bound, at_least)
+            assert ours == theirs and type(ours[1]) is bool
+            np.testing.assert_array_equal(after[0], detection.r_slow)
+            np.testing.assert_array_equal(after[1], detection._band)
+            seen.add(ours[1])
+    assert seen == {True, False}
+    assert kernels.detect_step(judged, detection.r_slow, detection._band, detection._band_gain,
+                               detection._k_slow, bound, 1) is None

@@ -257,18 +257,17 @@ class AvoidanceModel(ShapeModel):
     def _scan(self, q, check):
         """[(clearance, pair index)] of the pairs `check` flags at the configuration q
         (beyond their allowance: self._push; within the zone: self._zone), their distances
-        computed, and the joint Jacobians at q ready for _contact. [] when none."""
+        computed, and the joint Jacobians at q ready for _contacts. [] when none."""
         gd, hits, dres, _ = check
         if not pin.computeCollisions(self.model, self.data, self.geom, gd, q, False):
             return []
         pin.computeJointJacobians(self.model, self.data, q)     # WORLD convention
         self._jac = self.data.J[:, self._arm_v]
         allowance, geom, distance = self._allowance, self.geom, pin.computeDistance
-        found = []
-        for k, hit in enumerate(hits):
-            if hit():
-                distance(geom, gd, k)
-                found.append((dres[k].min_distance + allowance[k], k))
+        found = [k for k, hit in enumerate(hits) if hit()]
+        for i, k in enumerate(found):
+            distance(geom, gd, k)
+            found[i] = (dres[k].min_distance + allowance[k], k)
         return found
 
     def _witness(self, check, k):
@@ -285,8 +284,11 @@ class AvoidanceModel(ShapeModel):
     def _contacts(self, q, check):
         """The Contacts of the pairs `check` flags at q, their gradients the rows of one
         m×7 array: (contacts, gradients, clearances (m))."""
+        scanned = self._scan(q, check)
+        if not scanned:
+            return [], _NO_GRADIENTS, _NO_CLEARANCES
         found, witnesses, wrenches = [], [], []
-        for clearance, k in self._scan(q, check):
+        for clearance, k in scanned:
             witness = self._witness(check, k)
             if witness is not None:
                 normal, pa, pb = witness

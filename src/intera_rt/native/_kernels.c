@@ -568,6 +568,34 @@ static PyObject *plant_integrate(PyObject *self, PyObject *const *args, Py_ssize
     return pair(qo, to);
 }
 
+/* detect_step(judged, r_slow, band, band_gain, k_slow, bound, at_least) -> (level, over):
+ * slow_step, then the impact level sqrt(Σ band²) and whether some |judged_j| reaches
+ * bound_j (at_least: ≥, else >) — control.collision_detection._detect_step. None for
+ * arguments it does not take. */
+static PyObject *detect_step(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    NARGS(7, "detect_step")
+    const double *x[4], *bound;
+    double k;
+    npy_intp n;
+    if (!vecs(args, 4, x, &n) || !floats(args + 4, 1, &k) || !(bound = vec(args[5], &n))
+            || !PyBool_Check(args[6]))
+        Py_RETURN_NONE;
+    int at_least = args[6] == Py_True;
+    double *slow = (double *)x[1], *band = (double *)x[2], sum = 0.0;
+    int over = 0;
+    for (npy_intp i = 0; i < n; i++) {
+        double b = x[0][i] - slow[i];
+        slow[i] += b * k;
+        band[i] = b * x[3][i];
+        double a = fabs(x[0][i]);
+        over |= at_least ? a >= bound[i] : a > bound[i];
+    }
+    for (npy_intp i = 0; i < n; i++) sum += band[i] * band[i];
+    PyObject *level = PyFloat_FromDouble(sqrt(sum));
+    return level ? pair(level, PyBool_FromLong(over)) : NULL;
+}
+
 /* avoidance_push(gradients, clearances, qd, q, upper, lower, prev, step, limit, k, c,
  * inv_band, out) -> pushing: control.collision_avoidance._push_law (the spring-damper of each
  * overlapping pair summed, faded before the joint limits, bounded, rate limited from prev)
@@ -633,6 +661,7 @@ static PyMethodDef methods[] = {
     {"plant_friction", (PyCFunction)(void (*)(void))plant_friction, METH_FASTCALL, NULL},
     {"plant_integrate", (PyCFunction)(void (*)(void))plant_integrate, METH_FASTCALL, NULL},
     {"avoidance_push", (PyCFunction)(void (*)(void))avoidance_push, METH_FASTCALL, NULL},
+    {"detect_step", (PyCFunction)(void (*)(void))detect_step, METH_FASTCALL, NULL},
     {NULL, NULL, 0, NULL},
 };
 
