@@ -59,7 +59,8 @@ class RealtimeCore(CommandInputs):
         self.homing = JointHoming(ARM_JOINTS, homed=homed)
         self.arm = Arm(model)
         self.dynamics = self.arm.dynamics
-        self._neg_effort_limit = -self.arm.effort_limit
+        self._effort_limit = self.arm.effort_limit
+        self._neg_effort_limit = -self._effort_limit
         self.suppressions = Suppressions()
         context = PluginContext(model, self.arm, options)
         self.controllers = {c.name: c(context) for c in CONTROLLERS}
@@ -347,7 +348,7 @@ class RealtimeCore(CommandInputs):
                     tau = tau + extra
                     if additive.interaction:
                         interaction = extra if interaction is None else interaction + extra
-            torque[:7] = clip(tau, self._neg_effort_limit, self.arm.effort_limit)
+            clip(tau, self._neg_effort_limit, self._effort_limit, out=torque[:7])
             torque[7] = self.head.tick(PERIOD, state.q_head, state.qd_head)
             self._out, self._interaction, self._applied = out, interaction, torque
         elif not reading.brakes:
@@ -386,7 +387,7 @@ class RealtimeCore(CommandInputs):
             v.cmd_p, v.cmd_v, v.cmd_a = out.position, out.velocity, out.acceleration
             # what the joints were sent: within the effort limits, as the tick applies it
             v.cmd_effort = self._applied[:7] if out.effort is None \
-                else clip(out.effort, self._neg_effort_limit, self.arm.effort_limit)
+                else clip(out.effort, self._neg_effort_limit, self._effort_limit)
             v.controlled = 1.0
             if self._interaction is not None:
                 v.interaction_torque = self._interaction
