@@ -356,3 +356,16 @@ def test_detect_step_matches_python_bit_for_bit(monkeypatch):
     assert seen == {True, False}
     assert kernels.detect_step(judged, detection.r_slow, detection._band, detection._band_gain,
                                detection._k_slow, bound, 1) is None
+
+
+@needs_kernels
+def test_l1_distance_matches_python_bit_for_bit(monkeypatch):
+    from intera_rt.model import avoidance
+    rng = np.random.default_rng(23)
+    for _ in range(1000):
+        a, b = rng.uniform(-3, 3, 8), rng.uniform(-3, 3, 8) * rng.choice([1.0, 1e-6], 8)
+        ours = avoidance._moved(a, b)
+        monkeypatch.setattr(avoidance, 'kernels', None)
+        assert avoidance._moved(a, b) == ours
+        monkeypatch.setattr(avoidance, 'kernels', kernels)
+    assert kernels.l1_distance(a, b[:3]) is None

@@ -28,6 +28,7 @@ from typing import Tuple
 import numpy as np
 import pinocchio as pin
 
+from intera_rt.native import kernels
 from intera_rt.model.collision import (DEFAULT_SAMPLES, DEFAULT_SEED, REFERENCE_POSES,
                                        ShapeModel)
 from intera_rt.model.pinocchio_model import pinocchio_models
@@ -53,6 +54,9 @@ DEFAULT_ZONE = 0.05
 CLOSING_RATE = 1e-9            # m/s: a distance shrinking slower than this is not closing
 _WITNESS_EPS = 1e-7            # m: closer witness points are taken as one point
 _NO_GRADIENTS, _NO_CLEARANCES = np.zeros((0, 7)), np.zeros(0)
+# m: the push check's certificate (AvoidanceModel._pushed) is a check this much wider; less
+# than ALLOWANCE_SLACK, so the rest poses themselves are certified.
+CLEAR_PAD = 0.001
 
 
 def default_armnav_path():
@@ -181,6 +185,14 @@ class AvoidanceModel(ShapeModel):
         self._push, self._zone = [(gd, [r.isCollision for r in gd.collisionResults],
                                    list(gd.distanceResults), list(gd.oMg))
                                   for gd in (self._gd_push, self._gd_zone)]
+        # The push check's certificate (_scan): a check CLEAR_PAD wider, and the motion that
+        # keeps a pose it clears free of pushing.
+        self._gd_pad = pin.GeometryData(self.geom)
+        for k in range(n):
+            self._gd_pad.collisionRequests[k].security_margin = CLEAR_PAD - self.allowance[k]
+        self._pad_hits = [r.isCollision for r in self._gd_pad.collisionResults]
+        self._clear_at = None
+        self._clear_budget = CLEAR_PAD / (2.0 * self._reach()) if model.nq == model.nv else -1.0
         self._allowance = self.allowance.tolist()
         self._jac = None
 
@@ -254,17 +266,57 @@ class AvoidanceModel(ShapeModel):
             q[self._head_idx] = q_head
         return q
 
+    def _reach(self):
+        """m no point of any shape is farther from any joint's axis up its chain, in any
+        configuration: the joints' and the shape's offsets along the chain and the shape's
+        extent, summed (so a joint turning by dθ moves any point by at most this · |dθ|)."""
+        model, reach = self.model, 0.0
+        for g in self.geom.geometryObjects:
+            shape = g.geometry
+            shape.computeLocalAABB()
+            r = (np.linalg.norm(g.placement.translation) + np.linalg.norm(shape.aabb_center)
+                 + shape.aabb_radius)
+            j = g.parentJoint
+            while j > 0:
+                r += np.linalg.norm(model.jointPlacements[j].translation)
+                j = model.parents[j]
+            reach = max(reach, float(r))
+        return reach
+
+    def _pushed(self, q):
+        """The pairs the push check flags at q (self._gd_push's results for them set, the
+        others' left as they were), by way of the certificate: a pose whose check CLEAR_PAD
+        wider flags nothing certifies every pose within _clear_budget of it (the sum of
+        |Δq|) as flagging nothing, since no two shapes can close CLEAR_PAD in between; a pair
+        the push check flags is one the wider check flags, so only those are checked."""
+        ref = self._clear_at
+        if ref is not None and _moved(q, ref) < self._clear_budget:
+            return []
+        model, data, geom = self.model, self.data, self.geom
+        if not pin.computeCollisions(model, data, geom, self._gd_pad, q, False):
+            self._clear_at = q.copy()
+            return []
+        self._clear_at = None
+        gd, check = self._gd_push, pin.computeCollision
+        pin.updateGeometryPlacements(model, data, geom, gd)      # (the kinematics at q are done)
+        return [k for k, near in enumerate(self._pad_hits) if near() and check(geom, gd, k)]
+
     def _scan(self, q, check):
         """[(clearance, pair index)] of the pairs `check` flags at the configuration q
         (beyond their allowance: self._push; within the zone: self._zone), their distances
         computed, and the joint Jacobians at q ready for _contacts. [] when none."""
         gd, hits, dres, _ = check
-        if not pin.computeCollisions(self.model, self.data, self.geom, gd, q, False):
+        if check is self._push:
+            found = self._pushed(q)
+            if not found:
+                return []
+        elif pin.computeCollisions(self.model, self.data, self.geom, gd, q, False):
+            found = [k for k, hit in enumerate(hits) if hit()]
+        else:
             return []
         pin.computeJointJacobians(self.model, self.data, q)     # WORLD convention
         self._jac = self.data.J[:, self._arm_v]
         allowance, geom, distance = self._allowance, self.geom, pin.computeDistance
-        found = [k for k, hit in enumerate(hits) if hit()]
         for i, k in enumerate(found):
             distance(geom, gd, k)
             found[i] = (dres[k].min_distance + allowance[k], k)
@@ -442,6 +494,17 @@ def objects_from_mask(mask, links):
         if mask >> i & 1 and link not in names:
             names.append(link)
     return names
+
+
+def _moved(q, ref):
+    """Σ|q − ref| (rad), in index order (as the compiled kernels' l1_distance sums it)."""
+    total = None if kernels is None else kernels.l1_distance(q, ref)
+    if total is not None:
+        return total
+    total = 0.0
+    for a, b in zip(q.tolist(), ref.tolist()):
+        total += abs(a - b)
+    return total
 
 
 def _dot6(a, b):

@@ -596,6 +596,19 @@ static PyObject *detect_step(PyObject *self, PyObject *const *args, Py_ssize_t n
     return level ? pair(level, PyBool_FromLong(over)) : NULL;
 }
 
+/* l1_distance(a, b) -> Σ|a − b| in index order (model.avoidance._moved), or None for
+ * arguments it does not take. */
+static PyObject *l1_distance(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    NARGS(2, "l1_distance")
+    const double *x[2];
+    npy_intp n;
+    if (!vecs(args, 2, x, &n)) Py_RETURN_NONE;
+    double total = 0.0;
+    for (npy_intp i = 0; i < n; i++) total += fabs(x[0][i] - x[1][i]);
+    return PyFloat_FromDouble(total);
+}
+
 /* avoidance_push(gradients, clearances, qd, q, upper, lower, prev, step, limit, k, c,
  * inv_band, out) -> pushing: control.collision_avoidance._push_law (the spring-damper of each
  * overlapping pair summed, faded before the joint limits, bounded, rate limited from prev)
@@ -662,6 +675,7 @@ static PyMethodDef methods[] = {
     {"plant_integrate", (PyCFunction)(void (*)(void))plant_integrate, METH_FASTCALL, NULL},
     {"avoidance_push", (PyCFunction)(void (*)(void))avoidance_push, METH_FASTCALL, NULL},
     {"detect_step", (PyCFunction)(void (*)(void))detect_step, METH_FASTCALL, NULL},
+    {"l1_distance", (PyCFunction)(void (*)(void))l1_distance, METH_FASTCALL, NULL},
     {NULL, NULL, 0, NULL},
 };
 
