@@ -242,27 +242,33 @@ def test_gradient_is_the_derivative_of_the_distance(armnav_xml):
 
 
 # --- the arm on the plant ----------------------------------------------------------------
-def test_the_push_checks_certificate_flags_what_the_full_check_flags(armnav_xml):
-    """AvoidanceModel._pushed skips the check near a pose a wider check cleared and checks
-    only the pairs that one flags: along a fold into the shoulder and back, with a hold's
-    jitter and jumps, it flags exactly the pairs the push check over every pair flags."""
+@pytest.mark.parametrize('which', ['_push', '_zone'])
+def test_the_checks_certificates_flag_what_the_full_checks_flag(armnav_xml, which):
+    """AvoidanceModel._flagged checks, near a pose its wider check ran at, only the pairs
+    that one flagged (none: no check at all): along a fold into the shoulder and back, with
+    a hold's jitter and jumps, it flags exactly the pairs the check over every pair flags."""
     import pinocchio as pin
     fresh = AvoidanceModel(armnav_xml)
+    check = getattr(fresh, which)
+    gd, hits, cert = check[0], check[1], check[4]
     rng = np.random.default_rng(11)
     path = [NEUTRAL + s * (ELBOW_INTO_SHOULDER - NEUTRAL) for s in np.linspace(0, 1, 400)]
     path += path[::-1] + [SHIPPING] * 200 + [BEYOND_SHIPPING] * 200
-    skipped = flagged = 0
+    certified = flagged = skipped = 0
     for i, q in enumerate(path):
         q = q + rng.normal(0.0, 2e-6 if i % 50 else 2e-3, 7)
         head = 0.0 if i < 800 else SHIPPING_HEAD
         cfg = fresh._set_q(q, head)
-        before = fresh._clear_at is not None
-        ours = [k for _, k in fresh._scan(cfg, fresh._push)]
-        pin.computeCollisions(fresh.model, fresh.data, fresh.geom, fresh._gd_push, cfg, False)
-        assert ours == [k for k, hit in enumerate(fresh._push[1]) if hit()]
-        skipped += before and fresh._clear_at is not None and not ours
+        ref = cert.ref
+        ours = [k for _, k in fresh._scan(cfg, check)]
+        certified += cert.ref is ref
+        skipped += cert.ref is ref and not cert.near
+        pin.computeCollisions(fresh.model, fresh.data, fresh.geom, gd, cfg, False)
+        assert ours == [k for k, hit in enumerate(hits) if hit()]
         flagged += bool(ours)
-    assert skipped > 300 and flagged > 200
+    assert certified > 300 and flagged > 200
+    if which == '_push':
+        assert skipped > 150                      # a held arm clear of pushing checks nothing
 
 
 def test_hold_driven_into_an_overlap_is_pushed_back(model, stage, avoid):

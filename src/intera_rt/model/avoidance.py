@@ -54,9 +54,11 @@ DEFAULT_ZONE = 0.05
 CLOSING_RATE = 1e-9            # m/s: a distance shrinking slower than this is not closing
 _WITNESS_EPS = 1e-7            # m: closer witness points are taken as one point
 _NO_GRADIENTS, _NO_CLEARANCES = np.zeros((0, 7)), np.zeros(0)
-# m: the push check's certificate (AvoidanceModel._pushed) is a check this much wider; less
-# than ALLOWANCE_SLACK, so the rest poses themselves are certified.
-CLEAR_PAD = 0.001
+# m: the certificates' checks (AvoidanceModel._flagged) are this much wider than the push
+# check (less than ALLOWANCE_SLACK, so that at rest poses the push check's flags nothing) and
+# the zone's.
+PUSH_WIDEN = 0.001
+ZONE_WIDEN = 0.02
 
 
 def default_armnav_path():
@@ -94,6 +96,17 @@ class Contact:
 
     def __repr__(self):
         return 'Contact(pair=%d, clearance=%.4f)' % (self.pair, self.clearance)
+
+
+class _Certificate:
+    """A collision check's certificate (AvoidanceModel._flagged): its wider check (gd, its
+    results' isCollision), the motion budget (rad, Σ|Δq|), and the pose it last ran at
+    with the pairs it flagged there."""
+    __slots__ = ('gd', 'hits', 'budget', 'ref', 'near')
+
+    def __init__(self, gd, budget):
+        self.gd, self.hits, self.budget = gd, [r.isCollision for r in gd.collisionResults], budget
+        self.ref, self.near = None, []
 
 
 class AvoidanceModel(ShapeModel):
@@ -172,27 +185,16 @@ class AvoidanceModel(ShapeModel):
         checks, the wrappers the 1 kHz path reads and the joints moving each shape."""
         self._set_pairs(pairs)
         self._dres = list(self.gdata.distanceResults)
-        model, objects, n, zone = self.model, self.geom.geometryObjects, len(pairs), self.zone
+        model, objects, zone = self.model, self.geom.geometryObjects, self.zone
         # Two collision checks with per-pair security margins answer "which pairs need a
         # look" in one C++ call: beyond the allowance (the torques) and within the zone.
-        self._gd_push = self.gdata
-        self._gd_zone = pin.GeometryData(self.geom)
-        for k in range(n):
-            self._gd_push.collisionRequests[k].security_margin = -self.allowance[k]
-            self._gd_zone.collisionRequests[k].security_margin = zone - self.allowance[k]
-        # (GeometryData, its results' isCollision, its distance results, its placements),
-        # the wrappers of the C++ objects kept: reading them costs a tenth of fetching them.
-        self._push, self._zone = [(gd, [r.isCollision for r in gd.collisionResults],
-                                   list(gd.distanceResults), list(gd.oMg))
-                                  for gd in (self._gd_push, self._gd_zone)]
-        # The push check's certificate (_scan): a check CLEAR_PAD wider, and the motion that
-        # keeps a pose it clears free of pushing.
-        self._gd_pad = pin.GeometryData(self.geom)
-        for k in range(n):
-            self._gd_pad.collisionRequests[k].security_margin = CLEAR_PAD - self.allowance[k]
-        self._pad_hits = [r.isCollision for r in self._gd_pad.collisionResults]
-        self._clear_at = None
-        self._clear_budget = CLEAR_PAD / (2.0 * self._reach()) if model.nq == model.nv else -1.0
+        # Each comes with its certificate (_flagged): the same check WIDEN m wider, and the
+        # joint motion over which what that one leaves out stays out of this one.
+        budget = 1.0 / (2.0 * self._reach()) if model.nq == model.nv else -math.inf
+        self._push = self._check([-a for a in self.allowance], PUSH_WIDEN, PUSH_WIDEN * budget)
+        self._zone = self._check([zone - a for a in self.allowance], ZONE_WIDEN,
+                                 ZONE_WIDEN * budget)
+        self._gd_push, self._gd_zone = self._push[0], self._zone[0]
         self._allowance = self.allowance.tolist()
         self._jac = None
 
@@ -266,6 +268,17 @@ class AvoidanceModel(ShapeModel):
             q[self._head_idx] = q_head
         return q
 
+    def _check(self, margins, widen, budget):
+        """(GeometryData with these security margins, its results' isCollision, its
+        distance results, its placements, its _Certificate), the wrappers of the C++
+        objects kept: reading them costs a tenth of fetching them."""
+        gd, wide = pin.GeometryData(self.geom), pin.GeometryData(self.geom)
+        for k, margin in enumerate(margins):
+            gd.collisionRequests[k].security_margin = margin
+            wide.collisionRequests[k].security_margin = margin + widen
+        return (gd, [r.isCollision for r in gd.collisionResults], list(gd.distanceResults),
+                list(gd.oMg), _Certificate(wide, budget))
+
     def _reach(self):
         """m no point of any shape is farther from any joint's axis up its chain, in any
         configuration: the joints' and the shape's offsets along the chain and the shape's
@@ -283,36 +296,37 @@ class AvoidanceModel(ShapeModel):
             reach = max(reach, float(r))
         return reach
 
-    def _pushed(self, q):
-        """The pairs the push check flags at q (self._gd_push's results for them set, the
-        others' left as they were), by way of the certificate: a pose whose check CLEAR_PAD
-        wider flags nothing certifies every pose within _clear_budget of it (the sum of
-        |Δq|) as flagging nothing, since no two shapes can close CLEAR_PAD in between; a pair
-        the push check flags is one the wider check flags, so only those are checked."""
-        ref = self._clear_at
-        if ref is not None and _moved(q, ref) < self._clear_budget:
-            return []
+    def _flagged(self, q, check):
+        """The pairs `check` flags at q (its GeometryData's results set for them, the
+        others' left as they were). Its certificate's wider check, run at a pose, leaves out
+        pairs that no pose within the certificate's budget of it (the sum of |Δq|) can bring
+        into this check — no two shapes close the widening over that motion — so until the
+        arm moves that far only the pairs it flagged are checked (none: no check at all)."""
+        gd, cert = check[0], check[4]
         model, data, geom = self.model, self.data, self.geom
-        if not pin.computeCollisions(model, data, geom, self._gd_pad, q, False):
-            self._clear_at = q.copy()
-            return []
-        self._clear_at = None
-        gd, check = self._gd_push, pin.computeCollision
-        pin.updateGeometryPlacements(model, data, geom, gd)      # (the kinematics at q are done)
-        return [k for k, near in enumerate(self._pad_hits) if near() and check(geom, gd, k)]
+        ref = cert.ref
+        if ref is not None and _moved(q, ref) < cert.budget:
+            if not cert.near:
+                return []
+            pin.updateGeometryPlacements(model, data, geom, gd, q)
+        else:
+            wide = cert.gd
+            cert.near = [k for k, hit in enumerate(cert.hits) if hit()] \
+                if pin.computeCollisions(model, data, geom, wide, q, False) else []
+            cert.ref = q.copy()
+            if not cert.near:
+                return []
+            pin.updateGeometryPlacements(model, data, geom, gd)   # (the kinematics at q are done)
+        collides = pin.computeCollision
+        return [k for k in cert.near if collides(geom, gd, k)]
 
     def _scan(self, q, check):
         """[(clearance, pair index)] of the pairs `check` flags at the configuration q
         (beyond their allowance: self._push; within the zone: self._zone), their distances
         computed, and the joint Jacobians at q ready for _contacts. [] when none."""
-        gd, hits, dres, _ = check
-        if check is self._push:
-            found = self._pushed(q)
-            if not found:
-                return []
-        elif pin.computeCollisions(self.model, self.data, self.geom, gd, q, False):
-            found = [k for k, hit in enumerate(hits) if hit()]
-        else:
+        gd, dres = check[0], check[2]
+        found = self._flagged(q, check)
+        if not found:
             return []
         pin.computeJointJacobians(self.model, self.data, q)     # WORLD convention
         self._jac = self.data.J[:, self._arm_v]
