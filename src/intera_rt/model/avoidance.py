@@ -59,6 +59,7 @@ _NO_GRADIENTS, _NO_CLEARANCES = np.zeros((0, 7)), np.zeros(0)
 # the zone's.
 PUSH_WIDEN = 0.001
 ZONE_WIDEN = 0.02
+PLAIN_CHECKS = 10              # calls of the plain check after a certificate that went unused
 
 
 def default_armnav_path():
@@ -100,13 +101,15 @@ class Contact:
 
 class _Certificate:
     """A collision check's certificate (AvoidanceModel._flagged): its wider check (gd, its
-    results' isCollision), the motion budget (rad, Σ|Δq|), and the pose it last ran at
-    with the pairs it flagged there."""
-    __slots__ = ('gd', 'hits', 'budget', 'ref', 'near')
+    results' isCollision), the motion budget (rad, Σ|Δq|), the pose it last ran at with
+    the pairs it flagged there, and whether it has spared a check since."""
+    __slots__ = ('gd', 'hits', 'budget', 'ref', 'near', 'used', 'plain')
 
     def __init__(self, gd, budget):
         self.gd, self.hits, self.budget = gd, [r.isCollision for r in gd.collisionResults], budget
         self.ref, self.near = None, []
+        self.used = False           # the certificate spared a check since it was made
+        self.plain = 0              # calls left to make the plain check instead
 
 
 class AvoidanceModel(ShapeModel):
@@ -306,11 +309,22 @@ class AvoidanceModel(ShapeModel):
         model, data, geom = self.model, self.data, self.geom
         ref = cert.ref
         if ref is not None and _moved(q, ref) < cert.budget:
+            cert.used = True
             if not cert.near:
                 return []
             pin.updateGeometryPlacements(model, data, geom, gd, q)
         else:
-            wide = cert.gd
+            if ref is not None and not cert.used:
+                # The arm outran the last one: the plain check for a while (a wider check
+                # costs more than the plain one).
+                cert.plain = PLAIN_CHECKS
+            if cert.plain:
+                cert.plain -= 1
+                cert.ref = None
+                if not pin.computeCollisions(model, data, geom, gd, q, False):
+                    return []
+                return [k for k, hit in enumerate(check[1]) if hit()]
+            wide, cert.used = cert.gd, False
             cert.near = [k for k, hit in enumerate(cert.hits) if hit()] \
                 if pin.computeCollisions(model, data, geom, wide, q, False) else []
             cert.ref = q.copy()
