@@ -242,6 +242,37 @@ def test_gradient_is_the_derivative_of_the_distance(armnav_xml):
 
 
 # --- the arm on the plant ----------------------------------------------------------------
+@pytest.mark.parametrize('which', ['_push', '_zone'])
+def test_the_checks_certificates_flag_what_the_full_checks_flag(armnav_xml, which):
+    """AvoidanceModel._flagged checks, near a pose its wider check ran at, only the pairs
+    that one flagged (none: no check at all), and makes the plain check for a while when the
+    arm outruns its certificates: along a fold into the shoulder and back, with a hold's
+    jitter and jumps, it flags exactly the pairs the check over every pair flags."""
+    import pinocchio as pin
+    fresh = AvoidanceModel(armnav_xml)
+    check = getattr(fresh, which)
+    gd, hits, cert = check[0], check[1], check[4]
+    rng = np.random.default_rng(11)
+    path = [NEUTRAL + s * (ELBOW_INTO_SHOULDER - NEUTRAL) for s in np.linspace(0, 1, 400)]
+    path += path[::-1] + [SHIPPING] * 200 + [BEYOND_SHIPPING] * 200
+    certified = flagged = skipped = plain = 0
+    for i, q in enumerate(path):
+        q = q + rng.normal(0.0, 2e-6 if i % 50 else 2e-3, 7)
+        head = 0.0 if i < 800 else SHIPPING_HEAD
+        cfg = fresh._set_q(q, head)
+        ref = cert.ref
+        ours = [k for _, k in fresh._scan(cfg, check)]
+        certified += ref is not None and cert.ref is ref
+        skipped += ref is not None and cert.ref is ref and not cert.near
+        plain += cert.plain > 0
+        pin.computeCollisions(fresh.model, fresh.data, fresh.geom, gd, cfg, False)
+        assert ours == [k for k, hit in enumerate(hits) if hit()]
+        flagged += bool(ours)
+    assert certified > 300 and flagged > 200 and plain > 50
+    if which == '_push':
+        assert skipped > 150                      # a held arm clear of pushing checks nothing
+
+
 def test_hold_driven_into_an_overlap_is_pushed_back(model, stage, avoid):
     commanded = overlap(avoid, ELBOW_INTO_SHOULDER)
     assert 0.015 < commanded < 0.025

@@ -287,3 +287,85 @@ def test_velocity_step_matches_python_bit_for_bit():
         for a, b in zip(ours, velocity._velocity_step(*args)):
             np.testing.assert_array_equal(a, b)
     assert kernels.velocity_step(cmd[:3], 1.0, p, v, acc, 0.001, lower, upper) is None
+
+
+@needs_kernels
+def test_avoidance_push_matches_python_bit_for_bit():
+    from intera_rt.control.collision_avoidance import _push_law
+    rng = np.random.default_rng(17)
+    lower, upper = -np.full(7, 2.0), np.full(7, 2.0)
+    step, limit = rng.uniform(0.5, 2.0, 7), rng.uniform(5.0, 40.0, 7)
+    pushed = 0
+    for case in range(3000):
+        m = case % 4                                  # none to three overlapping pairs
+        gradients = rng.uniform(-1.0, 1.0, (m, 7))
+        clearances = rng.uniform(-0.02, 0.005, m)
+        qd, q = rng.uniform(-2, 2, 7), rng.uniform(-2.02, 2.02, 7)   # some past a limit
+        prev = rng.uniform(-40, 40, 7) * (case % 3 != 0)
+        k, c = (10000.0, 500.0) if case % 2 else tuple(rng.uniform(0, 2e4, 2))
+        ours, theirs = np.empty(7), np.empty(7)
+        args = (gradients, clearances, qd, q, upper, lower, prev, step, limit, k, c, 20.0)
+        a = kernels.avoidance_push(*args, ours)
+        b = _push_law(*args, theirs)
+        assert a is b
+        np.testing.assert_array_equal(ours, theirs)
+        pushed += a
+    assert pushed > 500
+    # in place (out is prev), as the stage may hand it
+    prev = rng.uniform(-40, 40, 7)
+    args = (np.ones((1, 7)), np.array([-0.01]), np.zeros(7), np.zeros(7), upper, lower)
+    expected = np.empty(7)
+    _push_law(*args, prev.copy(), step, limit, 1e4, 500.0, 20.0, expected)
+    kernels.avoidance_push(*args, prev, step, limit, 1e4, 500.0, 20.0, prev)
+    np.testing.assert_array_equal(prev, expected)
+    # arguments it does not take: the Python path runs
+    assert kernels.avoidance_push(np.ones((2, 7)), np.array([-0.01]), *args[2:], prev, step, limit,
+                                  1e4, 500.0, 20.0, np.empty(7)) is None
+    assert kernels.avoidance_push(np.ones((1, 7)), np.array([-0.01]), *args[2:], prev, step, limit,
+                                  1e4, 500, 20.0, np.empty(7)) is None
+
+
+@needs_kernels
+def test_detect_step_matches_python_bit_for_bit(monkeypatch):
+    from intera_rt.control import collision_detection as cd
+    from intera_rt.control.arm import Arm
+    from intera_rt.control.base import PluginContext
+    from intera_rt.model import RobotModel
+    model = RobotModel.from_file()
+    detection = cd.CollisionDetection(PluginContext(model, Arm(model)))
+    rng = np.random.default_rng(19)
+    seen = set()
+    for h in (0.001, 0.0007):
+        detection._gains(h)
+        for case in range(500):
+            judged, slow = rng.uniform(-15, 15, 7), rng.uniform(-5, 5, 7)
+            at_least = bool(case % 2)
+            bound = detection._release if at_least else detection.squish_threshold
+            if case % 5 == 0:
+                judged[3] = bound[3]                  # on the bound: ≥ and > differ
+            detection.r_slow[:] = slow
+            ours = kernels.detect_step(judged, detection.r_slow, detection._band,
+                                       detection._band_gain, detection._k_slow, bound, at_least)
+            after = detection.r_slow.copy(), detection._band.copy()
+            detection.r_slow[:] = slow
+            theirs = detection._detect_step(judged, bound, at_least)
+            assert ours == theirs and type(ours[1]) is bool
+            np.testing.assert_array_equal(after[0], detection.r_slow)
+            np.testing.assert_array_equal(after[1], detection._band)
+            seen.add(ours[1])
+    assert seen == {True, False}
+    assert kernels.detect_step(judged, detection.r_slow, detection._band, detection._band_gain,
+                               detection._k_slow, bound, 1) is None
+
+
+@needs_kernels
+def test_l1_distance_matches_python_bit_for_bit(monkeypatch):
+    from intera_rt.model import avoidance
+    rng = np.random.default_rng(23)
+    for _ in range(1000):
+        a, b = rng.uniform(-3, 3, 8), rng.uniform(-3, 3, 8) * rng.choice([1.0, 1e-6], 8)
+        ours = avoidance._moved(a, b)
+        monkeypatch.setattr(avoidance, 'kernels', None)
+        assert avoidance._moved(a, b) == ours
+        monkeypatch.setattr(avoidance, 'kernels', kernels)
+    assert kernels.l1_distance(a, b[:3]) is None

@@ -421,10 +421,14 @@ PROFILE_ORDER = ('plant', 'pipeline', 'state_vector')      # then the stages, as
 
 def _profile_parts(stages):
     """[(label, mean µs per tick)] of one situation: the plant, the tick's bookkeeping, the
-    state vector (per tick: built each PUBLISH_EVERY), then each stage's update."""
+    state vector (per tick: built each PUBLISH_EVERY), then each stage's update — a part
+    that runs on some ticks only (a speed scaler's speed_scale: while the controller heads
+    somewhere) counted over every tick, so that the parts add up to the tick."""
+    ticks = stages['tick']['n']
     parts = [('plant', stages['plant']['mean']), ('pipeline', stages['pipeline']['mean']),
              ('state_vector', stages['state_vector']['mean'] / PUBLISH_EVERY)]
-    return parts + [(name.replace('controller:', ''), v['mean']) for name, v in stages.items()
+    return parts + [(name.replace('controller:', ''), v['mean'] * v['n'] / ticks)
+                    for name, v in stages.items()
                     if isinstance(v, dict) and name not in PROFILE_ORDER + ('tick',)]
 
 

@@ -30,7 +30,8 @@ import numpy as np
 from intera_rt.control.base import Additive
 from intera_rt.model.avoidance import (DEFAULT_PADDING, DEFAULT_ZONE, AvoidanceModel,
                                        default_armnav_xml, objects_from_mask)
-from intera_rt.numeric import clip, count_nonzero
+from intera_rt.native import kernels
+from intera_rt.numeric import count_nonzero
 from intera_rt.options import Option
 from intera_rt.robot import ARM_JOINTS
 
@@ -88,45 +89,28 @@ class CollisionAvoidance(Additive):
         self._closing_guard = ()
         if controller.role in self.idle_roles or state.suppressed('collision_avoidance'):
             return self._idle()
-        contacts = self.model.pushing(state.q, state.q_head)
+        contacts, gradients, clearances = self.model.push_terms(state.q, state.q_head)
         if not contacts:
             return self._release()
         mode = getattr(controller, 'joint_command_mode', None)
         if mode == VELOCITY_MODE:
-            self._closing_guard = [contact.gradient for contact in contacts]
-        tau = np.zeros(7)
-        k, c, qd = self.stiffness, self.damping, state.qd
-        pushing = False
-        for contact in contacts:
-            grad = contact.gradient
-            force = -k * contact.clearance - c * float(grad @ qd)
-            if force > 0.0:
-                tau += force * grad
-                pushing = True
-        # Never push a joint past its limit onto its mechanical stop: the push fades to 0
-        # over the last LIMIT_BAND before the limit, in that direction.
-        q = state.q
-        fade = np.where(tau > 0.0, self.upper - q, q - self.lower) * (1.0 / LIMIT_BAND)
-        tau *= clip(fade, 0.0, 1.0)
-        tau = clip(tau, -self._max, self._max)
-        self.torque = self._rate_limited(tau)
+            self._closing_guard = list(gradients)
+        torque = np.empty(7)
+        args = (gradients, clearances, state.qd, state.q, self.upper, self.lower, self.torque,
+                self._step, self._max, self.stiffness, self.damping, 1.0 / LIMIT_BAND, torque)
+        pushing = None if kernels is None else kernels.avoidance_push(*args)
+        if pushing is None:
+            pushing = _push_law(*args)
+        self.torque = torque
         if mode == TORQUE_MODE and out.effort is not None:
             cancel = _closing_part(out.effort, contacts)
             if cancel is not None:
                 self.torque = self.torque - cancel
                 pushing = True
         self._active = pushing
-        self._depth = -min(contact.clearance for contact in contacts)
+        self._depth = -float(clearances.min())
         self._objects = self.model.objects(contacts)
         return self.torque if pushing or count_nonzero(self.torque) else None
-
-    def _rate_limited(self, tau):
-        """tau, its growth away from 0 limited per tick (a push builds up over ~25 ms;
-        it may always drop at once)."""
-        prev, step = self.torque, self._step
-        lo = np.where(prev >= 0.0, -step, prev - step)
-        hi = np.where(prev <= 0.0, step, prev + step)
-        return clip(tau, lo, hi)
 
     def _release(self):
         return self._idle()
@@ -176,6 +160,45 @@ class CollisionAvoidance(Additive):
         if state.suppressed('collision_avoidance'):
             return 1.0
         return self.model.velocity_scale(state.q, state.q_head, qd_ref)
+
+
+def _push_law(gradients, clearances, qd, q, upper, lower, prev, step, limit, k, c, inv_band,
+              out):
+    """The push of the overlapping pairs (gradients: m×7, one row per pair; clearances: m)
+    into `out`: per pair f = max(0, k·e − c·ḋ) with e = −clearance and ḋ = g·q̇, τ = Σ g·f,
+    faded over the band (1/inv_band rad) before a joint limit it pushes toward, bounded by
+    ±limit, and its growth away from 0 bounded by `step` from `prev`. Returns whether any
+    pair pushes. In Python floats, as the compiled kernels' avoidance_push computes it
+    (the same operations in the same order)."""
+    n = len(qd)
+    tau = [0.0] * n
+    qd = qd.tolist()
+    pushing = False
+    for g, clearance in zip(gradients.tolist(), clearances.tolist()):
+        rate = 0.0
+        for gj, vj in zip(g, qd):
+            rate += gj * vj
+        force = -k * clearance - c * rate
+        if force > 0.0:
+            for j in range(n):
+                tau[j] += force * g[j]
+            pushing = True
+    for j in range(n):
+        fade = (float(upper[j]) - float(q[j]) if tau[j] > 0.0 else float(q[j]) - float(lower[j])) * inv_band
+        t = _clip(tau[j] * _clip(fade, 0.0, 1.0), -float(limit[j]), float(limit[j]))
+        p, s = float(prev[j]), float(step[j])
+        out[j] = _clip(t, -s if p >= 0.0 else p - s, s if p <= 0.0 else p + s)
+    return pushing
+
+
+def _clip(x, lo, hi):
+    """numpy's clip of one float (NaN kept)."""
+    if x != x:
+        return x
+    y = x if x > lo else lo
+    if y != y:
+        return y
+    return y if y < hi else hi
 
 
 def _closing_part(effort, contacts):

@@ -213,6 +213,18 @@ class CollisionDetection(Monitor):
         self.r_slow += self._tmp7
         band *= self._band_gain
 
+    def _detect_step(self, judged, bound, at_least):
+        """_slow_step, then (the impact level ‖band‖, whether some |judged_j| reaches
+        bound_j: ≥ with at_least, else >), the sum of squares in joint order as the
+        compiled kernels' detect_step takes it."""
+        self._slow_step(judged)
+        total = 0.0
+        for b in self._band.tolist():
+            total += b * b
+        abs_r = np.abs(judged)
+        over = abs_r >= bound if at_least else abs_r > bound
+        return math.sqrt(total), bool(count_nonzero(over))
+
     def _hand_wrench(self, now):
         """The wrench at right_hand that explains r, by damped least squares, into
         self.wrench; returns (‖force‖², ‖torque‖²). Evaluated every WRENCH_PERIOD s (the
@@ -251,11 +263,15 @@ class CollisionDetection(Monitor):
             self._gains(h)
         self.observer.update(state, h)
         judged = self._judged(controller, h)
-        self._slow_step(judged)
+        # (the squish test's bound: the release while a squish holds, else the threshold)
+        bound = self._release if self._squish else self.squish_threshold
+        step = None if kernels is None else kernels.detect_step(
+            judged, self.r_slow, self._band, self._band_gain, self._k_slow, bound, self._squish)
+        level, over = step or self._detect_step(judged, bound, self._squish)
+        self.level = level
         f2, t2 = self._wrench2 if now < self._wrench_due else self._hand_wrench(now)
         self._t_prev = now
         band = self._band
-        self.level = level = math.sqrt(float(band @ band))
         if controller is not None and controller.role in self.idle_roles:
             # A person guides the arm: what they do is not a collision, and letting go
             # must not count as one either.
@@ -275,11 +291,11 @@ class CollisionDetection(Monitor):
                 impact = ('impact: %.3f > %.3f, largest contributor: %s, with value: %.3f'
                           % (level, self.impact_threshold, ARM_JOINTS[j], abs(band[j])))
                 self._hold_until['impact'] = now + self.hold
-            abs_r = np.abs(judged)
             if self._squish:
-                self._squish = bool(count_nonzero(abs_r >= self._release))
-            elif count_nonzero(abs_r > self.squish_threshold):
+                self._squish = over
+            elif over:
                 self._squish = True
+                abs_r = np.abs(judged)
                 j = int(np.argmax(abs_r / self.squish_threshold))
                 squish = ('squish on joint %s - %.3f > %.3f'
                           % (ARM_JOINTS[j], abs_r[j], self.squish_threshold[j]))

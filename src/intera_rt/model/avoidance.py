@@ -28,6 +28,7 @@ from typing import Tuple
 import numpy as np
 import pinocchio as pin
 
+from intera_rt.native import kernels
 from intera_rt.model.collision import (DEFAULT_SAMPLES, DEFAULT_SEED, REFERENCE_POSES,
                                        ShapeModel)
 from intera_rt.model.pinocchio_model import pinocchio_models
@@ -52,6 +53,13 @@ DEFAULT_PADDING = 0.0
 DEFAULT_ZONE = 0.05
 CLOSING_RATE = 1e-9            # m/s: a distance shrinking slower than this is not closing
 _WITNESS_EPS = 1e-7            # m: closer witness points are taken as one point
+_NO_GRADIENTS, _NO_CLEARANCES = np.zeros((0, 7)), np.zeros(0)
+# m: the certificates' checks (AvoidanceModel._flagged) are this much wider than the push
+# check (less than ALLOWANCE_SLACK, so that at rest poses the push check's flags nothing) and
+# the zone's.
+PUSH_WIDEN = 0.001
+ZONE_WIDEN = 0.02
+PLAIN_CHECKS = 10              # calls of the plain check after a certificate that went unused
 
 
 def default_armnav_path():
@@ -89,6 +97,19 @@ class Contact:
 
     def __repr__(self):
         return 'Contact(pair=%d, clearance=%.4f)' % (self.pair, self.clearance)
+
+
+class _Certificate:
+    """A collision check's certificate (AvoidanceModel._flagged): its wider check (gd, its
+    results' isCollision), the motion budget (rad, Σ|Δq|), the pose it last ran at with
+    the pairs it flagged there, and whether it has spared a check since."""
+    __slots__ = ('gd', 'hits', 'budget', 'ref', 'near', 'used', 'plain')
+
+    def __init__(self, gd, budget):
+        self.gd, self.hits, self.budget = gd, [r.isCollision for r in gd.collisionResults], budget
+        self.ref, self.near = None, []
+        self.used = False           # the certificate spared a check since it was made
+        self.plain = 0              # calls left to make the plain check instead
 
 
 class AvoidanceModel(ShapeModel):
@@ -167,19 +188,16 @@ class AvoidanceModel(ShapeModel):
         checks, the wrappers the 1 kHz path reads and the joints moving each shape."""
         self._set_pairs(pairs)
         self._dres = list(self.gdata.distanceResults)
-        model, objects, n, zone = self.model, self.geom.geometryObjects, len(pairs), self.zone
+        model, objects, zone = self.model, self.geom.geometryObjects, self.zone
         # Two collision checks with per-pair security margins answer "which pairs need a
         # look" in one C++ call: beyond the allowance (the torques) and within the zone.
-        self._gd_push = self.gdata
-        self._gd_zone = pin.GeometryData(self.geom)
-        for k in range(n):
-            self._gd_push.collisionRequests[k].security_margin = -self.allowance[k]
-            self._gd_zone.collisionRequests[k].security_margin = zone - self.allowance[k]
-        # (GeometryData, its results' isCollision, its distance results, its placements),
-        # the wrappers of the C++ objects kept: reading them costs a tenth of fetching them.
-        self._push, self._zone = [(gd, [r.isCollision for r in gd.collisionResults],
-                                   list(gd.distanceResults), list(gd.oMg))
-                                  for gd in (self._gd_push, self._gd_zone)]
+        # Each comes with its certificate (_flagged): the same check WIDEN m wider, and the
+        # joint motion over which what that one leaves out stays out of this one.
+        budget = 1.0 / (2.0 * self._reach()) if model.nq == model.nv else -math.inf
+        self._push = self._check([-a for a in self.allowance], PUSH_WIDEN, PUSH_WIDEN * budget)
+        self._zone = self._check([zone - a for a in self.allowance], ZONE_WIDEN,
+                                 ZONE_WIDEN * budget)
+        self._gd_push, self._gd_zone = self._push[0], self._zone[0]
         self._allowance = self.allowance.tolist()
         self._jac = None
 
@@ -197,6 +215,7 @@ class AvoidanceModel(ShapeModel):
         self._pair_info = [(i, j, masks[joints[i]], masks[joints[j]]) for i, j in pairs]
         # The distinct masks as rows, and each pair's two rows (velocity_scale's rates).
         self._move_sets = np.array(list(masks.values()))
+        self._masks = list(self._move_sets)
         self._pair_sets = [(sets[joints[i]], sets[joints[j]]) for i, j in pairs]
 
     def with_tool(self, shapes):
@@ -252,21 +271,83 @@ class AvoidanceModel(ShapeModel):
             q[self._head_idx] = q_head
         return q
 
+    def _check(self, margins, widen, budget):
+        """(GeometryData with these security margins, its results' isCollision, its
+        distance results, its placements, its _Certificate), the wrappers of the C++
+        objects kept: reading them costs a tenth of fetching them."""
+        gd, wide = pin.GeometryData(self.geom), pin.GeometryData(self.geom)
+        for k, margin in enumerate(margins):
+            gd.collisionRequests[k].security_margin = margin
+            wide.collisionRequests[k].security_margin = margin + widen
+        return (gd, [r.isCollision for r in gd.collisionResults], list(gd.distanceResults),
+                list(gd.oMg), _Certificate(wide, budget))
+
+    def _reach(self):
+        """m no point of any shape is farther from any joint's axis up its chain, in any
+        configuration: the joints' and the shape's offsets along the chain and the shape's
+        extent, summed (so a joint turning by dθ moves any point by at most this · |dθ|)."""
+        model, reach = self.model, 0.0
+        for g in self.geom.geometryObjects:
+            shape = g.geometry
+            shape.computeLocalAABB()
+            r = (np.linalg.norm(g.placement.translation) + np.linalg.norm(shape.aabb_center)
+                 + shape.aabb_radius)
+            j = g.parentJoint
+            while j > 0:
+                r += np.linalg.norm(model.jointPlacements[j].translation)
+                j = model.parents[j]
+            reach = max(reach, float(r))
+        return reach
+
+    def _flagged(self, q, check):
+        """The pairs `check` flags at q (its GeometryData's results set for them, the
+        others' left as they were). Its certificate's wider check, run at a pose, leaves out
+        pairs that no pose within the certificate's budget of it (the sum of |Δq|) can bring
+        into this check — no two shapes close the widening over that motion — so until the
+        arm moves that far only the pairs it flagged are checked (none: no check at all)."""
+        gd, cert = check[0], check[4]
+        model, data, geom = self.model, self.data, self.geom
+        ref = cert.ref
+        if ref is not None and _moved(q, ref) < cert.budget:
+            cert.used = True
+            if not cert.near:
+                return []
+            pin.updateGeometryPlacements(model, data, geom, gd, q)
+        else:
+            if ref is not None and not cert.used:
+                # The arm outran the last one: the plain check for a while (a wider check
+                # costs more than the plain one).
+                cert.plain = PLAIN_CHECKS
+            if cert.plain:
+                cert.plain -= 1
+                cert.ref = None
+                if not pin.computeCollisions(model, data, geom, gd, q, False):
+                    return []
+                return [k for k, hit in enumerate(check[1]) if hit()]
+            wide, cert.used = cert.gd, False
+            cert.near = [k for k, hit in enumerate(cert.hits) if hit()] \
+                if pin.computeCollisions(model, data, geom, wide, q, False) else []
+            cert.ref = q.copy()
+            if not cert.near:
+                return []
+            pin.updateGeometryPlacements(model, data, geom, gd)   # (the kinematics at q are done)
+        collides = pin.computeCollision
+        return [k for k in cert.near if collides(geom, gd, k)]
+
     def _scan(self, q, check):
         """[(clearance, pair index)] of the pairs `check` flags at the configuration q
         (beyond their allowance: self._push; within the zone: self._zone), their distances
-        computed, and the joint Jacobians at q ready for _contact. [] when none."""
-        gd, hits, dres, _ = check
-        if not pin.computeCollisions(self.model, self.data, self.geom, gd, q, False):
+        computed, and the joint Jacobians at q ready for _contacts. [] when none."""
+        gd, dres = check[0], check[2]
+        found = self._flagged(q, check)
+        if not found:
             return []
         pin.computeJointJacobians(self.model, self.data, q)     # WORLD convention
         self._jac = self.data.J[:, self._arm_v]
         allowance, geom, distance = self._allowance, self.geom, pin.computeDistance
-        found = []
-        for k, hit in enumerate(hits):
-            if hit():
-                distance(geom, gd, k)
-                found.append((dres[k].min_distance + allowance[k], k))
+        for i, k in enumerate(found):
+            distance(geom, gd, k)
+            found[i] = (dres[k].min_distance + allowance[k], k)
         return found
 
     def _witness(self, check, k):
@@ -280,26 +361,36 @@ class AvoidanceModel(ShapeModel):
                                     oMg[ia].translation.tolist(), oMg[ib].translation.tolist())
         return None if normal is None else (normal, pa, pb)
 
-    def _contact(self, check, clearance, k):
-        """The Contact of pair k after _scan, or None (see _witness)."""
-        witness = self._witness(check, k)
-        if witness is None:
-            return None
-        normal, pa, pb = witness
-        mask_a, mask_b = self._pair_info[k][2:4]
-        # In WORLD convention column j moves a point p at v_j + ω_j × p, so its rate along
-        # n is (n, p × n)·(v_j, ω_j); the masks keep the joints that move each shape.
-        rows = np.array((_wrench(normal, pb), _wrench(normal, pa))) @ self._jac
-        return Contact(k, check[2][k].min_distance, clearance, normal,
-                       rows[0] * mask_b - rows[1] * mask_a, pa, pb)
-
     def _contacts(self, q, check):
+        """The Contacts of the pairs `check` flags at q, their gradients the rows of one
+        m×7 array: (contacts, gradients, clearances (m))."""
+        scanned = self._scan(q, check)
+        if not scanned:
+            return [], _NO_GRADIENTS, _NO_CLEARANCES
+        found, witnesses, wrenches = [], [], []
+        for clearance, k in scanned:
+            witness = self._witness(check, k)
+            if witness is not None:
+                normal, pa, pb = witness
+                found.append((clearance, k))
+                witnesses.append(witness)
+                wrenches += (_wrench(normal, pb), _wrench(normal, pa))
+        if not found:
+            return [], _NO_GRADIENTS, _NO_CLEARANCES
+        # In WORLD convention column j moves a point p at v_j + ω_j × p, so its rate along
+        # n is (n, p × n)·(v_j, ω_j); the masks keep the joints that move each shape. One
+        # product for every pair's two witness points.
+        rows = np.array(wrenches) @ self._jac
+        dres, masks, pair_sets = check[2], self._masks, self._pair_sets
+        gradients = np.empty((len(found), 7))
         contacts = []
-        for clearance, k in self._scan(q, check):
-            c = self._contact(check, clearance, k)
-            if c is not None:
-                contacts.append(c)
-        return contacts
+        for i, ((clearance, k), (normal, pa, pb)) in enumerate(zip(found, witnesses)):
+            set_a, set_b = pair_sets[k]
+            gradient = gradients[i]
+            np.multiply(rows[2 * i], masks[set_b], out=gradient)
+            gradient -= rows[2 * i + 1] * masks[set_a]
+            contacts.append(Contact(k, dres[k].min_distance, clearance, normal, gradient, pa, pb))
+        return contacts, gradients, np.array([clearance for clearance, _ in found])
 
     @staticmethod
     def _checked7(values, what):
@@ -320,10 +411,15 @@ class AvoidanceModel(ShapeModel):
     def contacts(self, q_arm, q_head=0.0, near_zone=False):
         """The pairs overlapping beyond their allowance (clearance < 0), or with
         near_zone those within velocity_scale's zone (clearance < zone), as Contacts."""
-        return self._contacts(self._config(q_arm, q_head), self._zone if near_zone else self._push)
+        return self._contacts(self._config(q_arm, q_head), self._zone if near_zone else self._push)[0]
 
     def pushing(self, q_arm, q_head):
         """contacts(q_arm, q_head) for the 1 kHz path: inputs unchecked."""
+        return self._contacts(self._set_q(q_arm, q_head), self._push)[0]
+
+    def push_terms(self, q_arm, q_head):
+        """pushing(q_arm, q_head) with what the avoidance law reads of them at once:
+        (contacts, their gradients as the rows of one m×7 array, their clearances (m))."""
         return self._contacts(self._set_q(q_arm, q_head), self._push)
 
     def velocity_scale(self, q_arm, q_head, qd_ref):
@@ -426,6 +522,17 @@ def objects_from_mask(mask, links):
         if mask >> i & 1 and link not in names:
             names.append(link)
     return names
+
+
+def _moved(q, ref):
+    """Σ|q − ref| (rad), in index order (as the compiled kernels' l1_distance sums it)."""
+    total = None if kernels is None else kernels.l1_distance(q, ref)
+    if total is not None:
+        return total
+    total = 0.0
+    for a, b in zip(q.tolist(), ref.tolist()):
+        total += abs(a - b)
+    return total
 
 
 def _dot6(a, b):

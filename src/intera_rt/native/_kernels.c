@@ -568,6 +568,96 @@ static PyObject *plant_integrate(PyObject *self, PyObject *const *args, Py_ssize
     return pair(qo, to);
 }
 
+/* detect_step(judged, r_slow, band, band_gain, k_slow, bound, at_least) -> (level, over):
+ * slow_step, then the impact level sqrt(Σ band²) and whether some |judged_j| reaches
+ * bound_j (at_least: ≥, else >) — control.collision_detection._detect_step. None for
+ * arguments it does not take. */
+static PyObject *detect_step(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    NARGS(7, "detect_step")
+    const double *x[4], *bound;
+    double k;
+    npy_intp n;
+    if (!vecs(args, 4, x, &n) || !floats(args + 4, 1, &k) || !(bound = vec(args[5], &n))
+            || !PyBool_Check(args[6]))
+        Py_RETURN_NONE;
+    int at_least = args[6] == Py_True;
+    double *slow = (double *)x[1], *band = (double *)x[2], sum = 0.0;
+    int over = 0;
+    for (npy_intp i = 0; i < n; i++) {
+        double b = x[0][i] - slow[i];
+        slow[i] += b * k;
+        band[i] = b * x[3][i];
+        double a = fabs(x[0][i]);
+        over |= at_least ? a >= bound[i] : a > bound[i];
+    }
+    for (npy_intp i = 0; i < n; i++) sum += band[i] * band[i];
+    PyObject *level = PyFloat_FromDouble(sqrt(sum));
+    return level ? pair(level, PyBool_FromLong(over)) : NULL;
+}
+
+/* l1_distance(a, b) -> Σ|a − b| in index order (model.avoidance._moved), or None for
+ * arguments it does not take. */
+static PyObject *l1_distance(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    NARGS(2, "l1_distance")
+    const double *x[2];
+    npy_intp n;
+    if (!vecs(args, 2, x, &n)) Py_RETURN_NONE;
+    double total = 0.0;
+    for (npy_intp i = 0; i < n; i++) total += fabs(x[0][i] - x[1][i]);
+    return PyFloat_FromDouble(total);
+}
+
+/* avoidance_push(gradients, clearances, qd, q, upper, lower, prev, step, limit, k, c,
+ * inv_band, out) -> pushing: control.collision_avoidance._push_law (the spring-damper of each
+ * overlapping pair summed, faded before the joint limits, bounded, rate limited from prev)
+ * into out (n, written in place; it may be prev). gradients: m×n C-contiguous, clearances
+ * m (m may be 0). True/False, or None for arguments it does not take. */
+static PyObject *avoidance_push(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    NARGS(13, "avoidance_push")
+    if (!PyArray_Check(args[0])) Py_RETURN_NONE;
+    PyArrayObject *ga = (PyArrayObject *)args[0];
+    npy_intp m = -1, n = -1;
+    const double *clear = vec(args[1], &m);
+    const double *x[7];
+    if (!clear || !vecs(args + 2, 7, x, &n) || PyArray_NDIM(ga) != 2
+            || PyArray_TYPE(ga) != NPY_DOUBLE || !PyArray_IS_C_CONTIGUOUS(ga)
+            || PyArray_DIM(ga, 0) != m || PyArray_DIM(ga, 1) != n)
+        Py_RETURN_NONE;
+    double f[3];
+    double *out = (double *)vec(args[12], &n);
+    if (!floats(args + 9, 3, f) || !out || !PyArray_ISWRITEABLE((PyArrayObject *)args[12]))
+        Py_RETURN_NONE;
+    const double *grads = PyArray_DATA(ga);
+    const double *qd = x[0], *q = x[1], *upper = x[2], *lower = x[3], *prev = x[4],
+                 *step = x[5], *limit = x[6];
+    double k = f[0], c = f[1], inv_band = f[2];
+    double tau[64];
+    if (n > 64) Py_RETURN_NONE;
+    for (npy_intp j = 0; j < n; j++) tau[j] = 0.0;
+    int pushing = 0;
+    for (npy_intp i = 0; i < m; i++) {
+        const double *g = grads + i * n;
+        double rate = 0.0;
+        for (npy_intp j = 0; j < n; j++) rate += g[j] * qd[j];
+        double force = -k * clear[i] - c * rate;
+        if (force > 0.0) {
+            for (npy_intp j = 0; j < n; j++) tau[j] += force * g[j];
+            pushing = 1;
+        }
+    }
+    for (npy_intp j = 0; j < n; j++) {
+        double fade = (tau[j] > 0.0 ? upper[j] - q[j] : q[j] - lower[j]) * inv_band;
+        double t = clip(tau[j] * clip(fade, 0.0, 1.0), -limit[j], limit[j]);
+        double lo = prev[j] >= 0.0 ? -step[j] : prev[j] - step[j];
+        double hi = prev[j] <= 0.0 ? step[j] : prev[j] + step[j];
+        out[j] = clip(t, lo, hi);
+    }
+    return PyBool_FromLong(pushing);
+}
+
 static PyMethodDef methods[] = {
     {"trapezoid_step", (PyCFunction)(void (*)(void))trapezoid_step, METH_FASTCALL,
      "control.arm.trapezoid_step, compiled (None: arguments it does not take)."},
@@ -583,6 +673,9 @@ static PyMethodDef methods[] = {
     {"plant_system", (PyCFunction)(void (*)(void))plant_system, METH_FASTCALL, NULL},
     {"plant_friction", (PyCFunction)(void (*)(void))plant_friction, METH_FASTCALL, NULL},
     {"plant_integrate", (PyCFunction)(void (*)(void))plant_integrate, METH_FASTCALL, NULL},
+    {"avoidance_push", (PyCFunction)(void (*)(void))avoidance_push, METH_FASTCALL, NULL},
+    {"detect_step", (PyCFunction)(void (*)(void))detect_step, METH_FASTCALL, NULL},
+    {"l1_distance", (PyCFunction)(void (*)(void))l1_distance, METH_FASTCALL, NULL},
     {NULL, NULL, 0, NULL},
 };
 

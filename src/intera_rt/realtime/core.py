@@ -30,7 +30,8 @@ from intera_rt.control.registry import ADDITIVES, CONTROLLERS, MONITORS
 from intera_rt.control.state_machine import RobotStateMachine
 from intera_rt.numeric import clip
 from intera_rt.realtime.inputs import CommandInputs
-from intera_rt.realtime.state import CONTROLLER_NAMES, N_BOARD, StateView
+from intera_rt.realtime.state import INDEX as STATE_INDEX
+from intera_rt.realtime.state import CONTROLLER_NAMES, N_BOARD, STATE_SIZE, group_writer
 from intera_rt.robot import ARM_JOINTS, BOARD_JOINTS, LOOP_PERIOD, SUPPRESS_TOPICS
 
 PERIOD = LOOP_PERIOD                  # s, one tick
@@ -59,7 +60,8 @@ class RealtimeCore(CommandInputs):
         self.homing = JointHoming(ARM_JOINTS, homed=homed)
         self.arm = Arm(model, latency=self.boards.plant_latency)
         self.dynamics = self.arm.dynamics
-        self._neg_effort_limit = -self.arm.effort_limit
+        self._effort_limit = self.arm.effort_limit
+        self._neg_effort_limit = -self._effort_limit
         self.suppressions = Suppressions()
         context = PluginContext(model, self.arm, options)
         self.controllers = {c.name: c(context) for c in CONTROLLERS}
@@ -347,7 +349,7 @@ class RealtimeCore(CommandInputs):
                     tau = tau + extra
                     if additive.interaction:
                         interaction = extra if interaction is None else interaction + extra
-            torque[:7] = clip(tau, self._neg_effort_limit, self.arm.effort_limit)
+            clip(tau, self._neg_effort_limit, self._effort_limit, out=torque[:7])
             torque[7] = self.head.tick(PERIOD, state.q_head, state.qd_head)
             self._out, self._interaction, self._applied = out, interaction, torque
         elif not reading.brakes:
@@ -375,41 +377,42 @@ class RealtimeCore(CommandInputs):
 
     def state_vector(self):
         """Everything the robot's state topics need, as one float64 vector
-        (realtime.state.StateView reads it)."""
-        v = StateView()
+        (realtime.state.StateView reads it), written field by field through its index."""
+        v, i = np.zeros(STATE_SIZE), STATE_INDEX
         r = self.boards.read()
         st = self.state
-        v.t, v.tick = self.now, self.tick_count
-        v.q, v.qd, v.effort = r.position, r.velocity, r.effort
+        position = r.position
+        v[i['t']], v[i['tick']] = self.now, self.tick_count
+        v[i['q']], v[i['qd']], v[i['effort']] = position, r.velocity, r.effort
         out = self._out
         if out is not None:
-            v.cmd_p, v.cmd_v, v.cmd_a = out.position, out.velocity, out.acceleration
+            v[i['cmd_p']], v[i['cmd_v']], v[i['cmd_a']] = out.position, out.velocity, out.acceleration
             # what the joints were sent: within the effort limits, as the tick applies it
-            v.cmd_effort = self._applied[:7] if out.effort is None \
-                else clip(out.effort, self._neg_effort_limit, self.arm.effort_limit)
-            v.controlled = 1.0
+            v[i['cmd_effort']] = self._applied[:7] if out.effort is None \
+                else clip(out.effort, self._neg_effort_limit, self._effort_limit)
+            v[i['controlled']] = 1.0
             if self._interaction is not None:
-                v.interaction_torque = self._interaction
+                v[i['interaction_torque']] = self._interaction
         else:                               # brakes on: nothing commanded
-            v.cmd_p = r.position[:7]
-        v.enabled, v.stopped, v.error = float(st.enabled), float(st.stopped), float(st.error)
-        v.low_voltage = float(st.low_voltage)
-        v.homed, v.homing = float(self.homing.all_homed), self.homing.states
-        v.estop_button, v.estop_source = st.estop_button, st.estop_source
-        v.head_turning = float(self.head.turning(r.position[7]))
-        v.pan_mode = self.head.pan_mode
-        v.controller = CONTROLLER_NAMES.index(self.active.name)
-        v.cuff = float(any(self._cuff.values()))
+            v[i['cmd_p']] = position[:7]
+        v[i['enabled']], v[i['stopped']], v[i['error']] = st.enabled, st.stopped, st.error
+        v[i['low_voltage']] = st.low_voltage
+        v[i['homed']], v[i['homing']] = self.homing.all_homed, self.homing.states
+        v[i['estop_button']], v[i['estop_source']] = st.estop_button, st.estop_source
+        v[i['head_turning']] = self.head.turning(position[7])
+        v[i['pan_mode']] = self.head.pan_mode
+        v[i['controller']] = CONTROLLER_NAMES.index(self.active.name)
+        v[i['cuff']] = any(self._cuff.values())
         halted = out is not None and self.now < self._halt_until
-        v.collision = float(halted and self._halt_collision)
-        v.halt_left = max(0.0, self._halt_until - self.now) if halted else 0.0
-        v.timeouts = self.timeouts
+        v[i['collision']] = halted and self._halt_collision
+        v[i['halt_left']] = max(0.0, self._halt_until - self.now) if halted else 0.0
+        v[i['timeouts']] = self.timeouts
         for what in SUPPRESS_TOPICS.values():
-            setattr(v.suppress, what, float(self.suppressions.active(what, self.now)))
+            v[i['suppress.' + what]] = self.suppressions.active(what, self.now)
         if 'contacts' in self._capabilities:
-            v.contacts, v.contact_at = len(self.boards.contacts()), self._contact_at
+            v[i['contacts']], v[i['contact_at']] = len(self.boards.contacts()), self._contact_at
         for stage in self._stages:
             if stage.state_fields:
                 # (a field the stage does not declare raises AttributeError)
-                stage.report(getattr(v, stage.name).__setattr__)
-        return v.vector
+                stage.report(group_writer(v, stage.name))
+        return v

@@ -40,6 +40,32 @@ def _slices(fields):
 STATE_SIZE = _slices(FIELDS)[1]
 
 
+def _index(slices):
+    return {name: s.start if s.stop - s.start == 1 else s for name, s in slices.items()}
+
+
+# Where each field lies in the vector: an index for one element, else a slice (the core
+# writes its fields through it: a StateView's properties cost several times the write).
+INDEX = _index(_slices(FIELDS)[0])
+_GROUP_INDEX = {stage: {name.partition('.')[2]: k for name, k in INDEX.items()
+                        if name.startswith(stage + '.')} for stage in STAGES}
+
+
+def group_writer(vector, stage):
+    """put(field, value): writes `stage`'s state field (one of its state_fields) into the
+    state vector `vector`, as StateView's group attribute would; AttributeError for a field
+    the stage does not declare."""
+    index = _GROUP_INDEX[stage]
+
+    def put(field, value):
+        try:
+            k = index[field]
+        except KeyError:
+            raise AttributeError('stage %r declares no state field %r' % (stage, field)) from None
+        vector[k] = value
+    return put
+
+
 def _field(s):
     """A property over vector[s]: a float for one element, else the slice (a view)."""
     if s.stop - s.start == 1:
