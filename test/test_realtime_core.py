@@ -16,6 +16,14 @@ def model():
     return RobotModel.from_file()
 
 
+def booted(model, **kwargs):
+    """A RealtimeCore with what it logged at boot taken (with INTERA_RT_NATIVE=0: that the
+    compiled kernels are off), so a test reads only what its commands log."""
+    core = RealtimeCore(model, q_arm=NEUTRAL, **kwargs)
+    core.take_logs()
+    return core
+
+
 def test_boots_holding_its_pose(model):
     core = RealtimeCore(model, q_arm=NEUTRAL)
     for _ in range(2000):
@@ -27,7 +35,7 @@ def test_boots_holding_its_pose(model):
 
 
 def test_commands_while_disabled_are_ignored_and_said_why(model):
-    core = RealtimeCore(model, q_arm=NEUTRAL, enabled=False)
+    core = booted(model, enabled=False)
     core.apply(cmds.JointCommand(mode=1, names=('right_j0',), position=(0.5,)))
     for _ in range(300):
         core.tick()
@@ -38,7 +46,7 @@ def test_commands_while_disabled_are_ignored_and_said_why(model):
 
 
 def test_bad_command_is_logged_by_kind_and_has_no_effect(model):
-    core = RealtimeCore(model, q_arm=NEUTRAL)
+    core = booted(model)
     core.apply(cmds.JointCommand(mode=1, names=('right_j0', 'right_j9'), position=(0.3, 0.0)))
     for _ in range(300):
         core.tick()
@@ -57,7 +65,7 @@ def test_sim_positions_checks_names_and_limits(model):
 
 
 def test_estop_stops_and_reset_is_refused_while_pressed(model):
-    core = RealtimeCore(model, q_arm=NEUTRAL)
+    core = booted(model)
     core.apply(cmds.SimEstop(pressed=True))
     core.tick()
     v = core.state_vector()
