@@ -440,6 +440,8 @@ class SimulatedPlant(JointBoards):
 
     def write(self, torque, time=None, period=None):
         torque = np.asarray(torque, dtype=float)
-        if not np.isfinite(torque.sum()):                    # never let a bad number into the plant
+        # Never let a bad number into the plant. (The squares' sum is inf or nan if any is;
+        # a huge finite torque overflowing it only takes the exact path.)
+        if not math.isfinite(torque.dot(torque)):
             torque = np.where(np.isfinite(torque), torque, 0.0)
         self.tau_cmd = clip(torque, self._neg_effort_limit, self.effort_limit)
