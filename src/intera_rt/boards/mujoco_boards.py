@@ -44,8 +44,8 @@ GRIPPER_BASE = 'right_gripper_base'    # the electric gripper's root link
 
 VIEWER_EVERY = 16             # ticks between viewer syncs (~60 Hz of sim time)
 GRIP_CONTACT_FORCE = 0.2      # N: a finger pressing a model harder than this touches it
-_SEVEN, _SIX = np.arange(7), np.arange(6)
 _REST = (0.0,) * 6
+_YZX, _ZXY = np.array([1, 2, 0]), np.array([2, 0, 1])
 
 
 class MujocoBoards(SimulatedPlant):
@@ -194,9 +194,9 @@ class MujocoBoards(SimulatedPlant):
         else:
             d.ctrl[:self._n] = self.tau_cmd
             q_before = self.q
-            bad = d.warning[mujoco.mjtWarning.mjWARN_BADQACC].number
+            bad = self._bad_qacc.number
             mujoco.mj_step(self.m, d, nstep=self.substeps)
-            if d.warning[mujoco.mjtWarning.mjWARN_BADQACC].number != bad:
+            if self._bad_qacc.number != bad:
                 # MuJoCo has reset its state: put the arm back where it was, braked.
                 self.report_fault('MuJoCo: simulation unstable (bad accelerations) at t = %.3f s'
                                   % self.time)
@@ -204,17 +204,9 @@ class MujocoBoards(SimulatedPlant):
                 self.brakes = True
                 self._hold()
             else:
-                dof = self._dof
-                self.q = d.qpos[self._qadr]
-                self.qd = d.qvel[dof]
-                # What each drive transmits: motor torque, less viscous damping (passive)
-                # and dry friction (the friction-loss rows of the constraint solver).
-                tau = d.qfrc_actuator + d.qfrc_passive
-                nf = d.nf
-                if nf:
-                    rows = slice(d.ne, d.ne + nf)
-                    tau[d.efc_id[rows]] += d.efc_force[rows]
-                self.tau_transmitted = tau[dof]
+                self.q = d.qpos.take(self._qadr)
+                self.qd = d.qvel.take(self._dof)
+                self.tau_transmitted = self._transmitted()
         self._steps += 1
         self.time += dt
         if self._wrenches:
@@ -227,6 +219,23 @@ class MujocoBoards(SimulatedPlant):
         if self._viewer is not None and self._steps % VIEWER_EVERY == 0:
             if self._viewer.is_running():
                 self._viewer.sync()
+
+    def _transmitted(self):
+        """What each drive transmits after a step: motor torque, less viscous damping
+        (passive) and dry friction (the friction-loss rows of the constraint solver)."""
+        d, dof = self.d, self._dof
+        tau = d.qfrc_actuator.take(dof) + d.qfrc_passive.take(dof)
+        nf = d.nf
+        if nf == self._friction_rows:
+            # (the friction rows come in dof order, one per dof with friction loss: here
+            # exactly the boards' joints, in their order)
+            tau += d.efc_force[d.ne:d.ne + nf]
+        elif nf:
+            full = d.qfrc_actuator + d.qfrc_passive
+            rows = slice(d.ne, d.ne + nf)
+            full[d.efc_id[rows]] += d.efc_force[rows]
+            tau = full[dof]
+        return tau
 
     def _step_held(self):
         """Braked with a world that moves (models, fingers): step the physics with the drives
@@ -369,25 +378,43 @@ class MujocoBoards(SimulatedPlant):
         mujoco_world.set_state(self._spec, self.m, self.d, model, pose, twist)
         self._models[name] = (model, pose)
         self._contacts_at = self._grip_at = -1
+        self._states = None                     # (an anchored body may have moved)
 
     def body_states(self):
-        d, m = self.d, self.m
-        qa, da = self._free_qadr, self._free_dadr
-        q = d.qpos[qa[:, None] + _SEVEN]                  # x y z, w, qx qy qz
-        v = d.qvel[da[:, None] + _SIX]                    # linear (world), angular (body axes)
+        """See JointBoards.body_states. Only the bodies that moved since the previous call
+        are read anew (resting bodies asleep in MuJoCo keep their state bit for bit); while
+        none did this is the very tuple of the previous call, so that the core sends the
+        world's bodies only when they changed."""
+        d = self.d
+        q = d.qpos[self._free_q].reshape(-1, 7)          # x y z, w, qx qy qz
+        v = d.qvel[self._free_v].reshape(-1, 6)          # linear (world), angular (body axes)
+        states = self._states
+        if states is None:
+            states = self._states = [self._anchored_state(b) for b in self._bodies]
+            moved = np.ones(len(q), bool)
+        else:
+            moved = (q != self._states_q).any(axis=1) | (v != self._states_v).any(axis=1)
+            if not moved.any():
+                return self._states_tuple
+        self._states_q, self._states_v = q, v
+        q, v = q[moved], v[moved]
         w, u, a = q[:, 3:4], q[:, 4:7], v[:, 3:]
-        t = 2.0 * np.cross(u, a)                          # the angular velocity into base axes
-        rows = np.hstack((q[:, :3], u, w, v[:, :3], a + w * t + np.cross(u, t))).tolist()
-        out = []
-        free = iter(rows)
-        for model, body, bid, qadr, _ in self._bodies:
-            if qadr < 0:
-                pos, (qw, qx, qy, qz) = m.body_pos[bid].tolist(), m.body_quat[bid].tolist()
-                out.append(BodyState(model, body, Pose(tuple(pos), (qx, qy, qz, qw)), _REST))
-            else:
-                r = next(free)
-                out.append(BodyState(model, body, Pose(tuple(r[:3]), tuple(r[3:7])), tuple(r[7:])))
-        return tuple(out)
+        t = 2.0 * _cross(u, a)                           # the angular velocity into base axes
+        rows = np.hstack((q[:, :3], u, w, v[:, :3], a + w * t + _cross(u, t))).tolist()
+        for k, r in zip(self._free_index[moved], rows):
+            model, body = self._bodies[k][:2]
+            states[k] = BodyState(model, body, Pose(tuple(r[:3]), tuple(r[3:7])), tuple(r[7:]))
+        self._states_tuple = tuple(states)
+        return self._states_tuple
+
+    def _anchored_state(self, body):
+        """The BodyState of an anchored body of _bodies (where it is built), None for a free
+        one."""
+        model, name, bid, qadr, _ = body
+        if qadr >= 0:
+            return None
+        pos, (qw, qx, qy, qz) = self.m.body_pos[bid].tolist(), self.m.body_quat[bid].tolist()
+        return BodyState(model, name, Pose(tuple(pos), (qx, qy, qz, qw)), _REST)
 
     def apply_body_wrench(self, model, body, force, torque, point, duration):
         name, bid = mujoco_world.body_id(self.m, self._model(model)[0], model, body)
@@ -513,6 +540,12 @@ class MujocoBoards(SimulatedPlant):
         m = self.m
         self._n = len(self.joint_names)
         self._scratch = np.zeros(m.nv)
+        self._bad_qacc = self.d.warning[mujoco.mjtWarning.mjWARN_BADQACC]    # (a live view)
+        # The friction-loss rows (one per dof with friction loss, in dof order) when they
+        # are exactly the boards' joints' in the boards' order: _transmitted's shortcut.
+        friction = np.flatnonzero(m.dof_frictionloss > 0)
+        self._friction_rows = len(self._dof) if np.array_equal(friction, self._dof) \
+            and not (m.tendon_frictionloss > 0).any() else -1
         self._geom_link, self._geom_obstacle = {}, {}
         self._geom_finger = np.full(m.ngeom, -1)
         self._geom_model = np.full(m.ngeom, -1)
@@ -556,8 +589,11 @@ class MujocoBoards(SimulatedPlant):
                 qa = m.jnt_qposadr[jnt] if jnt >= 0 else -1
                 da = m.jnt_dofadr[jnt] if jnt >= 0 else -1
                 self._bodies.append((name, body.name, bid, qa, da))
-        self._free_qadr = np.array([b[3] for b in self._bodies if b[3] >= 0], dtype=int)
-        self._free_dadr = np.array([b[4] for b in self._bodies if b[3] >= 0], dtype=int)
+        # the free bodies: their index in _bodies, their qpos (7) and qvel (6) addresses
+        self._free_index = np.array([k for k, b in enumerate(self._bodies) if b[3] >= 0], int)
+        self._free_q = np.array([b[3] + k for b in self._bodies if b[3] >= 0 for k in range(7)], int)
+        self._free_v = np.array([b[4] + k for b in self._bodies if b[3] >= 0 for k in range(6)], int)
+        self._states = None                     # body_states() read anew
         self._grip_moving = bool(self._fingers)           # a recompile resets the force limits
         wrenches = []
         for w in self._wrenches:
@@ -611,6 +647,11 @@ class MujocoBoards(SimulatedPlant):
             point = np.array(c.pos) + 0.5 * depth * into
             out.append(Contact(obstacle, link, depth, force, point))
         return out
+
+
+def _cross(a, b):
+    """Row-wise cross products of two (n, 3) arrays (numpy.cross is slow on small arrays)."""
+    return a[:, _YZX] * b[:, _ZXY] - a[:, _ZXY] * b[:, _YZX]
 
 
 class _Finger(NamedTuple):

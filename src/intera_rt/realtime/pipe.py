@@ -114,8 +114,8 @@ class Reply(_Message):
 @dataclass(frozen=True, slots=True)
 class WorldFrame(_Message):
     """At 100 Hz of sim time while any model is spawned (or the plant has a gripper): the
-    plant's time, every spawned body's boards.base.BodyState (in base) and its
-    GripperState (None without a gripper)."""
+    plant's time, every spawned body's boards.base.BodyState (in base; None: the same as in
+    the frame before) and its GripperState (None without a gripper)."""
     time: float
     bodies: Tuple[Any, ...]
     gripper: Any = None

@@ -264,9 +264,7 @@ def _loop(conn, core, stats, sim_time, clock_every, wall_period, lockstep):
         if publish:
             # (state and /clock in one message: each write that wakes the adapter costs
             # as much as a good part of a tick)
-            world = core.world_frame()
-            if world is not None:      # (first: the state's model_states go out with it)
-                conn.send(pipe.WorldFrame(time=core.now, bodies=world[0], gripper=world[1]))
+            inbox.world.send()         # (first: the state's model_states go out with it)
             # (paced: the tick's slot on the wall clock, so that ROS time minus loop time stays
             # one constant and a start_time converted once holds for every later stamp)
             wall = pacer.slot_wall() if wall_period > 0.0 else time.time()
@@ -374,6 +372,7 @@ class Inbox:
         self._poller.register(conn.fileno(), select.POLLIN)
         self._handlers = {pipe.Apply: self._apply, pipe.Published: self._published,
                           pipe.Quit: self._quit}
+        self.world = WorldFrames(conn, core)
 
     def receive(self, timeout=0.0):
         """Handle what the adapter has sent (waiting up to `timeout` s for the first
@@ -413,12 +412,30 @@ class Inbox:
         if type(command) in WORLD_COMMANDS:
             # The world as it changed, before the answer (and while paused, when no tick
             # sends it): a client reading it back after the answer sees the change.
-            world = core.world_frame()
-            if world is not None:
-                self.conn.send(pipe.WorldFrame(time=core.now, bodies=world[0], gripper=world[1]))
+            self.world.send()
         if msg.reply_id is not None:
             self.conn.send(pipe.Reply(reply_id=msg.reply_id, result=result))
         return True
+
+
+class WorldFrames:
+    """Sends the core's world (core.world_frame) as a pipe.WorldFrame, its bodies only when
+    they are not those of the frame sent before (None: unchanged). The boards hand back the
+    same tuple while no body moved: 10 blocks resting cost a frame of the gripper's state,
+    not the pickling of every body at 100 Hz."""
+
+    def __init__(self, conn, core):
+        self.conn, self.core = conn, core
+        self._sent = None                    # the bodies of the last frame sent
+
+    def send(self):
+        world = self.core.world_frame()
+        if world is None:
+            return
+        bodies, gripper = world
+        self.conn.send(pipe.WorldFrame(time=self.core.now, gripper=gripper,
+                                       bodies=None if bodies is self._sent else bodies))
+        self._sent = bodies
 
 
 def _quiet_runtime(lock_memory):

@@ -127,8 +127,10 @@ class GazeboWorld:
 
     # --- the core's world ---------------------------------------------------------------
     def on_world(self, frame):
-        """A WorldFrame from the core: the bodies' states (in base), the gripper's."""
-        self.bodies = {(b.model, b.body): b for b in frame.bodies}
+        """A WorldFrame from the core: the bodies' states (in base; None: unchanged), the
+        gripper's."""
+        if frame.bodies is not None:
+            self.bodies = {(b.model, b.body): b for b in frame.bodies}
         g = frame.gripper
         if g is not None:
             self.pub_gripper.publish(GripperState(Header(stamp=self._loop.stamp()), g.separation,
