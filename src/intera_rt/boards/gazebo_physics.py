@@ -27,7 +27,6 @@ The MJCF is boards.mjcf's, changed through MuJoCo's model editing (MjSpec). Pose
 of the world methods are in the robot's base frame (boards.base's world interface).
 """
 import dataclasses
-import math
 
 import mujoco
 import numpy as np
@@ -101,9 +100,7 @@ class GazeboPhysics:
         self.finger_applied = np.zeros(len(self.finger_names))
         self.time = 0.0
         self.steps = 0                  # steps made: Gazebo's time is whole nanoseconds
-        # [body id, its lumped bodies, force, torque, s left, body name, (model, body) or
-        #  None for the robot's, point (in the body's frame; None: the lumped centre of mass)]
-        self._wrenches = []
+        self._wrenches = []             # mujoco_world.BodyWrench, in the order applied
         q = np.zeros(len(BOARD_JOINTS))
         for name, value in (joints or {}).items():
             q[BOARD_JOINTS.index(name)] = value
@@ -121,10 +118,7 @@ class GazeboPhysics:
         self._finger_act = np.array([mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_ACTUATOR,
                                                        FINGER_PREFIX + n)
                                      for n in self.finger_names], int)
-        for w in getattr(self, '_wrenches', ()):
-            w[0] = mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_BODY, w[5])
-            w[1] = [w[0]] if w[6] is not None else \
-                [b for b in range(1, m.nbody) if self._lumped_into(b) == w[0]]
+        self._wrenches = mujoco_world.rebind(m, getattr(self, '_wrenches', []), self._lumped)
 
     @property
     def position(self):
@@ -158,9 +152,7 @@ class GazeboPhysics:
         self.steps += 1
         self.time = self.steps * self.dt
         if self._wrenches:
-            for w in self._wrenches:
-                w[4] -= self.dt
-            self._wrenches = [w for w in self._wrenches if w[4] > 0.0]
+            self._wrenches = mujoco_world.expire(self._wrenches, self.dt)
             if not self._wrenches:
                 d.qfrc_applied[:] = 0.0
 
@@ -196,11 +188,10 @@ class GazeboPhysics:
         """Force (at the lumped body's centre of mass) and torque, world frame, for
         `duration` s (< 0: until cleared)."""
         bid = self.body(link)
-        m = self.m
-        lumped = [b for b in range(1, m.nbody) if self._lumped_into(b) == bid]
-        self._wrenches.append([bid, lumped, np.asarray(force, float), np.asarray(torque, float),
-                               float(duration) if duration > 0.0 else np.inf,
-                               mujoco.mj_id2name(m, mujoco.mjtObj.mjOBJ_BODY, bid), None, None])
+        self._wrenches.append(mujoco_world.BodyWrench(
+            bid, mujoco.mj_id2name(self.m, mujoco.mjtObj.mjOBJ_BODY, bid), np.asarray(force, float),
+            np.asarray(torque, float), float(duration) if duration > 0.0 else np.inf,
+            lumped=np.array(self._lumped(bid), int)))
 
     def clear_wrenches(self):
         self._wrenches = []
@@ -226,7 +217,7 @@ class GazeboPhysics:
         model = self._model(name)
         mujoco_world.remove_model(self._spec, model)
         del self._models[name]
-        self._wrenches = [w for w in self._wrenches if w[6] is None or w[6][0] != name]
+        self._wrenches = mujoco_world.drop_wrenches(self._wrenches, name)
         self.d.qfrc_applied[:] = 0.0
         self._recompile()
 
@@ -259,23 +250,16 @@ class GazeboPhysics:
     def apply_body_wrench(self, model, body, force, torque, point, duration):
         """`force` and `torque` (base axes) at `point` (the body's frame) on `body` of
         `model` for `duration` s (< 0: until cleared)."""
-        name, bid = mujoco_world.body_id(self.m, self._model(model), model, body)
-        duration = float(duration)
-        self._wrenches.append([bid, [bid], np.array(force, float), np.array(torque, float),
-                               math.inf if duration < 0 else duration, name, (model, body),
-                               np.array(point, float)])
+        self._wrenches.append(mujoco_world.body_wrench(
+            self.m, self._model(model), model, body, force, torque, point, duration))
 
     def clear_body_wrenches(self, model, body):
         self._model(model)
-        self._wrenches = [w for w in self._wrenches if w[6] != (model, body)]
+        self._wrenches = mujoco_world.drop_wrenches(self._wrenches, model, body)
         self.d.qfrc_applied[:] = 0.0
 
     def _model(self, name):
-        try:
-            return self._models[name]
-        except KeyError:
-            raise KeyError('no model named %r (models: %s)'
-                           % (name, ', '.join(self._models) or 'none')) from None
+        return mujoco_world.model_named(self._models, name)
 
     def _recompile(self):
         """The model rebuilt after the world changed, every joint's state and the efforts
@@ -286,6 +270,10 @@ class GazeboPhysics:
         self._index()
         mujoco.mj_forward(self.m, self.d)
 
+    def _lumped(self, bid):
+        """The bodies lumped into body `bid` (Gazebo's link: it and its fixed children)."""
+        return [b for b in range(1, self.m.nbody) if self._lumped_into(b) == bid]
+
     def _lumped_into(self, b):
         m = self.m
         while b > 0 and m.body_jntnum[b] == 0:
@@ -295,10 +283,10 @@ class GazeboPhysics:
     def _apply_wrenches(self):
         m, d = self.m, self.d
         d.qfrc_applied[:] = 0.0
-        for bid, lumped, force, torque, _, _, _, point in self._wrenches:
-            if point is None:
-                mass = m.body_mass[lumped]
-                at = (mass[:, None] * d.xipos[lumped]).sum(axis=0) / mass.sum()
+        for w in self._wrenches:
+            if w.point is None:
+                mass = m.body_mass[w.lumped]
+                at = (mass[:, None] * d.xipos[w.lumped]).sum(axis=0) / mass.sum()
             else:
-                at = d.xpos[bid] + d.xmat[bid].reshape(3, 3) @ point
-            mujoco.mj_applyFT(m, d, force, torque, at, bid, d.qfrc_applied)
+                at = d.xpos[w.body] + d.xmat[w.body].reshape(3, 3) @ w.point
+            mujoco.mj_applyFT(m, d, w.force, w.torque, at, w.body, d.qfrc_applied)

@@ -88,9 +88,7 @@ class MujocoBoards(SimulatedPlant):
         self.viewer = bool(viewer)
         self._contact_tc = float(contact_timeconst)
         self._steps = 0                 # physics steps taken (contacts are cached per step)
-        # [body id, force (3), torque (3), s left, body name, (model, body) or None for an
-        #  arm link, point of application (3, in the body's frame)]
-        self._wrenches = []
+        self._wrenches = []             # mujoco_world.BodyWrench, in the order applied
         self._obstacles = {}            # name → Obstacle record, in the order first added
         self._models = {}               # name → world.Model spawned, in the order spawned
         self._grip = None               # the latest GripperCommand
@@ -210,9 +208,7 @@ class MujocoBoards(SimulatedPlant):
         self._steps += 1
         self.time += dt
         if self._wrenches:
-            for w in self._wrenches:
-                w[3] -= dt
-            left = [w for w in self._wrenches if w[3] > 0.0]
+            left = mujoco_world.expire(self._wrenches, dt)
             if len(left) != len(self._wrenches):
                 self._wrenches = left
                 d.xfrc_applied[:] = 0.0
@@ -263,9 +259,9 @@ class MujocoBoards(SimulatedPlant):
         if self._wrenches:
             ext = self._scratch
             ext[:] = 0.0
-            for body, force, torque, _, _, _, point in self._wrenches:
-                at = d.xmat[body].reshape(3, 3) @ point + d.xpos[body]
-                mujoco.mj_applyFT(m, d, force, torque, at, body, ext)
+            for w in self._wrenches:
+                at = d.xmat[w.body].reshape(3, 3) @ w.point + d.xpos[w.body]
+                mujoco.mj_applyFT(m, d, w.force, w.torque, at, w.body, ext)
             tau -= ext
         self.q = d.qpos[self._qadr]
         self.qd = np.zeros(len(self.qd))
@@ -279,19 +275,21 @@ class MujocoBoards(SimulatedPlant):
         if body < 0:
             raise KeyError('no link named %r' % link)
         w = np.asarray(wrench, float)
-        self._wrenches.append([body, w[:3].copy(), w[3:].copy(), float(duration),
-                               'world' if body == 0 else link, None, np.zeros(3)])
+        self._wrenches.append(mujoco_world.BodyWrench(
+            body, 'world' if body == 0 else link, w[:3].copy(), w[3:].copy(), float(duration),
+            point=np.zeros(3)))
 
     def _apply_wrenches(self):
         """xfrc_applied from the wrenches: MuJoCo applies them at each body's centre of mass."""
         d = self.d
         xfrc = d.xfrc_applied
         xfrc[:] = 0.0
-        for body, force, torque, _, _, _, point in self._wrenches:
+        for w in self._wrenches:
+            body, force = w.body, w.force
             # from the centre of mass to where the force acts
-            arm = d.xmat[body].reshape(3, 3) @ point + d.xpos[body] - d.xipos[body]
+            arm = d.xmat[body].reshape(3, 3) @ w.point + d.xpos[body] - d.xipos[body]
             xfrc[body, :3] += force
-            xfrc[body, 3:] += torque + np.cross(arm, force)
+            xfrc[body, 3:] += w.torque + np.cross(arm, force)
 
     def reset_pose(self, positions):
         """At rest at `positions` (clipped to the limits); drops the external wrenches, keeps
@@ -367,7 +365,7 @@ class MujocoBoards(SimulatedPlant):
         model, _ = self._model(name)
         mujoco_world.remove_model(self._spec, model)
         del self._models[name]
-        self._wrenches = [w for w in self._wrenches if w[5] is None or w[5][0] != name]
+        self._wrenches = mujoco_world.drop_wrenches(self._wrenches, name)
         self.d.xfrc_applied[:] = 0.0
         self._recompile()
 
@@ -417,23 +415,16 @@ class MujocoBoards(SimulatedPlant):
         return BodyState(model, name, Pose(tuple(pos), (qx, qy, qz, qw)), _REST)
 
     def apply_body_wrench(self, model, body, force, torque, point, duration):
-        name, bid = mujoco_world.body_id(self.m, self._model(model)[0], model, body)
-        duration = float(duration)
-        self._wrenches.append([bid, np.array(force, float), np.array(torque, float),
-                               math.inf if duration < 0 else duration, name, (model, body),
-                               np.array(point, float)])
+        self._wrenches.append(mujoco_world.body_wrench(
+            self.m, self._model(model)[0], model, body, force, torque, point, duration))
 
     def clear_body_wrenches(self, model, body):
         self._model(model)
-        self._wrenches = [w for w in self._wrenches if w[5] != (model, body)]
+        self._wrenches = mujoco_world.drop_wrenches(self._wrenches, model, body)
         self.d.xfrc_applied[:] = 0.0
 
     def _model(self, name):
-        try:
-            return self._models[name]
-        except KeyError:
-            raise KeyError('no model named %r (models: %s)'
-                           % (name, ', '.join(self._models) or 'none')) from None
+        return mujoco_world.model_named(self._models, name)
 
     # --- the gripper -------------------------------------------------------------------
     def set_tool(self, tool):
@@ -595,13 +586,7 @@ class MujocoBoards(SimulatedPlant):
         self._free_v = np.array([b[4] + k for b in self._bodies if b[3] >= 0 for k in range(6)], int)
         self._states = None                     # body_states() read anew
         self._grip_moving = bool(self._fingers)           # a recompile resets the force limits
-        wrenches = []
-        for w in self._wrenches:
-            bid = 0 if w[4] == 'world' else mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_BODY, w[4])
-            if bid >= 0:
-                w[0] = bid
-                wrenches.append(w)
-        self._wrenches = wrenches
+        self._wrenches = mujoco_world.rebind(m, self._wrenches)
 
     def _recompile(self):
         """Rebuild the model after the cell changed, keeping every joint's state and the

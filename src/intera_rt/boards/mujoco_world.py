@@ -14,7 +14,16 @@ from pivoting between two finger pads.
 Collision bits: moving bodies touch everything (the arm, the fingers, the table and floor,
 obstacles and each other); anchored ones touch what moves, as the cell's fixed geoms do.
 Names: body and free joint 'world/<model>/<body>', geoms '.../<k>', meshes 'mesh/...'.
+
+Wrenches (gazebo_ros' apply_body_wrench, the sim-control API's on a link): one BodyWrench
+each, kept by the plant in a list; model_named, body_wrench, rebind, expire and
+drop_wrenches are the bookkeeping both MuJoCo plants (boards.mujoco_boards,
+boards.gazebo_physics) share.
 """
+import math
+from dataclasses import dataclass
+from typing import Optional, Tuple
+
 import numpy as np
 
 import mujoco
@@ -31,6 +40,75 @@ PLANE_GRID = 0.05             # m: the display grid of a plane
 
 def body_name(model, body):
     return '%s%s/%s' % (PREFIX, model, body)
+
+
+@dataclass(slots=True)
+class BodyWrench:
+    """A force and torque (world axes) pushing one body of a MuJoCo model for a while.
+
+    `name` is the MuJoCo body's (it survives a recompile, `body` its id in the model now);
+    `owner` (model, body) of a spawned model's body, None for a link of the robot; `point`
+    where the force acts in the body's frame (None: at the centre of mass of the bodies
+    `lumped` into it, as Gazebo does for a link). `left`: s it still acts (inf: until
+    cleared)."""
+    body: int
+    name: str
+    force: np.ndarray
+    torque: np.ndarray
+    left: float
+    owner: Optional[Tuple[str, str]] = None
+    point: Optional[np.ndarray] = None
+    lumped: Optional[np.ndarray] = None
+
+
+def model_named(models, name):
+    """models[name] (a plant's spawned models by name); KeyError naming the models there
+    are."""
+    try:
+        return models[name]
+    except KeyError:
+        raise KeyError('no model named %r (models: %s)'
+                       % (name, ', '.join(models) or 'none')) from None
+
+
+def body_wrench(m, world_model, model, body, force, torque, point, duration):
+    """The BodyWrench of gazebo_ros' apply_body_wrench: `force` and `torque` (world axes)
+    at `point` (the body's frame) on `body` of the spawned `world_model` (named `model`)
+    for `duration` s (< 0: until cleared); KeyError naming the model's bodies."""
+    name, bid = body_id(m, world_model, model, body)
+    duration = float(duration)
+    return BodyWrench(bid, name, np.array(force, float), np.array(torque, float),
+                      math.inf if duration < 0 else duration, (model, body),
+                      np.array(point, float), np.array([bid]))
+
+
+def rebind(m, wrenches, lumped=None):
+    """The wrenches whose body is still in the (re)compiled `m`, their body ids (and, with
+    `lumped`, a body id → the ids lumped into it, those of a wrench without a point) taken
+    anew from their names."""
+    kept = []
+    for w in wrenches:
+        w.body = mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_BODY, w.name)
+        if w.body < 0:
+            continue
+        if lumped is not None:
+            w.lumped = np.array([w.body]) if w.point is not None else np.array(lumped(w.body), int)
+        kept.append(w)
+    return kept
+
+
+def expire(wrenches, dt):
+    """The wrenches still acting after `dt` s more (each with dt less left)."""
+    for w in wrenches:
+        w.left -= dt
+    return [w for w in wrenches if w.left > 0.0]
+
+
+def drop_wrenches(wrenches, model, body=None):
+    """The wrenches but those on `model`'s bodies (with `body`: on that body only)."""
+    if body is None:
+        return [w for w in wrenches if w.owner is None or w.owner[0] != model]
+    return [w for w in wrenches if w.owner != (model, body)]
 
 
 def body_id(m, world_model, model, body):
