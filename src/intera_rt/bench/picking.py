@@ -8,7 +8,9 @@ plant       the MuJoCo plant's step (process CPU µs per 1 ms advance; no ROS): 
 lockstep    the robot at --sim-time --speed max on --backend mujoco: sim seconds per wall
             second of the bare arm (no gripper, no world), then, in another robot of the
             same run, with the gripper and the demo's table, then with 10 blocks spawned on
-            it through /gazebo/spawn_sdf_model and resting; the load average beside each.
+            it through /gazebo/spawn_sdf_model and resting; beside each the load average
+            and each of the robot's processes' CPU per tick (µs: the core's process, each
+            node), which the load disturbs far less than the speed.
 pick_place  `trials` pick-and-places of a 4 cm block at random poses on the table (the
             realtime core in position mode, IK on right_gripper_tip streamed at 100 Hz as
             the SDK's demo does, the gripper closed at 20 N): approach, descend, close,
@@ -207,17 +209,46 @@ def _wait_ticking(timeout=120.0):
 LOCKSTEP_ARGS = ['--sim-time', '--speed', 'max', '--backend', 'mujoco']
 
 
-def _speed(duration):
+def _cpu_seconds(robot):
+    """{process: CPU s (user + system) so far} of the robot's processes, named by what they
+    run (the core's process 'core', a node by its name)."""
+    from intera_rt.tooling.robot_process import descendants
+    out = {}
+    for pid in descendants(robot.proc.pid):
+        try:
+            with open('/proc/%d/cmdline' % pid) as f:
+                argv = f.read().split('\0')
+            with open('/proc/%d/stat' % pid) as f:
+                fields = f.read().rsplit(')', 1)[1].split()
+        except OSError:
+            continue
+        script = argv[1] if os.path.basename(argv[0]).startswith('python') and len(argv) > 1 \
+            else argv[0]
+        name = next((a.split(':=', 1)[1] for a in argv if a.startswith('__name:=')), None) \
+            or ('core' if 'intera_rt.realtime.process' in argv else os.path.basename(script))
+        out[name] = out.get(name, 0.0) + (int(fields[11]) + int(fields[12])) / os.sysconf('SC_CLK_TCK')
+    return out
+
+
+def _speed(duration, robot):
+    """Lockstep's speed over `duration` s, the load average, and each of the robot's
+    processes' CPU per 1 ms tick (µs): where a tick's time goes beyond the core."""
     from intera_rt.bench.realtime_measures import measure_lockstep as speed
-    return dict(speed(duration), load_avg=list(os.getloadavg()))
+    c0, w0 = _cpu_seconds(robot), time.monotonic()
+    out = speed(duration)
+    c1, w1 = _cpu_seconds(robot), time.monotonic()
+    ticks = out['speedup'] * (w1 - w0) / 0.001
+    out['cpu_us_per_tick'] = {k: round(1e6 * (v - c0.get(k, 0.0)) / ticks, 1)
+                              for k, v in sorted(c1.items()) if v - c0.get(k, 0.0) > 0.0}
+    return dict(out, load_avg=list(os.getloadavg()))
 
 
 def measure_lockstep_bare(out_dir, duration):
     """The bare arm's lockstep speed on MuJoCo (no gripper, no world), for comparison."""
     from intera_rt.bench import own_robot
-    with own_robot(LOCKSTEP_ARGS, os.path.join(out_dir, 'picking_lockstep_bare.log'), 120.0):
+    with own_robot(LOCKSTEP_ARGS, os.path.join(out_dir, 'picking_lockstep_bare.log'), 120.0) as robot:
         _wait_ticking()
-        return dict(_speed(duration), args=LOCKSTEP_ARGS)
+        return dict(_speed(duration, robot), args=LOCKSTEP_ARGS)
 
 
 def measure_lockstep(out_dir, duration):
@@ -228,7 +259,7 @@ def measure_lockstep(out_dir, duration):
     from intera_rt.bench import own_robot
     args = LOCKSTEP_ARGS + ['--backend-option', 'gripper=true']
     out = {'args': args}
-    with own_robot(args, os.path.join(out_dir, 'picking_lockstep.log'), 120.0):
+    with own_robot(args, os.path.join(out_dir, 'picking_lockstep.log'), 120.0) as robot:
         _wait_ticking()
         rospy.wait_for_service('/gazebo/spawn_sdf_model', 30.0)
         spawn = rospy.ServiceProxy('/gazebo/spawn_sdf_model', SpawnModel)
@@ -241,12 +272,12 @@ def measure_lockstep(out_dir, duration):
             if not r.success:
                 raise RuntimeError('spawning %s: %s' % (name, r.status_message))
         put('table', table_sdf(), TABLE_X, 0.0, 0.0)
-        out['gripper_table'] = _speed(duration)
+        out['gripper_table'] = _speed(duration, robot)
         for k in range(10):
             put('b%d' % k, block_sdf('b%d' % k), 0.55 + 0.0405 * (k % 5), -0.2,
                 TABLE_TOP + BLOCK / 2 + BLOCK * (k // 5))
         time.sleep(1.0)                                 # resting (sleeping, to MuJoCo)
-        out['ten_blocks'] = _speed(duration)
+        out['ten_blocks'] = _speed(duration, robot)
         from gazebo_msgs.srv import GetModelState
         get = rospy.ServiceProxy('/gazebo/get_model_state', GetModelState)
         zs = [get('b%d' % k, 'world').pose.position.z for k in range(10)]
@@ -591,11 +622,14 @@ def run(out_dir='bench_out', quick=False):
                         pr['failures_by_kind'] or 'none', pr['detections'], pr['trials_with_detections']))
     ls, bare = out.get('lockstep'), out.get('lockstep_bare')
     if ls:
+        core = lambda r: r.get('cpu_us_per_tick', {}).get('core', math.nan)    # noqa: E731
         lines.append('lockstep --speed max, MuJoCo: bare arm %s; + gripper %.2fx with the table, '
-                     '%.2fx with 10 blocks resting (target >= 10x; load %.1f)'
+                     '%.2fx with 10 blocks resting (target >= 10x; load %.1f); the core\'s CPU '
+                     'per tick %s / %.0f / %.0f us'
                      % ('%.2fx' % bare['speedup'] if bare else 'not measured',
                         ls['gripper_table']['speedup'], ls['ten_blocks']['speedup'],
-                        ls['ten_blocks']['load_avg'][0]))
+                        ls['ten_blocks']['load_avg'][0], '%.0f' % core(bare) if bare else '-',
+                        core(ls['gripper_table']), core(ls['ten_blocks'])))
     out['summary'] = lines
     if errors:
         out['error'] = '; '.join('%s: %s' % kv for kv in errors.items())
