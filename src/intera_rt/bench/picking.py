@@ -226,7 +226,8 @@ def _cpu_seconds(robot):
             else argv[0]
         name = next((a.split(':=', 1)[1] for a in argv if a.startswith('__name:=')), None) \
             or ('core' if 'intera_rt.realtime.process' in argv else os.path.basename(script))
-        out[name] = out.get(name, 0.0) + (int(fields[11]) + int(fields[12])) / os.sysconf('SC_CLK_TCK')
+        seconds = (int(fields[11]) + int(fields[12])) / os.sysconf('SC_CLK_TCK')     # utime + stime
+        out[name] = out.get(name, 0.0) + seconds
     return out
 
 
@@ -246,7 +247,8 @@ def _speed(duration, robot):
 def measure_lockstep_bare(out_dir, duration):
     """The bare arm's lockstep speed on MuJoCo (no gripper, no world), for comparison."""
     from intera_rt.bench import own_robot
-    with own_robot(LOCKSTEP_ARGS, os.path.join(out_dir, 'picking_lockstep_bare.log'), 120.0) as robot:
+    log = os.path.join(out_dir, 'picking_lockstep_bare.log')
+    with own_robot(LOCKSTEP_ARGS, log, 120.0) as robot:
         _wait_ticking()
         return dict(_speed(duration, robot), args=LOCKSTEP_ARGS)
 

@@ -581,9 +581,10 @@ class MujocoBoards(SimulatedPlant):
                 da = m.jnt_dofadr[jnt] if jnt >= 0 else -1
                 self._bodies.append((name, body.name, bid, qa, da))
         # the free bodies: their index in _bodies, their qpos (7) and qvel (6) addresses
+        free = [b for b in self._bodies if b[3] >= 0]
         self._free_index = np.array([k for k, b in enumerate(self._bodies) if b[3] >= 0], int)
-        self._free_q = np.array([b[3] + k for b in self._bodies if b[3] >= 0 for k in range(7)], int)
-        self._free_v = np.array([b[4] + k for b in self._bodies if b[3] >= 0 for k in range(6)], int)
+        self._free_q = np.array([b[3] + k for b in free for k in range(7)], int)
+        self._free_v = np.array([b[4] + k for b in free for k in range(6)], int)
         self._states = None                     # body_states() read anew
         self._grip_moving = bool(self._fingers)           # a recompile resets the force limits
         self._wrenches = mujoco_world.rebind(m, self._wrenches)
