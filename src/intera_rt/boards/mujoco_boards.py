@@ -571,6 +571,10 @@ class MujocoBoards(SimulatedPlant):
                 self._geom_model[gid] = model_index[owner]
                 if m.geom_conaffinity[gid] and not m.geom_contype[gid]:
                     self._geom_obstacle[gid] = owner          # static: an obstacle for the arm
+        self._link_geom = np.zeros(m.ngeom, bool)
+        self._link_geom[list(self._geom_link)] = True
+        self._obstacle_geom = np.zeros(m.ngeom, bool)
+        self._obstacle_geom[list(self._geom_obstacle)] = True
         self._bodies = []
         for name, (model, _) in self._models.items():
             for body in model.bodies():
@@ -607,8 +611,16 @@ class MujocoBoards(SimulatedPlant):
     def _read_contacts(self):
         m, d = self.m, self.d
         out = []
+        n = d.ncon
+        if not n:
+            return out
         f6 = np.zeros(6)
-        for i in range(d.ncon):
+        # (the arm's contacts with the cell picked out at once: reading every contact of a
+        # world of blocks one by one in Python costs more than the rest of the tick)
+        geoms = d.contact.geom[:n]
+        is_link, is_obstacle = self._link_geom[geoms], self._obstacle_geom[geoms]
+        arm = (is_link[:, 0] & is_obstacle[:, 1]) | (is_link[:, 1] & is_obstacle[:, 0])
+        for i in np.flatnonzero(arm).tolist():
             c = d.contact[i]
             g1, g2 = c.geom1, c.geom2
             if g1 in self._geom_link and g2 in self._geom_obstacle:
