@@ -20,6 +20,8 @@ from rosharness import wait_connected, wait_for
 from intera_rt.model import RobotModel
 
 SAWYER_ARGS = ['--gripper', '--sim-time', '--speed', '1']
+LEVELS = 20                   # a pixel changed: by more than this many grey levels
+EDGE = 3                      # px: two renderers' silhouettes' edges may differ by this
 NS = '/ExternalTools/right/PositionKinematicsNode/'
 TIP = 'right_gripper_tip'
 HAND_TO_TIP = kdl.Frame(kdl.Rotation.RotZ(math.pi / 2), kdl.Vector(0, 0, 0.06 + 0.082))
@@ -222,6 +224,101 @@ def hand_image(xml, brightness=1.0):
     cam = Camera(spec['width'] // 2, spec['height'] // 2, spec['hfov'], spec['near'])
     rgb, _ = render(scene, positions, scene.link_poses(positions)[spec['frame']], cam)
     return resize_nearest(to_mono8(rgb, brightness), spec['height'], spec['width']).astype(int)
+
+
+def grown(mask, px):
+    """`mask` dilated by `px` pixels (a square neighbourhood)."""
+    out = mask.copy()
+    for dy in range(-px, px + 1):
+        for dx in range(-px, px + 1):
+            out |= np.roll(np.roll(mask, dy, 0), dx, 1)
+    return out
+
+
+def software(xml, camera, positions):
+    """The software renderer's grey image of `camera` (half resolution, as MuJoCo's)."""
+    from intera_rt.io.camera import CAMERAS
+    from intera_rt.io.render import Camera, Scene, render, to_mono8
+    spec = CAMERAS[camera]
+    scene = Scene(xml)
+    cam = Camera(spec['width'] // 2, spec['height'] // 2, spec['hfov'], spec['near'])
+    rgb, _ = render(scene, positions, scene.link_poses(positions)[spec['frame']], cam)
+    return to_mono8(rgb, 1.0).astype(int)
+
+
+def head_image(xml, positions):
+    """The head camera's grey image by the software renderer, scaled up as the robot's."""
+    from intera_rt.io.camera import CAMERAS
+    from intera_rt.io.render import resize_nearest
+    spec = CAMERAS['head_camera']
+    return resize_nearest(software(xml, 'head_camera', positions), spec['height'], spec['width'])
+
+
+def fingers_close_and_open(ros, cams, timeout):
+    """The fingers closed by the gripper's position_m change the head camera's image where
+    the software renderer's fingers move (at ±half the separation on their joints), and
+    opened again the image is the open one again (`timeout`: s for each image wanted)."""
+    import rospy
+    from clients import Frames, pixels, stream
+    from contract import CAMERA_NS
+    from io_client import IODevice
+    from sensor_msgs.msg import JointState
+    from rosharness import wait_for_message
+    from intera_rt.io.gripper import MAX_POSITION
+    ros['arm'].reset_pose(NEUTRAL)
+    js = wait_for_message('/robot/joint_states', JointState, 5.0)
+    positions = dict(zip(js.name, js.position))
+    opened = dict(positions, right_gripper_l_finger_joint=MAX_POSITION / 2,
+                  right_gripper_r_finger_joint=-MAX_POSITION / 2)
+    xml = rospy.get_param('/robot_description')
+    fingers = np.abs(head_image(xml, opened) - head_image(xml, positions)) > LEVELS
+    assert fingers.sum() > 100, fingers.sum()
+    near = grown(fingers, EDGE)
+    head = cams['head_camera']
+    frames = Frames(CAMERA_NS + 'head_camera/image_rect_color')
+    gripper = IODevice('end_effector', 'right_gripper')
+
+    def image():
+        return pixels(frames.wait(len(frames.frames) + 1, 5.0, 'a new frame')).astype(int)
+
+    def fingers_changed(a, b):
+        changed = np.abs(a - b).max(2) > LEVELS
+        return changed[fingers].mean(), changed[~near].mean()
+
+    def frame_where(test, what):
+        return wait_for(lambda: (lambda img: (img,) if test(img) else None)(image()), timeout, what)[0]
+
+    def move(position):
+        assert gripper.set('position_m', position) == ''
+        gripper.wait(lambda: abs(gripper.value('position_response_m') - position) < 1e-3
+                     and not gripper.value('is_moving'), 10.0, 'the fingers at %g m' % position)
+
+    try:
+        if not gripper.value('is_calibrated'):          # (rebooted by a test before)
+            assert gripper.set('calibrate', True) == ''
+            gripper.wait(lambda: gripper.value('is_calibrated') is True, 5.0, 'is_calibrated')
+        assert gripper.set('speed_mps', 0.15) == ''
+        move(MAX_POSITION)
+        stream(head, True)
+        frames.wait(2, timeout, 'head camera frames')
+        open_ = frame_where(lambda img: np.abs(img - image()).max() == 0, 'a still image')
+        # (the frames in flight when a move ends may show the fingers on their way)
+        move(0.0)
+        closed = frame_where(lambda img: (lambda i, o: i > 0.8 and o < 1e-3)(*fingers_changed(open_, img)),
+                             'the fingers closed in the image (> 80 % of their pixels changed, '
+                             '< 0.1 % elsewhere)')
+        move(MAX_POSITION)
+        frame_where(lambda img: (lambda i, o: i < 0.05 and o < 1e-3)(*fingers_changed(open_, img))
+                    and fingers_changed(closed, img)[0] > 0.8, 'the open fingers\' image again')
+    finally:
+        gripper.close()
+        frames.close()
+        stream(head, False)
+
+
+def test_the_head_camera_sees_the_fingers_close_and_open(ros, cams):
+    """The software renderer draws the fingers where the gripper reports them."""
+    fingers_close_and_open(ros, cams, 10.0)
 
 
 def test_the_hand_camera_sees_the_gripper(ros, cams):

@@ -13,49 +13,20 @@ import numpy as np
 from clients import Frames, cams, pixels, stream  # noqa: F401 - fixtures
 from contract import CAMERA_NS, NEUTRAL
 from rosharness import wait_for
-from test_gripper_model import TIP, hand_image, ros, send_fragment  # noqa: F401 - ros: a fixture
+from test_gripper_model import (EDGE, LEVELS, TIP, fingers_close_and_open, grown, hand_image,  # noqa: F401
+                                ros, send_fragment, software)  # (ros: a fixture)
 
 from intera_rt.model import RobotModel
 from intera_rt.robot import ARM_JOINTS
 
 SAWYER_ARGS = ['--gripper', '--backend', 'mujoco', '--sim-time', '--speed', '1']
 TIMEOUT = 20.0                # s: a rebuilt cell (a second or two under load) and its frames
-LEVELS = 20                   # a pixel changed: by more than this many grey levels
-EDGE = 3                      # px: the software and MuJoCo silhouettes' edges may differ by this
-
-
-def grown(mask, px):
-    """`mask` dilated by `px` pixels (a square neighbourhood)."""
-    out = mask.copy()
-    for dy in range(-px, px + 1):
-        for dx in range(-px, px + 1):
-            out |= np.roll(np.roll(mask, dy, 0), dx, 1)
-    return out
 
 
 def with_gripper():
     """The robot's URDF with the electric gripper grafted as the robot grafts it."""
     from intera_rt.model.urdf_fragments import with_electric_gripper
     return with_electric_gripper(RobotModel.from_file()).urdf_xml
-
-
-def software(xml, camera, positions):
-    """The software renderer's grey image of `camera` (half resolution, as MuJoCo's)."""
-    from intera_rt.io.camera import CAMERAS
-    from intera_rt.io.render import Camera, Scene, render, to_mono8
-    spec = CAMERAS[camera]
-    scene = Scene(xml)
-    cam = Camera(spec['width'] // 2, spec['height'] // 2, spec['hfov'], spec['near'])
-    rgb, _ = render(scene, positions, scene.link_poses(positions)[spec['frame']], cam)
-    return to_mono8(rgb, 1.0).astype(int)
-
-
-def head_image(xml, positions):
-    """The head camera's grey image by the software renderer, scaled up as the robot's."""
-    from intera_rt.io.camera import CAMERAS
-    from intera_rt.io.render import resize_nearest
-    spec = CAMERAS['head_camera']
-    return resize_nearest(software(xml, 'head_camera', positions), spec['height'], spec['width'])
 
 
 def test_the_hand_camera_images_follow_the_gripper_on_and_off(ros, cams):
@@ -102,63 +73,7 @@ def test_the_hand_camera_images_follow_the_gripper_on_and_off(ros, cams):
 
 
 def test_the_head_camera_sees_the_fingers_close_and_open(ros, cams):
-    """The fingers closed by the gripper's position_m change the head camera's image where
-    the software renderer's fingers move (at ±half the separation on their joints), and
-    opened again the image is the open one again."""
-    import rospy
-    from io_client import IODevice
-    from sensor_msgs.msg import JointState
-    from rosharness import wait_for_message
-    from intera_rt.io.gripper import MAX_POSITION
-    ros['arm'].reset_pose(NEUTRAL)
-    js = wait_for_message('/robot/joint_states', JointState, 5.0)
-    positions = dict(zip(js.name, js.position))
-    opened = dict(positions, right_gripper_l_finger_joint=MAX_POSITION / 2,
-                  right_gripper_r_finger_joint=-MAX_POSITION / 2)
-    xml = rospy.get_param('/robot_description')
-    fingers = np.abs(head_image(xml, opened) - head_image(xml, positions)) > LEVELS
-    assert fingers.sum() > 100, fingers.sum()
-    near = grown(fingers, EDGE)
-    head = cams['head_camera']
-    frames = Frames(CAMERA_NS + 'head_camera/image_rect_color')
-    gripper = IODevice('end_effector', 'right_gripper')
-
-    def image():
-        return pixels(frames.wait(len(frames.frames) + 1, 5.0, 'a new frame')).astype(int)
-
-    def fingers_changed(a, b):
-        changed = np.abs(a - b).max(2) > LEVELS
-        return changed[fingers].mean(), changed[~near].mean()
-
-    def frame_where(test, what):
-        return wait_for(lambda: (lambda img: (img,) if test(img) else None)(image()), TIMEOUT, what)[0]
-
-    def move(position):
-        assert gripper.set('position_m', position) == ''
-        gripper.wait(lambda: abs(gripper.value('position_response_m') - position) < 1e-3
-                     and not gripper.value('is_moving'), 10.0, 'the fingers at %g m' % position)
-
-    try:
-        if not gripper.value('is_calibrated'):          # (rebooted by a test before)
-            assert gripper.set('calibrate', True) == ''
-            gripper.wait(lambda: gripper.value('is_calibrated') is True, 5.0, 'is_calibrated')
-        assert gripper.set('speed_mps', 0.15) == ''
-        move(MAX_POSITION)
-        stream(head, True)
-        frames.wait(2, TIMEOUT, 'head camera frames')
-        open_ = frame_where(lambda img: np.abs(img - image()).max() == 0, 'a still image')
-        # (the frames in flight when a move ends may show the fingers on their way)
-        move(0.0)
-        closed = frame_where(lambda img: (lambda i, o: i > 0.8 and o < 1e-3)(*fingers_changed(open_, img)),
-                             'the fingers closed in the image (> 80 % of their pixels changed, '
-                             '< 0.1 % elsewhere)')
-        move(MAX_POSITION)
-        frame_where(lambda img: (lambda i, o: i < 0.05 and o < 1e-3)(*fingers_changed(open_, img))
-                    and fingers_changed(closed, img)[0] > 0.8, 'the open fingers\' image again')
-    finally:
-        gripper.close()
-        frames.close()
-        stream(head, False)
+    fingers_close_and_open(ros, cams, TIMEOUT)
 
 
 def test_the_fingers_stand_at_the_given_separation():

@@ -63,6 +63,10 @@ class Scene:
         self.root = robot.get_root()
         self.frames = JointFrames(robot)
         self.parents = {j.child: j.parent for j in robot.joints}
+        # A tool's fingers (prismatic joints): (name, lower, upper), posed by the gripper's
+        # reported gap rather than by the arm's joint states.
+        self.fingers = [(j.name, j.limit.lower, j.limit.upper) for j in robot.joints
+                        if j.type == 'prismatic' and j.limit is not None]
         colors = {m.name: tuple(m.color.rgba[:3]) for m in (robot.materials or [])
                   if m.color is not None}
         self.shapes = []

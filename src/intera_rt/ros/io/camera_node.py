@@ -44,6 +44,7 @@ from intera_core_msgs.msg import IODeviceStatus
 from sensor_msgs.msg import CameraInfo, Image, JointState
 from std_msgs.msg import Header, String
 
+from intera_rt.boards.mjcf import finger_position
 from intera_rt.io.camera import CAMERAS, InternalCamera
 from intera_rt.io.render import (Camera, Scene, intrinsics, obstacle_shapes, render, resize_nearest,
                                   to_bgr8, to_mono8, world_shapes)
@@ -99,7 +100,7 @@ class CameraStream:
                 separation=None):
         """One frame; `screens`: (version, {link: image}) of the displays to draw; `extra`:
         (key, [(Shape, pose)]) of the world's models and obstacles; `separation`: the
-        gripper's fingers' gap (m, MuJoCo's images; None: closed)."""
+        gripper's fingers' gap (m; None: closed)."""
         key = (tuple(sorted((n, round(q / POSITION_RESOLUTION)) for n, q in positions.items())),
                round(brightness, 4), screens[0], extra[0],
                None if separation is None else round(separation / POSITION_RESOLUTION),
@@ -110,6 +111,9 @@ class CameraStream:
                 rgb = self.mujoco.render(self.device.name, positions, extra[1], separation)
             else:
                 scene = self.scene          # (one scene for the frame: a new one may arrive)
+                if separation is not None and scene.fingers:
+                    positions = dict(positions, **{name: finger_position(lower, upper, separation)
+                                                   for name, lower, upper in scene.fingers})
                 poses = scene.link_poses(positions)
                 rgb, _ = render(scene, positions, poses[self.frame], self.camera, screens[1],
                                 extra[1])
@@ -179,7 +183,7 @@ class CameraIO:
         self._link_poses = {}           # "model::link" → (position, quaternion) in the world
         self._link_sub = None
         self._gripper_sub = None
-        self._separation = None         # m: the gripper's fingers' gap (MuJoCo's images)
+        self._separation = None         # m: the gripper's fingers' gap (None: closed)
         self._description = None        # a description that came before MuJoCo's cameras
         self._rebuilds = (0, None)      # MuJoCo's description rebuilds and error, logged
         self._warned = set()            # meshes MuJoCo's cameras could not draw, warned of
@@ -216,9 +220,8 @@ class CameraIO:
             self._sub = rospy.Subscriber('/robot/joint_states', JointState, self._on_joints, queue_size=1)
             self._link_sub = rospy.Subscriber(LINK_STATES_TOPIC, LinkStates, self._on_link_states,
                                               queue_size=1)
-            if self.renderer == 'MuJoCo':
-                self._gripper_sub = rospy.Subscriber(GRIPPER_TOPIC, IODeviceStatus, self._on_gripper,
-                                                     queue_size=1)
+            self._gripper_sub = rospy.Subscriber(GRIPPER_TOPIC, IODeviceStatus, self._on_gripper,
+                                                 queue_size=1)
         elif not streaming and self._sub is not None:
             for sub in (self._sub, self._link_sub, self._gripper_sub):
                 if sub is not None:
