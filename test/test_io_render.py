@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 
 from intera_rt.io.camera import CAMERAS
-from intera_rt.io.render import (BOX, CYLINDER, SPHERE, Camera, Scene, Shape, render, to_bgr8,
-                                 to_mono8)
+from intera_rt.io.render import (BOX, CYLINDER, MESH, SPHERE, Camera, Scene, Shape, render,
+                                 to_bgr8, to_mono8)
 from intera_rt.model import default_urdf_path
 from intera_rt.robot import ARM_JOINTS, NEUTRAL
 
@@ -30,13 +30,13 @@ def looking_down(height):
     return pose
 
 
-def one_shape(kind, dims, color=(0.5, 0.1, 0.1)):
+def one_shape(kind, dims, color=(0.5, 0.1, 0.1), mesh=None, origin=None):
     s = Scene.__new__(Scene)
     s.root, s.floor_z = 'world', -10.0
     s.frames = None
-    s.shapes = [Shape('world', kind, dims, np.eye(4), color)]
+    s.shapes = [Shape('world', kind, dims, np.eye(4) if origin is None else origin, color, mesh)]
     s.link_poses = lambda positions: {'world': np.eye(4)}
-    s.posed = lambda positions: [(s.shapes[0], np.eye(4))]
+    s.posed = lambda positions: [(s.shapes[0], s.shapes[0].origin)]
     return s
 
 
@@ -48,6 +48,39 @@ def test_depth_at_the_centre_is_the_distance_to_the_top(kind, dims, top):
     assert depth[40, 50] == pytest.approx(2.0 - top, abs=1e-5)
     assert np.isinf(depth[0, 0])
     assert rgb[40, 50, 0] > 2 * rgb[40, 50, 1]                   # the shape's red
+
+
+def test_a_mesh_is_drawn_as_its_convex_hull(tmp_path):
+    """An STL cube (its hull: the cube, turned about two axes so that no face is square to
+    the view) renders as the box primitive does: the same silhouette within a pixel at the
+    edges, the same depths; an STL tetrahedron only inside its hull's silhouette."""
+    import trimesh
+    cam = Camera(161, 121, math.radians(50), near=0.01)
+    turn = np.eye(4)
+    turn[:3, :3] = trimesh.transformations.euler_matrix(0.4, 0.3, 0.0)[:3, :3]
+    cube = tmp_path / 'cube.stl'
+    trimesh.creation.box(extents=(0.3, 0.2, 0.4)).export(str(cube))
+    _, mesh_depth = render(one_shape(MESH, (1.0, 1.0, 1.0), mesh=str(cube), origin=turn), {},
+                           looking_down(2.0), cam)
+    _, box_depth = render(one_shape(BOX, (0.15, 0.1, 0.2), origin=turn), {}, looking_down(2.0), cam)
+    seen_mesh, seen_box = np.isfinite(mesh_depth), np.isfinite(box_depth)
+    assert seen_box.sum() > 500
+    assert (seen_mesh != seen_box).sum() < 0.02 * seen_box.sum()
+    both = seen_mesh & seen_box
+    assert np.abs(mesh_depth[both] - box_depth[both]).max() < 1e-4
+    # the tetrahedron (0,0,0), (0.1,0,0), (0,0.1,0), (0,0,0.1) scaled 3x, seen from above:
+    # only where its top view, the triangle x, y >= 0, x + y <= 0.3, is
+    tetra = tmp_path / 'tetra.stl'
+    trimesh.Trimesh([[0, 0, 0], [0.1, 0, 0], [0, 0.1, 0], [0, 0, 0.1]],
+                    [[0, 2, 1], [0, 1, 3], [0, 3, 2], [1, 2, 3]]).export(str(tetra))
+    _, depth = render(one_shape(MESH, (3.0, 3.0, 3.0), mesh=str(tetra)), {}, looking_down(2.0), cam)
+    v, u = np.nonzero(np.isfinite(depth))
+    assert len(v) > 200
+    rays = cam.rays[v, u]                      # camera frame; looking down: x = x, y = -y
+    t = depth[v, u][:, None] * rays
+    x, y = t[:, 0], -t[:, 1]
+    assert (x > -2e-3).all() and (y > -2e-3).all() and (x + y < 0.3 + 3e-3).all()
+    assert depth[v, u].min() == pytest.approx(2.0 - 0.3, abs=2e-3)
 
 
 def test_sphere_outline_and_shading():

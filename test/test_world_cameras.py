@@ -1,7 +1,10 @@
 """The cameras show the world (issue 21 item 2, "one scene"): a block spawned through
 gazebo_ros' /gazebo/spawn_sdf_model in front of the hand camera appears in its image where
 the block is, and is gone again once /gazebo/delete_model takes it out; an add_obstacle
-sphere appears too. The software renderer (the embedded backend)."""
+sphere appears too, and a mesh model (drawn as its convex hull). The software renderer (the
+embedded backend)."""
+import os
+
 import numpy as np
 import pytest
 
@@ -16,6 +19,13 @@ BLOCK = ('<sdf version="1.6"><model name="%s"><static>true</static><link name="l
          '<visual name="v"><geometry><box><size>0.1 0.1 0.1</size></box></geometry></visual>'
          '<collision name="c"><geometry><box><size>0.1 0.1 0.1</size></box></geometry></collision>'
          '</link></model></sdf>')
+# A tetrahedron with its right-angled corner at the origin and 0.1 m legs, scaled 2x.
+MESH = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'data', 'world', 'world_test_pkg',
+                    'models', 'mesh_part', 'meshes', 'part.stl')
+PART = ('<sdf version="1.6"><model name="cam_part"><static>true</static><link name="link">'
+        '<visual name="v"><geometry><mesh><uri>file://%s</uri><scale>2 2 2</scale></mesh>'
+        '</geometry></visual></link></model></sdf>' % MESH)
+PART_CENTROID = 0.05        # m along each axis of the model's frame
 
 
 def camera_in(frame, camera_frame):
@@ -78,6 +88,20 @@ def test_a_spawned_block_and_an_obstacle_appear_in_the_hand_camera(cams):
         wait_for(lambda: changed(before, pixels(frames.wait(len(frames.frames) + 1, 5.0,
                                                             'a new frame'))[..., 0])[0] == 0,
                  TIMEOUT, 'the image without the block again')
+
+        # the mesh model, its centroid where the block's centre was
+        part = Pose()
+        part.position.x, part.position.y, part.position.z = origin + DISTANCE * view - PART_CENTROID
+        part.orientation.w = 1.0
+        r = spawn('cam_part', PART, '', part, '')
+        assert r.success, r.status_message
+        with_part, = wait_for(image_changed, TIMEOUT, 'the mesh model in the hand camera image')
+        centre, edge = changed(before, with_part)
+        assert centre > 0.2 and edge == 0, (centre, edge)
+        assert delete('cam_part').success
+        wait_for(lambda: changed(before, pixels(frames.wait(len(frames.frames) + 1, 5.0,
+                                                            'a new frame'))[..., 0])[0] == 0,
+                 TIMEOUT, 'the image without the mesh model again')
 
         # an add_obstacle sphere (in base) at the same place
         rospy.wait_for_service('/intera_rt/sim/add_obstacle', TIMEOUT)

@@ -1,7 +1,8 @@
 """A small software renderer for the internal cameras: the robot's primitive visual shapes
 (URDF boxes, cylinders, spheres) posed by its joint angles, with the world's models and the
 sim obstacles (`extra` shapes), on a checkered floor before a plain wall, seen through a
-pinhole camera. numpy only, no GPU.
+pinhole camera. numpy only, no GPU. A world model's mesh is drawn as its convex hull (the
+shape MuJoCo collides with; MuJoCo's cameras draw its triangles).
 
 Ray casting: each pixel's ray is intersected analytically with each shape, but only over
 the pixels inside the shape's projected bounding box (a conservative box from its bounding
@@ -20,6 +21,7 @@ screen is the head's face.
 Camera frame: x right, y down, z along the view (the optical convention). World: the
 URDF's root frame (base), z up.
 """
+import functools
 import math
 
 import numpy as np
@@ -27,8 +29,10 @@ from urdf_parser_py.urdf import URDF, Box, Cylinder, Sphere
 
 from intera_rt.model.joint_frames import JointFrames, link_poses, pose_matrix
 from intera_rt.model.safe_xml import safe_urdf
+from intera_rt.world.mesh import load_mesh
+from intera_rt.world.model import WorldError
 
-SPHERE, CYLINDER, BOX, MESH = 0, 1, 2, 3       # MESH: drawn by MuJoCo's cameras only
+SPHERE, CYLINDER, BOX, MESH = 0, 1, 2, 3       # MESH: drawn as its convex hull
 DEFAULT_COLOR = (0.6, 0.6, 0.6)
 AMBIENT, DIFFUSE, HEADLIGHT = 0.35, 0.55, 0.2
 LIGHT_DIR = np.array([0.3, 0.2, 1.0]) / np.linalg.norm([0.3, 0.2, 1.0])   # toward the light
@@ -44,14 +48,41 @@ PLANE_THICKNESS = 0.001                 # m: a plane is drawn as a thin box of i
 class Shape:
     """One visual primitive of a link: kind, dimensions (sphere: radius; cylinder: radius,
     half length; box: half extents; mesh: its scale), pose in its link, colour,
-    bounding-box corners (None for a mesh), the mesh's file (a mesh only)."""
-    __slots__ = ('link', 'kind', 'dims', 'origin', 'color', 'corners', 'mesh')
+    bounding-box corners, the mesh's file and its hull's planes (a mesh only: outward unit
+    normals (F, 3) and offsets (F,), inside where normals · x <= offsets; None: the file
+    could not be read, not drawn)."""
+    __slots__ = ('link', 'kind', 'dims', 'origin', 'color', 'corners', 'mesh', 'hull')
 
     def __init__(self, link, kind, dims, origin, color, mesh=None):
         self.link, self.kind, self.dims, self.origin = link, kind, dims, origin
         self.color = np.asarray(color, np.float32)
         self.mesh = mesh
-        self.corners = None if kind == MESH else _corners(self)
+        self.hull, self.corners = None, None
+        if kind == MESH:
+            hull = hull_planes(mesh, tuple(dims)) if mesh else None
+            if hull is not None:
+                self.hull, self.corners = hull[:2], hull[2]
+        else:
+            self.corners = _corners(self)
+
+
+@functools.lru_cache(maxsize=64)
+def hull_planes(path, scale):
+    """(normals, offsets, bounding-box corners) of the convex hull of the mesh file `path`
+    scaled by `scale` (world.mesh: STL or Collada, loaded once), or None when it cannot be
+    loaded (the world refused it at spawn already)."""
+    try:
+        mesh = load_mesh(path, path, scale)
+    except (WorldError, OSError):
+        return None
+    v, f = np.asarray(mesh.hull_vertices, float), np.asarray(mesh.hull_faces)
+    n = np.cross(v[f[:, 1]] - v[f[:, 0]], v[f[:, 2]] - v[f[:, 0]])
+    n /= np.linalg.norm(n, axis=1)[:, None]           # (wound counter-clockwise: outward)
+    lo, hi = v.min(0), v.max(0)
+    corners = np.array([[(lo, hi)[sx][0], (lo, hi)[sy][1], (lo, hi)[sz][2]]
+                        for sx in (0, 1) for sy in (0, 1) for sz in (0, 1)])
+    return (n.astype(np.float32), np.einsum('ij,ij->i', n, v[f[:, 0]]).astype(np.float32),
+            corners)
 
 
 class Scene:
@@ -154,7 +185,7 @@ def world_shapes(models, link_poses):
             position, quaternion}]}]}).
         link_poses: {"model::link": 4×4 pose in the root frame}; a link without one is left out.
     Boxes, cylinders, spheres, planes (a thin box) and meshes (kind MESH: the file and its
-    scale; MuJoCo's cameras draw them, this renderer has no triangles and leaves them out).
+    scale; drawn here as the convex hull, by MuJoCo's cameras as their triangles).
     """
     out = []
     for model in models:
@@ -277,7 +308,7 @@ def render(scene, positions, camera_pose, camera, screens=None, extra=()):
 
     Args:
         extra: [(Shape, 4×4 pose in the root frame)] drawn with the robot: the world's
-            models and the obstacles (world_shapes, obstacle_shapes); meshes left out.
+            models and the obstacles (world_shapes, obstacle_shapes); meshes as their hulls.
         screens: {link: (H, W, 3) float32 linear rgb}: images shown on the +z face of each
             link's box (rows from +y down, columns along +x; see the module's docstring).
     Returns:
@@ -296,7 +327,7 @@ def render(scene, positions, camera_pose, camera, screens=None, extra=()):
     posed = scene.posed(positions) + list(extra)
     owner = np.full((h, w), -1, np.int32) if screens else None     # which shape is seen
     for k, (shape, pose) in enumerate(posed):
-        if shape.kind == MESH:
+        if shape.corners is None:                     # (a mesh whose file did not load)
             continue
         rel = world_to_cam @ pose                     # shape frame → camera frame
         r = rel[:3, :3].astype(np.float32)
@@ -399,9 +430,9 @@ def _background(scene, cam, rot, eye):
 
 
 def contains(shape, o):
-    """Whether point `o` (the shape's frame) lies inside `shape` (never inside a mesh)."""
+    """Whether point `o` (the shape's frame) lies inside `shape` (a mesh: its hull)."""
     if shape.kind == MESH:
-        return False
+        return shape.hull is not None and bool(np.all(shape.hull[0] @ o <= shape.hull[1]))
     if shape.kind == SPHERE:
         return float(o @ o) <= shape.dims[0] ** 2
     if shape.kind == CYLINDER:
@@ -424,6 +455,8 @@ def _intersect(shape, o, d, near):
         return t, n
     if shape.kind == CYLINDER:
         return _cylinder(shape.dims[0], shape.dims[1], o, d, near)
+    if shape.kind == MESH:
+        return _hull(shape.hull[0], shape.hull[1], o, d, near)
     return _box(np.asarray(shape.dims, np.float32), o, d, near)
 
 
@@ -471,6 +504,28 @@ def _box(e, o, d, near):
     n = np.zeros((len(d), 3), np.float32)
     rows = np.nonzero(hit)[0]
     n[rows, axis[rows]] = -np.sign(d[rows, axis[rows]])
+    return t, n
+
+
+def _hull(normals, offsets, o, d, near):
+    """A convex polytope's {x: normals · x <= offsets}: each ray enters at the last plane it
+    crosses inward and leaves at the first it crosses outward (the slab test of _box over
+    the hull's faces)."""
+    dn = d @ normals.T                                 # (rays, faces): the rays' approach
+    gap = offsets - normals @ o                        # (faces,): >= 0, the camera outside
+    with np.errstate(divide='ignore', invalid='ignore'):
+        tp = gap[None, :] / dn
+    enter = np.where(dn < 0, tp, -np.inf)
+    leave = np.where(dn > 0, tp, np.inf)
+    # a ray parallel to a face the camera is outside of never enters
+    blocked = ((dn == 0) & (gap[None, :] < 0)).any(1)
+    face = np.argmax(enter, axis=1)
+    tmin = enter[np.arange(len(d)), face]
+    hit = ~blocked & (leave.min(1) >= tmin) & (tmin >= near)
+    t = np.where(hit, tmin, np.inf).astype(np.float32)
+    n = np.zeros((len(d), 3), np.float32)
+    rows = np.nonzero(hit)[0]
+    n[rows] = normals[face[rows]]
     return t, n
 
 
