@@ -212,6 +212,7 @@ class _StandinInLockstep(SimulatedPlant):
         self._sent = []
         self._brake = BrakeHold(model, BOARD_JOINTS, self.plant_armature)
         self._held = None
+        self.disturbance = np.zeros(8)        # N·m the world applies at the joints
         self._read_physics()
 
     def _read_physics(self):
@@ -227,7 +228,8 @@ class _StandinInLockstep(SimulatedPlant):
     def advance(self, dt):
         tau = self._brake.torque(self._held, self.q, self.qd) if self.brakes else self.tau_cmd
         self._sent.append(tau)
-        self.ph.step(self._sent.pop(0) if len(self._sent) > self.delay else self._sent[0])
+        self.ph.step((self._sent.pop(0) if len(self._sent) > self.delay else self._sent[0])
+                     + self.disturbance)
         self._read_physics()
 
     def reset_pose(self, positions):
@@ -338,12 +340,36 @@ def test_the_hold_comes_back_through_the_joints_friction_after_a_push(delay):
     t0, pushed = core.now, 0.0
     while core.now - t0 < 5.0:
         if core.now - t0 < 2.0:
+            # (one physics step a tick: a longer wrench overlaps the next one's, doubling it)
             core.apply(cmds.SimWrench(link='right_hand', wrench=(0.0, 0.0, -40.0, 0.0, 0.0, 0.0),
-                                      duration=0.0015))
+                                      duration=core.boards.ph.dt))
         core.suppressions.suppress('contact_safety', core.now)
         core.tick()
         pushed = max(pushed, np.abs(core.boards.read().position[:7] - start).max())
     assert pushed > 0.01                                   # the push moved the arm
     error = np.abs(core.boards.read().position[:7] - start)
     assert error.max() < 5e-4, error
+    assert core.active is core.hold
+
+
+@pytest.mark.parametrize('delay', [1, 2])
+def test_a_torque_on_a_joint_deflects_that_joint_as_on_the_robot(delay):
+    """The robot's drives each close their own loop: 12 N·m on right_j3 against the hold
+    deflects right_j3 by about τ over the robot's stiffness there (kp·(M_33 + its drive's
+    armature)), the other joints far less. Computed torque on the armature-free plant
+    (stiffness M(q)·Kp, its coupling unchecked by drive inertia) bent right_j3 almost three
+    times as far, and right_j4 further still."""
+    core = _core_on_the_standin(delay)
+    start = core.boards.read().position[:7].copy()
+    tau = 12.0
+    core.boards.disturbance[3] = tau
+    t0 = core.now
+    while core.now - t0 < 1.5:
+        core.suppressions.suppress('contact_safety', core.now)
+        core.tick()
+    moved = core.boards.read().position[:7] - start
+    arm = core.arm
+    robot = arm.kp * (arm.dynamics.mass_matrix(start)[3, 3] + ARMATURE['right_j3'])
+    assert moved[3] == pytest.approx(tau / robot, rel=0.2), (moved, tau / robot)
+    assert (np.abs(np.delete(moved, 3)) < 0.5 * abs(moved[3])).all(), moved
     assert core.active is core.hold

@@ -8,7 +8,7 @@ import numpy as np
 from intera_rt.control.base import CommandRejected
 from intera_rt.native import kernels
 from intera_rt.numeric import clip, count_nonzero
-from intera_rt.robot import ARM_JOINTS, ARMATURE, NEUTRAL
+from intera_rt.robot import ARM_JOINTS, ARMATURE, LOOP_PERIOD, NEUTRAL
 
 DEFAULT_SPEED_RATIO = 0.3      # set_speed_ratio's default on the robot
 DEFAULT_TIMEOUT = 0.2          # s, joint_command_timeout's default on the robot
@@ -16,9 +16,9 @@ MAX_TIMEOUT = 1.0              # s: longer timeouts are clamped (a lost client m
 SETTLE_SNAP = 1e-5             # rad: a position reference lands on its target below this
 LIMIT_SLACK = 1e-6             # rad a commanded position may exceed a joint limit by (float noise)
 # rad/s: the most a joint's tracking bandwidth is raised on a plant lighter than the robot
-# (stable with up to 10 steps of latency between state and command on the Gazebo
-# stand-in; 120 rad/s is not beyond 5).
-OMEGA_MAX = 80.0
+# (per-joint feedback, Arm.track: on the Gazebo stand-in enough for right_j5 to keep the
+# robot's stiffness, not right_j6; stable with several steps of latency state to command).
+OMEGA_MAX = 160.0
 FRICTION_SPEED = 0.01          # rad/s: below it the friction fed forward shrinks with the speed
 # A still reference's friction integral (Arm.hold_friction): its time to make up a joint's
 # friction from the error the feedback alone leaves, and the error it leaves alone.
@@ -70,6 +70,15 @@ class Arm:
         self.feeds_friction = bool(self.friction.any())
         # N·m/(rad·s): each joint's feedback stiffness (N·m/rad) per FRICTION_INTEGRAL_TIME
         self._friction_gain = self.kp_joint * (m + self.armature) / FRICTION_INTEGRAL_TIME
+        # The robot's drives each close their own loop, about their own large reflected
+        # inertia; the model's coupling is only fed forward. On a plant without drive armature
+        # computed torque's stiffness M(q)·Kp is dominated by that coupling (a push on
+        # right_j3 bends right_j5 instead), so there the feedback acts per joint, as the
+        # drives' does (Arm.feedback_inertia).
+        self.per_joint = not self.armature.any()
+        if self.per_joint:
+            from intera_rt.control.interaction import damping_rate_limit   # (it imports us)
+            self._rate_limit = damping_rate_limit(self.latency)
         self.speed_ratio = DEFAULT_SPEED_RATIO
         self.speed_ratio_serial = 0
         self.timeout = DEFAULT_TIMEOUT
@@ -108,8 +117,16 @@ class Arm:
         τ = M(q)·u + C(q, q̇)·q̇ (+ each drive's reflected inertia) + the drives' viscous
         damping at the reference velocity (so a move does not lag behind it; on a plant
         without drive armature their friction too), gravity left out (gravity compensation
-        adds it)."""
+        adds it). On a plant without drive armature (per_joint) the feedback acts per joint,
+        as the robot's drives' does, the model's inertia only fed forward:
+        τ = M(q)·a + C(q, q̇)·q̇ + diag(m_k)·Kp·e + diag(m_d)·Kd·ė + ..., with
+        (m_k, m_d) = feedback_inertia(q)."""
         q, qd = state.q, state.qd
+        if self.per_joint:
+            m_k, m_d = self.feedback_inertia(q)
+            fb = m_k * self.kp_joint * (p - q) + m_d * self.kd_joint * (v - qd)
+            tau = self.dynamics.inverse_dynamics(q, qd, a) - state.gravity() + fb + self.damping * v
+            return tau + self.friction_feed(v) if self.feeds_friction else tau
         if kernels is not None:
             u = kernels.track_accel(a, p, q, v, qd, self.kp_joint, self.kd_joint)
             if u is not None:
@@ -122,6 +139,23 @@ class Arm:
         tau = (self.dynamics.inverse_dynamics(q, qd, u) + self.armature * u
                - state.gravity()) + self.damping * v
         return tau + self.friction_feed(v) if self.feeds_friction else tau
+
+    def feedback_inertia(self, q):
+        """Per joint, the inertias (kg·m²) the per-joint feedback's gains are scaled by at q,
+        (m_k, m_d). Stiffness: the joint's own inertia M_jj(q), as a drive's loop sees its
+        joint, so that a torque on a joint deflects it about as on the robot. Damping: the
+        smaller inertia a diagonal gain meets on the coupled plant, 1/(M⁻¹)_jj, so that
+        each joint's damping rate stays Kd·period; scaled down, should the joints' total
+        period·λmax(M⁻¹·diag(Kd·m_d)) pass the limit for the plant's latency
+        (interaction.damping_rate_limit)."""
+        mass = self.dynamics.mass_matrix(q) + np.diag(self.armature)
+        inv = np.linalg.inv(mass)
+        m_d = 1.0 / np.diag(inv)
+        s = np.sqrt(self.kd_joint * m_d)
+        rate = float(np.linalg.eigvalsh(s[:, None] * inv * s[None, :])[-1]) * LOOP_PERIOD
+        if rate > self._rate_limit:             # (the matrix is similar to M⁻¹·diag(Kd·m_d))
+            m_d = m_d * (self._rate_limit / rate)
+        return np.diag(mass).copy(), m_d
 
     def friction_feed(self, v):
         """The joints' Coulomb friction at the reference velocity v, fed forward (on a plant
