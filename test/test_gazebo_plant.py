@@ -318,7 +318,7 @@ def test_interaction_control_assuming_lockstep_shakes_the_wrist():
 
 def test_damping_rate_limit_halves_the_delayed_stability_bound():
     """v(k+1) = v(k) − a·v(k−n) is stable for a < 2·sin(π/(2(2n+1))): the limit is half."""
-    from intera_rt.control.interaction import damping_rate_limit
+    from intera_rt.control.arm import damping_rate_limit
     assert damping_rate_limit(0) == pytest.approx(1.0)
     assert damping_rate_limit(1) == pytest.approx(0.5)
     for n in (1, 2, 3):

@@ -77,7 +77,6 @@ class Arm:
         # drives' does (Arm.feedback_inertia).
         self.per_joint = not self.armature.any()
         if self.per_joint:
-            from intera_rt.control.interaction import damping_rate_limit   # (it imports us)
             self._rate_limit = damping_rate_limit(self.latency)
         self.speed_ratio = DEFAULT_SPEED_RATIO
         self.speed_ratio_serial = 0
@@ -147,7 +146,7 @@ class Arm:
         smaller inertia a diagonal gain meets on the coupled plant, 1/(M⁻¹)_jj, so that
         each joint's damping rate stays Kd·period; scaled down, should the joints' total
         period·λmax(M⁻¹·diag(Kd·m_d)) pass the limit for the plant's latency
-        (interaction.damping_rate_limit)."""
+        (damping_rate_limit)."""
         mass = self.dynamics.mass_matrix(q) + np.diag(self.armature)
         inv = np.linalg.inv(mass)
         m_d = 1.0 / np.diag(inv)
@@ -218,3 +217,10 @@ def model_effort(dynamics, armature, q, a_ref, gravity_suppressed):
     else:
         inertial = np.zeros(len(q))
     return (inertial if gravity_suppressed else inertial + gravity), gravity
+
+
+def damping_rate_limit(latency):
+    """The damping rate (D·period/m) a joint's damping may reach, half the most that keeps
+    an inertia stable when its damping acts `latency` ticks late (beyond lockstep's): v(k+1)
+    = v(k) − a·v(k−n) is stable for a < 2·sin(π/(2(2n+1))): 2 in lockstep, 1 a tick late."""
+    return math.sin(math.pi / (2 * (2 * int(latency) + 1)))

@@ -22,6 +22,7 @@ import numpy as np
 import pinocchio as pin
 from scipy.linalg.lapack import dposv
 
+from intera_rt.control.arm import damping_rate_limit
 from intera_rt.control.base import Controller, Output
 from intera_rt.control.commands import InteractionCommand
 from intera_rt.control.interaction_params import (D_SCALE, ENDPOINT, FORCE_WITH_MOTION_LIMIT,
@@ -462,13 +463,6 @@ class InteractionController(Controller):
         put('flags', (float(p.in_endpoint_frame), float(not p.damp_force),
                       float(not p.reset_reference), float(p.free_rotations)))
         put('displacement', self._e)
-
-
-def damping_rate_limit(latency):
-    """The damping rate (D·period/m) a joint's damping may reach, half the most that keeps
-    an inertia stable when its damping acts `latency` ticks late (beyond lockstep's): v(k+1)
-    = v(k) − a·v(k−n) is stable for a < 2·sin(π/(2(2n+1))): 2 in lockstep, 1 a tick late."""
-    return math.sin(math.pi / (2 * (2 * int(latency) + 1)))
 
 
 def _wrench_law(F_cmd, K, e, D, vd, u, hand, limit, bound, wall_k, wall_d, v, rot_wall,
