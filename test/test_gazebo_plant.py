@@ -373,3 +373,48 @@ def test_a_torque_on_a_joint_deflects_that_joint_as_on_the_robot(delay):
     assert moved[3] == pytest.approx(tau / robot, rel=0.2), (moved, tau / robot)
     assert (np.abs(np.delete(moved, 3)) < 0.5 * abs(moved[3])).all(), moved
     assert core.active is core.hold
+
+
+class _SimClocked(_StandinInLockstep):
+    """The stand-in's physics as boards that own a simulator's clock (as the gazebo
+    backend's): the test steps the physics, the core ticks on what it reads."""
+    owns_clock = True
+    sim_clock = True
+
+
+def test_a_command_stamped_ahead_of_the_loop_waits_for_its_tick():
+    """Under a simulator's clock a client may stamp a command with a time the loop has not
+    reached (it heard /clock before the loop took the states up to it): the command acts
+    from the tick at its stamp, never before; one stamped past MAX_COMMAND_LEAD (a wrong
+    clock) acts at once; a newer command stamped in the past supersedes those waiting."""
+    from intera_rt.boards.registry import BACKENDS, register_backend
+    from intera_rt.control import commands as cmds
+    from intera_rt.realtime.core import MAX_COMMAND_LEAD, RealtimeCore
+    from intera_rt.realtime.state import StateView
+    register_backend('standin_simclock', _SimClocked)
+    try:
+        core = RealtimeCore(MODEL, backend='standin_simclock', q_arm=list(NEUTRAL))
+    finally:
+        BACKENDS.pop('standin_simclock')
+
+    def tick():
+        core.boards.advance(core.boards.ph.dt)
+        core.tick()
+        return StateView(core.state_vector())
+    for _ in range(200):
+        tick()
+
+    def velocity(v, stamp):
+        core.apply(cmds.JointCommand(mode=2, names=ARM_JOINTS, velocity=(v,) + (0.0,) * 6,
+                                     stamp=stamp))
+    stamp = core.now + 0.003
+    velocity(0.1, stamp)
+    seen = [(s.t, s.cmd_v[0]) for s in (tick() for _ in range(6))]
+    assert all(v == 0.0 for t, v in seen if t < stamp - 1e-9), seen
+    assert all(v != 0.0 for t, v in seen if t >= stamp - 1e-9), seen
+    velocity(0.2, core.now + 2 * MAX_COMMAND_LEAD)            # too far ahead: at once
+    assert tick().cmd_v[0] != 0.0 and abs(tick().cmd_v[0] - 0.2) < abs(seen[-1][1] - 0.2)
+    velocity(0.3, core.now + 0.004)
+    velocity(0.05, core.now - 0.001)                          # newer, from the past: now
+    after = [tick().cmd_v[0] for _ in range(8)]
+    assert all(abs(v - 0.05) <= abs(after[0] - 0.05) + 1e-12 for v in after), after

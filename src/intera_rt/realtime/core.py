@@ -36,6 +36,11 @@ from intera_rt.robot import ARM_JOINTS, BOARD_JOINTS, LOOP_PERIOD, SUPPRESS_TOPI
 
 PERIOD = LOOP_PERIOD                  # s, one tick
 MAX_TICK_PERIOD = 10 * PERIOD         # s: the most a tick on boards that own the clock counts
+# s: under a simulator's clock (Gazebo), a joint command stamped at most this far ahead of
+# the loop waits for the tick at its stamp (a client hears the simulator's /clock before the
+# loop has caught up with its states); one stamped further ahead (a client's clock that is
+# simply wrong) is applied at once
+MAX_COMMAND_LEAD = 0.05
 
 
 class RealtimeCore(CommandInputs):
@@ -51,6 +56,9 @@ class RealtimeCore(CommandInputs):
             raise ValueError('backend %r orders its joints %s' % (backend, self.boards.joint_names))
         self._capabilities = self.boards.capabilities
         self._owns_clock = self.boards.owns_clock
+        # Joint commands from the loop's near future, waiting for their tick (sim_clock only)
+        self._command_lead = MAX_COMMAND_LEAD if self.boards.sim_clock else 0.0
+        self._ahead = []
         self.boards.configure()
         self.boards.activate()
         # The controllers, the head's and the monitors (the momentum observer) see the plant
@@ -173,6 +181,14 @@ class RealtimeCore(CommandInputs):
         return None
 
     def _joint_command(self, c):
+        if self._command_lead:
+            if c.stamp is not None and 0.0 < c.stamp - self.now <= self._command_lead:
+                self._ahead.append(c)
+                return
+            self._ahead.clear()         # (the newest command supersedes those waiting)
+        self._take_joint_command(c)
+
+    def _take_joint_command(self, c):
         why = self._why_not_commandable()
         if why:
             self.log('warn', 'cmd-ignored', 'joint_command ignored: %s' % why)
@@ -315,6 +331,8 @@ class RealtimeCore(CommandInputs):
             self.now = now
         if self._pending_wrenches:
             self._start_wrenches()
+        while self._ahead and self._ahead[0].stamp <= self.now:
+            self._take_joint_command(self._ahead.pop(0))
         if reading.fault:
             self._on_fault(reading.fault)
         state = self._arm_state(reading, period)
