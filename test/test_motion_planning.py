@@ -638,6 +638,33 @@ def test_tracker_slows_down_when_tracking_lags_and_settles(planner):
     assert tr.min_rate_used < 1.0 and tr.measured_duration > pm.plan.duration
 
 
+def test_tracker_error_hovering_about_the_tolerance_still_lowers_the_rate(planner):
+    """An error over the tolerance in every other measurement (as a well-tracking arm's does
+    about a tight tolerance) lowers the rate all the way to min_time_rate; once the error
+    stays within for RATE_RECOVERY the rate rises back to 1."""
+    traj = joint_goal([NEUTRAL, BIAS], ratio=0.2)
+    traj.waypoints[1].options.joint_tolerances = [0.01] * 7
+    opts = traj.trajectory_options.tracking_options
+    opts.use_min_time_rate, opts.min_time_rate = True, 0.3
+    pm, tr = _tracker(planner, traj)
+    assert pm.plan.duration > 3.0
+    t, dt, sent, n, rates = 0.0, 0.005, None, 0, []
+    while not tr.finished and t < 30.0:
+        meas = None
+        if sent is not None:
+            hover = t < 1.5 and n % 2 == 0                 # 0.02 rad off, then on the setpoint
+            meas = Measurement(t, sent.position + (0.02 if hover else 0.0), sent.velocity)
+        sent = tr.step(t, meas) or sent
+        rates.append((t, tr.sd))
+        t, n = t + dt, n + 1
+    assert tr.result
+    assert tr.min_rate_used == pytest.approx(0.3)
+    assert min(r for s, r in rates if s < 1.5) == pytest.approx(0.3)
+    # Within from 1.5 s: held for RATE_RECOVERY, then back up at RATE_SLEW.
+    assert max(r for s, r in rates if 1.5 <= s < 1.59) == pytest.approx(0.3)
+    assert max(r for s, r in rates if s >= 1.5) == pytest.approx(1.0)
+
+
 def test_tracker_final_pose_not_within_tolerance(planner):
     traj = joint_goal([NEUTRAL, BIAS])
     opts = traj.trajectory_options.tracking_options

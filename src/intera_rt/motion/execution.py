@@ -8,9 +8,11 @@ setpoints (position, velocity, acceleration) and decides when the motion is done
 
 Time rate: the plan is run on a path clock s with rate ṡ ∈ [min_time_rate, max_time_rate]
 (TrackingOptions). While any joint's tracking error exceeds its joint_tolerances (of the
-waypoint being moved to), the rate is lowered toward min_time_rate; otherwise it returns to
-max_time_rate (never beyond what the joint limits leave room for). The rate changes by at
-most RATE_SLEW per second and the setpoint accounts for it (v = p'ṡ, a = p''ṡ² + p's̈).
+waypoint being moved to), the rate is lowered toward min_time_rate; once every joint has
+been within them for RATE_RECOVERY, it returns to max_time_rate (never beyond what the joint
+limits leave room for). The wait keeps an error that hovers about the tolerance from holding
+the rate near its maximum. The rate changes by at most RATE_SLEW per second and the setpoint
+accounts for it (v = p'ṡ, a = p''ṡ² + p's̈).
 
 Finishing: at the end of the plan the final position is held (v = a = 0) until every joint
 is within goal_joint_tolerance and slower than SETTLE_VELOCITY (done, result true) or
@@ -27,6 +29,7 @@ from intera_rt.motion.errors import (FINAL_POSE_NOT_WITHIN_TOLERANCE,
 from intera_rt.motion.plan import STOP_DURATION
 
 RATE_SLEW = 1.0              # 1/s: fastest change of the time rate
+RATE_RECOVERY = 0.1          # s within tolerance before the rate rises again
 SETTLE_VELOCITY = 0.05       # rad/s: the arm has settled when every joint is this slow (and in tolerance)
 HISTORY = 200                # setpoints kept to compare measurements against
 
@@ -83,6 +86,8 @@ class Tracker:
         self.min_rate_used = self.sd
         self.max_rate_used = self.sd
         self._progress = 0.0
+        self._last_error = None
+        self._within_since = now     # when every joint last came within its tolerance
         if plan.duration <= 0:
             self._enter_settling(now)
 
@@ -164,7 +169,7 @@ class Tracker:
             self._observe(measurement)
         if self.phase == RUNNING:
             sd_before = self.sd
-            self._update_rate(dt)
+            self._update_rate(now, dt)
             self.s += 0.5 * (sd_before + self.sd) * dt
             if self.s >= self.plan.duration:
                 self.s = self.plan.duration
@@ -231,13 +236,19 @@ class Tracker:
             self.max_velocity_error = np.maximum(self.max_velocity_error, np.abs(m.velocity - v))
         self._last_error = np.abs(m.position - p)
 
-    def _update_rate(self, dt):
+    def _update_rate(self, now, dt):
         target = self.max_rate
-        err = getattr(self, '_last_error', None)
+        err = self._last_error
         if err is not None and self.tolerances:
             tol = self.tolerances[min(self.current_waypoint, len(self.tolerances) - 1)]
             if np.any(err > tol):
+                self._within_since = None
+            elif self._within_since is None:
+                self._within_since = now
+            if self._within_since is None:
                 target = self.min_rate
+            elif now - self._within_since < RATE_RECOVERY:
+                target = min(self.sd, self.max_rate)       # hold until the error stays within
         if dt <= 0:
             self.sdd = 0.0
             return
