@@ -85,16 +85,16 @@ def test_joint_friction_is_a_hard_constraint_as_odes():
 
 
 def _hold(control, delay, seconds=1.5, kick=0.0):
-    """The arm at neutral under `control(q, qd)` → 8 torques, applied `delay` steps after the
+    """The arm at neutral under `control(q, qd, now)` → 8 torques, applied `delay` steps after the
     state they answer (the loop is not in lockstep with Gazebo), each joint starting at
     `kick` rad/s. Returns the largest joint error (rad) and speed (rad/s) over the run."""
     ph = GazeboPhysics(MODEL)
     ph.set_positions(Q_NEUTRAL)
     ph.d.qvel[ph._dof] = kick
-    queue = [control(ph.position, ph.velocity)] * delay      # (held from the start)
+    queue = [control(ph.position, ph.velocity, 0.0)] * delay      # (held from the start)
     err = speed = 0.0
-    for _ in range(int(seconds / ph.dt)):
-        queue.append(control(ph.position, ph.velocity))
+    for k in range(int(seconds / ph.dt)):
+        queue.append(control(ph.position, ph.velocity, k * ph.dt))
         ph.step(queue.pop(0))
         err = max(err, np.abs(ph.position - Q_NEUTRAL)[:7].max())
         speed = max(speed, np.abs(ph.velocity).max())
@@ -104,8 +104,8 @@ def _hold(control, delay, seconds=1.5, kick=0.0):
 def _position_hold(arm):
     target, zero = np.array(NEUTRAL), np.zeros(7)
 
-    def control(q, qd):
-        state = SimpleNamespace(q=q[:7], qd=qd[:7], gravity=lambda: 0.0)
+    def control(q, qd, now):
+        state = SimpleNamespace(now=now, q=q[:7], qd=qd[:7], gravity=lambda: 0.0)
         # (track leaves gravity to gravity compensation; here its model terms include it)
         return np.r_[arm.track(state, target, zero, zero), 0.0]
     return control
@@ -143,10 +143,10 @@ def test_position_control_assuming_the_robots_armature_shakes_the_wrist():
 @pytest.mark.parametrize('delay', [1, 3])
 def test_the_brakes_stand_in_holds_on_the_plants_inertia(delay):
     brake = BrakeHold(MODEL, BOARD_JOINTS, GazeboBoards.plant_armature)
-    err, speed = _hold(lambda q, qd: brake.torque(Q_NEUTRAL, q, qd), delay)
+    err, speed = _hold(lambda q, qd, _now: brake.torque(Q_NEUTRAL, q, qd), delay)
     assert err < 1e-3 and speed < 0.05, (err, speed)
     wrong = BrakeHold(MODEL, BOARD_JOINTS)          # the robot's armature assumed
-    err, speed = _hold(lambda q, qd: wrong.torque(Q_NEUTRAL, q, qd), delay, kick=KICK)
+    err, speed = _hold(lambda q, qd, _now: wrong.torque(Q_NEUTRAL, q, qd), delay, kick=KICK)
     assert speed > 10.0, (err, speed)
 
 

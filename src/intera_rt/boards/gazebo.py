@@ -7,13 +7,14 @@ whole in one physics step), /clock, /gazebo/set_model_configuration (teleport),
 
 Gazebo owns the clock: the loop ticks once per joint state, on the newest one (first on a
 state period's first state when a newer one overtook it: the state topics go out on it,
-every STATE_PERIOD of Gazebo time), and its time is the state's stamp. Gazebo's physics is not in lockstep with the loop: a command reaches
-the plant a step or more after the state it answers. Gazebo's joints have no drive armature
-(plant_armature 0: the controllers and the observer use the plant's inertia) and no brakes:
-while the boards' are engaged, and whenever the loop has not commanded for WATCHDOG of Gazebo
-time, the arm is held by a PD on its inertia plus gravity (gazebo_model.BrakeHold). The
-effort reported is the one applied: the URDF's damping and friction, which Gazebo applies on
-its own, are taken off it. No joint state for `stall_timeout` wall seconds faults the boards.
+every STATE_PERIOD of Gazebo time), and its time is the state's stamp. Gazebo's physics is
+not in lockstep with the loop: a command reaches the plant a step or more after the state it
+answers. Gazebo's joints have no drive armature (plant_armature 0: the controllers and the
+observer use the plant's inertia) and no brakes: while the boards' are engaged, and whenever
+the loop has not commanded for WATCHDOG of Gazebo time, the arm is held by a PD on its
+inertia plus gravity (gazebo_model.BrakeHold). The effort reported is the one applied: the
+URDF's damping and friction, which Gazebo applies on its own, are taken off it. No joint
+state for `stall_timeout` wall seconds faults the boards.
 
 This module talks ROS (rospy and message packages, imported when the boards are configured;
 never intera_rt.ros); it runs in the realtime core's process as the node `realtime_boards`.

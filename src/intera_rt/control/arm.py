@@ -24,6 +24,11 @@ FRICTION_SPEED = 0.01          # rad/s: below it the friction fed forward shrink
 # friction from the error the feedback alone leaves, and the error it leaves alone.
 FRICTION_INTEGRAL_TIME = 0.25  # s
 FRICTION_DEADBAND = 2e-4       # rad
+# The per-joint feedback's inertias (Arm.feedback_inertia) follow the pose slowly and cost an
+# inverse and an eigenvalue problem: re-evaluated this often, or at once when a joint is this
+# far from where they were (a teleport, a fast move).
+FEEDBACK_REFRESH = 0.05        # s
+FEEDBACK_JUMP = 0.05           # rad
 
 
 class Arm:
@@ -78,6 +83,8 @@ class Arm:
         self.per_joint = not self.armature.any()
         if self.per_joint:
             self._rate_limit = damping_rate_limit(self.latency)
+        self._feedback = self._feedback_q = None
+        self._feedback_time = -math.inf
         self.speed_ratio = DEFAULT_SPEED_RATIO
         self.speed_ratio_serial = 0
         self.timeout = DEFAULT_TIMEOUT
@@ -119,10 +126,11 @@ class Arm:
         adds it). On a plant without drive armature (per_joint) the feedback acts per joint,
         as the robot's drives' does, the model's inertia only fed forward:
         τ = M(q)·a + C(q, q̇)·q̇ + diag(m_k)·Kp·e + diag(m_d)·Kd·ė + ..., with
-        (m_k, m_d) = feedback_inertia(q)."""
+        (m_k, m_d) = feedback_inertia(q), re-evaluated every FEEDBACK_REFRESH s of state.now
+        or when a joint has moved FEEDBACK_JUMP since."""
         q, qd = state.q, state.qd
         if self.per_joint:
-            m_k, m_d = self.feedback_inertia(q)
+            m_k, m_d = self._feedback_inertia_at(state.now, q)
             fb = m_k * self.kp_joint * (p - q) + m_d * self.kd_joint * (v - qd)
             tau = self.dynamics.inverse_dynamics(q, qd, a) - state.gravity() + fb + self.damping * v
             return tau + self.friction_feed(v) if self.feeds_friction else tau
@@ -155,6 +163,15 @@ class Arm:
         if rate > self._rate_limit:             # (the matrix is similar to M⁻¹·diag(Kd·m_d))
             m_d = m_d * (self._rate_limit / rate)
         return np.diag(mass).copy(), m_d
+
+    def _feedback_inertia_at(self, now, q):
+        """feedback_inertia(q), kept from the last evaluation while it is less than
+        FEEDBACK_REFRESH s old (by `now`) and every joint within FEEDBACK_JUMP of it."""
+        fresh = self._feedback_time <= now < self._feedback_time + FEEDBACK_REFRESH
+        if not fresh or self._feedback is None or np.abs(q - self._feedback_q).max() > FEEDBACK_JUMP:
+            self._feedback = self.feedback_inertia(q)
+            self._feedback_time, self._feedback_q = now, q.copy()
+        return self._feedback
 
     def friction_feed(self, v):
         """The joints' Coulomb friction at the reference velocity v, fed forward (on a plant
