@@ -251,7 +251,11 @@ def test_zero_g_moves_under_a_push_and_holds_where_let_go(sim, realtime_state, c
         assert np.abs(q[0] - q0).max() > 0.05, 'the push did not move the arm in zero-G'
         assert np.abs(np.array(q) - q[0]).max() < 0.01, 'the arm did not hold where it was let go'
         assert released.controller == 'hold'
-        assert not any(m.collision for m in realtime_state.between(t0))
+        hits = [m for m in realtime_state.between(t0) if m.collision]
+        assert not hits, 'a collision reported at %.3f (impact %s, squish %s, over-wrench %s; ' \
+            'detected at %.3f; the test began at %.3f, zero-G ended at %.3f, checked at %.3f)' % (
+                stamp(hits[0]), hits[0].impact, hits[0].squish, hits[0].hand_overwrench,
+                hits[0].last_detection.to_sec(), t0, t_rel, now())
     finally:
         grasp_cuff(False)
         js.unregister()
