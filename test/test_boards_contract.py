@@ -198,6 +198,8 @@ def test_hardware_refuses_the_sim_abilities():
     for what, call in calls.items():
         with pytest.raises(Unsupported, match='the hardware backend cannot %s' % what):
             call()
+    with pytest.raises(Unsupported, match='the hardware backend cannot apply external wrenches'):
+        hw.clear_wrenches('right_hand')
     with pytest.raises(BoardsError, match='owns the clock'):
         hw.advance(DT)
     assert not hw.capabilities and hw.read().position.tolist() == START.tolist()

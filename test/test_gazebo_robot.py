@@ -170,6 +170,34 @@ def test_teleport_and_a_wrench_go_through_gazebos_services(robot, joints, sim, r
     assert not get_state('wall', '').success
 
 
+def test_a_teleport_drops_a_wrench_still_pushing(robot, joints, sim, realtime_state):
+    """As on every backend, a teleport ends the wrenches apply_wrench pushed: a 40 N push
+    on the hand meant to last 20 s gives the arm way, then after set_joint_positions the arm
+    holds the new pose, with no collision detected (Gazebo itself would keep pushing the
+    body for the wrench's duration)."""
+    from geometry_msgs.msg import Wrench
+    from intera_rt.model import RobotModel
+    teleport(sim)
+    realtime_state.wait(lambda m: not m.collision and m.controller == 'hold', 10.0, 'a quiet arm')
+    model = RobotModel.from_file()
+    z0 = model.tip_pose('right_hand', np.array(NEUTRAL))[0][2]
+    push = Wrench()
+    push.force.z = 40.0
+    res = sim['apply_wrench']('right_hand', push, 20.0)
+    assert res.success, res.message
+    joints.wait(lambda m: model.tip_pose('right_hand', arm_positions(m))[0][2] - z0 > 1e-3, 10.0,
+                'the push moving the hand up')
+    teleport(sim)
+    t_tel = now()
+    realtime_state.wait(lambda m: not m.collision and m.controller == 'hold', 10.0, 'a quiet arm')
+    joints.wait_until(t_tel + 2.0)
+    held = np.array([arm_positions(m) for m in joints.between(t_tel + 0.5, t_tel + 2.0)])
+    worst = np.abs(held - NEUTRAL).max()
+    assert len(held) and worst < 2e-3, 'the arm %.4f rad from the teleported pose: still pushed' % worst
+    hits = [stamp(m) for m in realtime_state.between(t_tel + 0.5) if m.collision]
+    assert not hits, 'a collision detected at %.3f after the teleport at %.3f' % (hits[0], t_tel)
+
+
 def test_gazebo_stopping_stops_the_robot_with_an_error_and_a_reset_recovers(
         robot, joints, robot_state, rosout, mc):
     from std_msgs.msg import Bool, Empty

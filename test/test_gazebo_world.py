@@ -291,6 +291,34 @@ def test_a_wrench_on_the_robot_waits_for_its_start_time(gz):
     assert max(after) > 1e-3, max(after)
 
 
+def test_clear_body_wrenches_ends_a_wrench_on_the_robot(gz):
+    """sawyer::right_l6 pushed 10 N along y for 60 s (below an impact) gives the held arm way by some tenths
+    of a mrad; /gazebo/clear_body_wrenches on it ends the push, and the arm springs back (to
+    within the joints' friction of where it was: less than half the way it gave)."""
+    import numpy as np
+    import rospy
+    from geometry_msgs.msg import Point, Vector3, Wrench
+    from sensor_msgs.msg import JointState
+    from clients import Series, arm_positions, stamp
+    joints = Series('/robot/joint_states', JointState)
+    try:
+        q0 = np.array(arm_positions(joints.last()))
+
+        def off(m):
+            return np.abs(np.array(arm_positions(m)) - q0).max()
+        r = gz['apply_body_wrench']('sawyer::right_l6', '', Point(), Wrench(Vector3(0, 10.0, 0), Vector3()),
+                                    rospy.Time(), rospy.Duration(60.0))
+        assert r.success, r.status_message
+        given = joints.wait(lambda m: off(m) > 4e-4, TIMEOUT, 'the push giving the arm way')
+        pushed = off(joints.wait_until(stamp(given) + 0.5))
+        gz['clear_body_wrenches']('sawyer::right_l6')
+        joints.wait(lambda m: off(m) < 0.5 * pushed, TIMEOUT,
+                    'the arm springing back (it gave %.5f rad)' % pushed)
+    finally:
+        gz['clear_body_wrenches']('sawyer::right_l6')
+        joints.unregister()
+
+
 def test_obstacles_are_models_of_the_same_world(gz, robot):
     import rospy
     from intera_rt_msgs.srv import AddObstacle, RemoveObstacle

@@ -11,7 +11,8 @@ from test_gazebo_world import (  # noqa: F401 - the fixtures and tests, run on t
     test_model_states_and_link_states_topics, test_obstacles_are_models_of_the_same_world,
     test_pause_stops_physics_and_time, test_reset_world_puts_models_back, test_robot_frames,
     test_set_model_state_service_and_topic, test_spawned_models_are_in_the_world,
-    test_a_body_wrench_waits_for_its_start_time, test_a_wrench_on_the_robot_waits_for_its_start_time)
+    test_a_body_wrench_waits_for_its_start_time, test_a_wrench_on_the_robot_waits_for_its_start_time,
+    test_clear_body_wrenches_ends_a_wrench_on_the_robot)
 
 SAWYER_ARGS = ['--backend', 'mujoco']
 

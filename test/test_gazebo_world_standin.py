@@ -17,7 +17,7 @@ from test_gazebo_world import (  # noqa: F401 - the fixtures and tests, run on t
     test_bad_requests_on_models_are_refused, test_bad_spawns_are_refused,
     test_delete_takes_it_out_of_everything,
     test_reset_world_puts_models_back, test_robot_frames, test_set_model_state_service_and_topic,
-    test_spawned_models_are_in_the_world)
+    test_spawned_models_are_in_the_world, test_clear_body_wrenches_ends_a_wrench_on_the_robot)
 
 SAWYER_ARGS = ['--sim-time', '--backend', 'gazebo', '--backend-option', 'standin=true',
                '--backend-option', 'real_time_factor=0.5', '--gripper']

@@ -330,6 +330,11 @@ class JointBoards:
         `link` for `duration` s. KeyError when there is no such link."""
         self._require('wrench', 'apply external wrenches')
 
+    def clear_wrenches(self, link):
+        """Stop the wrenches apply_wrench pushes on `link` (KeyError when there is no such
+        link)."""
+        self._require('wrench', 'apply external wrenches')
+
     def reset_pose(self, positions):
         """Teleport: the arm at rest at `positions` (clipped to the limits); drops external
         wrenches, keeps obstacles. Hardware refuses: it boots where the arm is."""

@@ -121,6 +121,12 @@ class EmbeddedBoards(ObstacleContacts, SimulatedPlant):
         frame_id = self.pin.getFrameId(link, pin.FrameType.BODY)
         self._wrenches.append([frame_id, np.asarray(wrench, float), float(duration)])
 
+    def clear_wrenches(self, link):
+        if not self.pin.existFrame(link, pin.FrameType.BODY):
+            raise KeyError('no link named %r' % link)
+        frame_id = self.pin.getFrameId(link, pin.FrameType.BODY)
+        self._wrenches = [w for w in self._wrenches if w[0] != frame_id]
+
     def set_tool(self, tool):
         """See JointBoards.set_tool: the tool's mass and inertia on the bodies it hangs from
         (model.tool: its fingers welded at rest), and its collision shapes among the links

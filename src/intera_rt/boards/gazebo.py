@@ -186,6 +186,7 @@ class GazeboBoards(ObstacleContacts, JointBoards):
         self._skip_until = -math.inf    # joint states stamped before this predate a teleport
         self._teleported = None         # the teleport's pose until a joint state shows it
         self._teleport_effort = None    # what the watchdog sends while a teleport is under way
+        self._pushed = set()            # Gazebo bodies apply_wrench has pushed (a teleport clears them)
         self._order = None              # (names in Gazebo's order, their indices in ours)
         self._written_at = -math.inf    # Gazebo time of the state the loop last wrote after
         self._wd_hold = None            # where the watchdog holds the joints (None: idle)
@@ -463,9 +464,13 @@ class GazeboBoards(ObstacleContacts, JointBoards):
     def reset_pose(self, positions):
         """Teleport through /gazebo/set_model_configuration (Gazebo pauses its world to set
         the joints, which leaves them at rest); the reading is the new pose at once, and
-        joint states stamped before the call are dropped."""
+        joint states stamped before the call are dropped. The wrenches apply_wrench pushed
+        are cleared first (/gazebo/clear_body_wrenches), as every backend's teleport drops
+        them: Gazebo keeps a body's wrench for its duration whatever the joints do."""
         from gazebo_msgs.srv import SetModelConfiguration
         q = _clip(np.asarray(positions, float), self.lower, self.upper)
+        for body in sorted(self._pushed):
+            self._clear_body(body)
         call = self._service('/gazebo/set_model_configuration', SetModelConfiguration)
         # Gazebo applies the last effort it got until the next comes: the one holding the new
         # pose goes first, or the first steps there would push it with the old pose's.
@@ -560,7 +565,8 @@ class GazeboBoards(ObstacleContacts, JointBoards):
         torque = _shift(w[3:], w[:3], body_com(self.pin, self.data, jid) - origin)
         seconds = float(duration)
         call = self._service('/gazebo/apply_body_wrench', ApplyBodyWrench)
-        reply = call(body_name='%s::%s' % (self.model_name, body), reference_frame='',
+        name = '%s::%s' % (self.model_name, body)
+        reply = call(body_name=name, reference_frame='',
                      reference_point=Point(0.0, 0.0, 0.0),
                      wrench=Wrench(Vector3(*w[:3].tolist()), Vector3(*torque.tolist())),
                      start_time=self._rospy.Time(0),
@@ -568,6 +574,17 @@ class GazeboBoards(ObstacleContacts, JointBoards):
         if not reply.success:
             raise BoardsError('%s: apply_body_wrench refused: %s'
                               % (self.describe(), reply.status_message))
+        self._pushed.add(name)
+
+    def clear_wrenches(self, link):
+        """Through /gazebo/clear_body_wrenches on the body `link` is lumped into (which
+        clears every wrench on that body)."""
+        self._clear_body('%s::%s' % (self.model_name, gazebo_body(self.pin, link)[0]))
+
+    def _clear_body(self, name):
+        from gazebo_msgs.srv import BodyRequest
+        self._service('/gazebo/clear_body_wrenches', BodyRequest)(body_name=name)
+        self._pushed.discard(name)
 
     def __del__(self):
         try:

@@ -193,8 +193,13 @@ class GazeboPhysics:
             np.asarray(torque, float), float(duration) if duration > 0.0 else np.inf,
             lumped=np.array(self._lumped(bid), int)))
 
-    def clear_wrenches(self):
-        self._wrenches = []
+    def clear_wrenches(self, link=None):
+        """Every wrench apply_wrench pushes (link None), or those on `link`'s body."""
+        if link is None:
+            self._wrenches = []
+        else:
+            name = mujoco.mj_id2name(self.m, mujoco.mjtObj.mjOBJ_BODY, self.body(link))
+            self._wrenches = [w for w in self._wrenches if w.owner is not None or w.name != name]
         self.d.qfrc_applied[:] = 0.0
 
     # --- the world (boards.base's world methods; poses and twists in base) -------------------

@@ -279,6 +279,13 @@ class MujocoBoards(SimulatedPlant):
             body, 'world' if body == 0 else link, w[:3].copy(), w[3:].copy(), float(duration),
             point=np.zeros(3)))
 
+    def clear_wrenches(self, link):
+        name = 'world' if link == 'base' else link
+        if name != 'world' and mujoco.mj_name2id(self.m, mujoco.mjtObj.mjOBJ_BODY, link) < 0:
+            raise KeyError('no link named %r' % link)
+        self._wrenches = [w for w in self._wrenches if w.owner is not None or w.name != name]
+        self.d.xfrc_applied[:] = 0.0
+
     def _apply_wrenches(self):
         """xfrc_applied from the wrenches: MuJoCo applies them at each body's centre of mass."""
         d = self.d

@@ -142,6 +142,13 @@ class SimWrench:
 
 
 @dataclass(frozen=True, kw_only=True)
+class SimClearWrenches:
+    """Stop the wrenches SimWrench pushes on the arm's `link` (those waiting for their start
+    too): gazebo_ros' clear_body_wrenches on a link of the robot."""
+    link: str
+
+
+@dataclass(frozen=True, kw_only=True)
 class SimJointPositions:
     """Teleport joints (empty names = right_j0..6); velocities zeroed, wrenches cleared."""
     names: Tuple[str, ...]

@@ -162,6 +162,16 @@ class CommandInputs:
         self.boards.apply_wrench(c.link, values, duration)
         return True, 'applying %s on %s for %.3f s' % (list(values), c.link, duration)
 
+    def _sim_clear_wrenches(self, c):
+        if 'wrench' not in self._capabilities:
+            return False, '%s cannot apply external wrenches' % self.boards.describe()
+        if not self.model.has_frame(c.link):
+            return False, 'no link named %r in the robot model' % c.link
+        self._pending_wrenches = [w for w in self._pending_wrenches
+                                  if not (isinstance(w, cmds.SimWrench) and w.link == c.link)]
+        self.boards.clear_wrenches(c.link)
+        return True, 'cleared the wrenches on %s' % c.link
+
     def _sim_positions(self, c):
         if 'teleport' not in self._capabilities:
             return False, '%s cannot be reset to a pose' % self.boards.describe()

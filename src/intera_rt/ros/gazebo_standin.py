@@ -345,6 +345,7 @@ class GazeboStandin:
                                                             c.point, c.duration),
             cmds.SimClearBodyWrenches: lambda: p.clear_body_wrenches(c.model, c.body),
             cmds.SimWrench: lambda: p.apply_wrench(c.link, c.wrench[:3], c.wrench[3:], c.duration),
+            cmds.SimClearWrenches: lambda: p.clear_wrenches(c.link),
             cmds.SimJointPositions: lambda: self._set_arm(c.names or ARM_JOINTS, c.positions),
             cmds.SimPause: lambda: self._pause(c.paused),
         }.get(type(c))

@@ -407,13 +407,16 @@ class GazeboWorld:
     def _clear_body_wrenches(self, req):
         try:
             model, link = parse_reference(req.body_name, 'body_name')
-            if model is None or link is None or model == ROBOT_MODEL:
-                raise WorldError('body_name: %r: expected "model::link" of a spawned model' % req.body_name)
+            if model is None or link is None:
+                raise WorldError('body_name: %r: expected "model::link"' % req.body_name)
             self.snapshot().frame(req.body_name, 'body_name')
         except WorldError as exc:
             rospy.logerr('/gazebo/clear_body_wrenches: %s', exc)
             return BodyRequestResponse()
-        ok, message = self._call(cmds.SimClearBodyWrenches(model=model, body=self._body_of(model, link)))
+        if model == ROBOT_MODEL:
+            ok, message = self._call(cmds.SimClearWrenches(link=link))
+        else:
+            ok, message = self._call(cmds.SimClearBodyWrenches(model=model, body=self._body_of(model, link)))
         if not ok:
             rospy.logerr('/gazebo/clear_body_wrenches: %s', message)
         return BodyRequestResponse()
