@@ -28,15 +28,22 @@ def backend_under_test():
     return os.environ.get('INTERA_RT_TEST_BACKEND', '').strip() or 'embedded'
 
 
-def backend_args():
-    """scripts/sawyer's arguments for the backend under test: gazebo is the Gazebo stand-in
-    (docs/backends.md#gazebo-what-was-verified-here), as no Gazebo runs here."""
-    backend = backend_under_test()
-    args = ['--backend', backend]
-    if backend == 'gazebo':
+def backend_options():
+    """The --backend-option values backend_args passes, as the robot's parameters hold them:
+    gazebo is the Gazebo stand-in (docs/backends.md#gazebo-what-was-verified-here), as no
+    Gazebo runs here."""
+    if backend_under_test() == 'gazebo':
         # Half real time, as test_gazebo_robot: Gazebo is not in lockstep with the loop, and
         # on this shared machine a stand-in at 1x runs ahead of a loaded loop by many steps.
-        args += ['--backend-option', 'standin=true', '--backend-option', 'real_time_factor=0.5']
+        return {'standin': True, 'real_time_factor': 0.5}
+    return {}
+
+
+def backend_args():
+    """scripts/sawyer's arguments for the backend under test."""
+    args = ['--backend', backend_under_test()]
+    for key, value in backend_options().items():
+        args += ['--backend-option', '%s=%s' % (key, str(value).lower() if isinstance(value, bool) else value)]
     return args
 
 

@@ -6,7 +6,7 @@ import re
 import xml.etree.ElementTree as ET
 
 import pytest
-from rosharness import backend_under_test
+from rosharness import backend_options, backend_under_test
 
 RIGHT_JOINTS = ['right_j%d' % i for i in range(7)]
 
@@ -68,8 +68,10 @@ def test_robot_description(params):
 def test_realtime_loop_private_params(params):
     private = _get(params, '/realtime_loop')
     assert private['backend'] == backend_under_test()
-    assert private.get('backend_options', {}) == {}      # (an empty dict sets no parameter)
+    # (an empty dict sets no parameter)
+    assert private.get('backend_options', {}) == backend_options()
     assert private['pose'] == 'neutral'
     assert private['disabled'] is False
-    assert private['sim_time'] is False
-    assert _get(params, '/use_sim_time') is False
+    gazebo = backend_under_test() == 'gazebo'       # Gazebo's clock: sim time
+    assert private['sim_time'] is gazebo
+    assert _get(params, '/use_sim_time') is gazebo
