@@ -43,7 +43,8 @@ def backend_args():
     """scripts/sawyer's arguments for the backend under test."""
     args = ['--backend', backend_under_test()]
     for key, value in backend_options().items():
-        args += ['--backend-option', '%s=%s' % (key, str(value).lower() if isinstance(value, bool) else value)]
+        text = str(value).lower() if isinstance(value, bool) else str(value)
+        args += ['--backend-option', '%s=%s' % (key, text)]
     return args
 
 
