@@ -292,9 +292,9 @@ def test_a_wrench_on_the_robot_waits_for_its_start_time(gz):
 
 
 def test_clear_body_wrenches_ends_a_wrench_on_the_robot(gz):
-    """sawyer::right_l6 pushed 10 N along y for 60 s (below an impact) gives the held arm way by some tenths
-    of a mrad; /gazebo/clear_body_wrenches on it ends the push, and the arm springs back (to
-    within the joints' friction of where it was: less than half the way it gave)."""
+    """sawyer::right_l6 pushed 10 N along y for 60 s (below an impact) gives the held arm
+    way by a mrad or so; /gazebo/clear_body_wrenches on it ends the push, and the arm springs
+    back (to within the joints' friction of where it was: less than half the way it gave)."""
     import numpy as np
     import rospy
     from geometry_msgs.msg import Point, Vector3, Wrench
