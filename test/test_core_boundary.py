@@ -47,6 +47,7 @@ COMMANDS = [
                            loads=(('right_j6', (0.5, 0.0, 0.0, 0.01) + (1e-4,) * 6),))),
     cmds.SimEstop(pressed=True), cmds.SimError(on=True),
     cmds.SimWrench(link='right_hand', wrench=(0.0, 15.0, 0.0, 0.0, 0.0, 0.0), duration=0.5),
+    cmds.SimClearWrenches(link='right_hand'),
     cmds.SimJointPositions(names=(), positions=tuple(NEUTRAL)),
     cmds.SimAddObstacle(name='table', shape='box', position=(0.6, 0.0, 0.0),
                         quaternion=(0.0, 0.0, 0.0, 1.0), size=(0.4, 0.4, 0.2)),
