@@ -14,6 +14,7 @@ from intera_rt.bench.picking import Picker, gripper_model
 from intera_rt.boards import make_boards
 from intera_rt.boards.base import BoardsError, GripperCommand
 from intera_rt.boards.mujoco_boards import gripper_fragment
+from intera_rt.control import commands as cmds
 from intera_rt.model import RobotModel
 from intera_rt.robot import NEUTRAL
 from intera_rt.world import Pose, Resolver, WorldError, parse_model_xml, parse_sdf
@@ -337,3 +338,56 @@ def test_a_weak_squeeze_cannot_lift_a_heavy_block():
     assert picker.move_to((x, y, top + 0.12))
     assert position(boards, 'heavy')[2] - (top + 0.02) < 0.01     # left on the table
     assert boards.gripper_state().gripping == ''
+
+
+def test_the_core_sends_the_world_as_it_changes_and_the_resting_gripper_as_a_keepalive():
+    # The core's world frames (realtime.process.WorldFrames, every PUBLISH_EVERY ticks): a
+    # world at rest sends the gripper's state every GRIPPER_KEEPALIVE of loop time and its
+    # bodies not again (the gripper device keeps following the fingers, which it drops
+    # PLANT_LAPSE after their last state); closing fingers and a lifted block go out in every
+    # frame; the gripper state last sent is always within GRIPPER_NOISE of the plant's.
+    from intera_rt.realtime.process import (GRIPPER_KEEPALIVE, GRIPPER_NOISE, PUBLISH_EVERY,
+                                            WorldFrames)
+    x, y = 0.65, -0.05
+    picker = Picker(GRIPPER_MODEL, start=(x, y, 0.15))
+    boards, top, core = picker.boards, picker.top, picker.core
+    log = []                         # every frame's (loop time, WorldFrame sent or None, plant's gripper)
+
+    class Conn:
+        def send(self, frame):
+            log[-1][1] = frame
+    frames = WorldFrames(Conn(), core)
+    tick = core.tick
+
+    def tick_and_send():
+        tick()
+        if core.tick_count % PUBLISH_EVERY == 0:
+            log.append([core.now, None, boards.gripper_state()])
+            frames.send()
+    core.tick = tick_and_send
+    ok, message = core.apply(cmds.SimSpawnModel(model=sdf_block('block', size=0.04, mass=0.1, mu=1.0),
+                                                pose=Pose((x, y, top + 0.02))))
+    assert ok, message
+    assert picker.move_to((x, y, top + 0.02))
+    start = len(log)
+    picker.tick(1.0)                                # at rest, open around the block
+    rest = [(t, f) for t, f, _ in log[start:] if f is not None]
+    assert len(rest) == pytest.approx(1.0 / GRIPPER_KEEPALIVE, abs=1)
+    assert all(f.bodies is None and f.gripper is not None for _, f in rest)
+    assert max(np.diff([t for t, _ in rest])) <= GRIPPER_KEEPALIVE + 1e-9
+    start = len(log)
+    picker.grip(0.0, 20.0, seconds=0.4)             # the fingers close: in every frame until held
+    closing = [f and f.gripper for _, f, _ in log[start:start + 5]]
+    assert all(closing) and closing[0].separation > closing[-1].separation
+    start = len(log)
+    assert picker.move_to((x, y, top + 0.12), seconds=0.5, settle=0.0)     # the block lifted
+    assert all(f is not None and f.bodies is not None for _, f, _ in log[start + 1:-1])
+    assert position(boards, 'block')[2] > top + 0.1
+    last = None
+    for _, f, plant in log:
+        last = (f and f.gripper) or last
+        assert last.gripping == plant.gripping
+        assert abs(last.separation - plant.separation) <= GRIPPER_NOISE[0]
+        assert abs(last.force - plant.force) <= GRIPPER_NOISE[1]
+    assert last.gripping == 'block'
+    picker.close()

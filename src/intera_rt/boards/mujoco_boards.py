@@ -190,10 +190,10 @@ class MujocoBoards(SimulatedPlant):
             else:
                 self._hold()
         else:
-            d.ctrl[:self._n] = self.tau_cmd
+            self._ctrl[:] = self.tau_cmd
             q_before = self.q
             bad = self._bad_qacc.number
-            mujoco.mj_step(self.m, d, nstep=self.substeps)
+            mujoco.mj_step(self.m, d, self.substeps)
             if self._bad_qacc.number != bad:
                 # MuJoCo has reset its state: put the arm back where it was, braked.
                 self.report_fault('MuJoCo: simulation unstable (bad accelerations) at t = %.3f s'
@@ -202,8 +202,8 @@ class MujocoBoards(SimulatedPlant):
                 self.brakes = True
                 self._hold()
             else:
-                self.q = d.qpos.take(self._qadr)
-                self.qd = d.qvel.take(self._dof)
+                self.q = self._qpos.take(self._qadr)
+                self.qd = self._qvel.take(self._dof)
                 self.tau_transmitted = self._transmitted()
         self._steps += 1
         self.time += dt
@@ -220,12 +220,14 @@ class MujocoBoards(SimulatedPlant):
         """What each drive transmits after a step: motor torque, less viscous damping
         (passive) and dry friction (the friction-loss rows of the constraint solver)."""
         d, dof = self.d, self._dof
-        tau = d.qfrc_actuator.take(dof) + d.qfrc_passive.take(dof)
+        # (the sum over the dofs up to the boards' last, then theirs: fewer numpy calls)
+        tau = np.add(self._actuator_force, self._passive_force, out=self._drive_sum).take(dof)
         nf = d.nf
         if nf == self._friction_rows:
             # (the friction rows come in dof order, one per dof with friction loss: here
             # exactly the boards' joints, in their order)
-            tau += d.efc_force[d.ne:d.ne + nf]
+            ne = d.ne
+            tau += d.efc_force[ne:ne + nf]
         elif nf:
             full = d.qfrc_actuator + d.qfrc_passive
             rows = slice(d.ne, d.ne + nf)
@@ -390,10 +392,13 @@ class MujocoBoards(SimulatedPlant):
         are read anew (resting bodies asleep in MuJoCo keep their state bit for bit); while
         none did this is the very tuple of the previous call, so that the core sends the
         world's bodies only when they changed."""
-        d = self.d
-        q = d.qpos[self._free_q].reshape(-1, 7)          # x y z, w, qx qy qz
-        v = d.qvel[self._free_v].reshape(-1, 6)          # linear (world), angular (body axes)
+        q = self._qpos[self._free_q]
+        v = self._qvel[self._free_v]
         states = self._states
+        if states is not None and q.tobytes() == self._states_qb and v.tobytes() == self._states_vb:
+            return self._states_tuple                    # (at once: every body as it was)
+        q = q.reshape(-1, 7)                             # x y z, w, qx qy qz
+        v = v.reshape(-1, 6)                             # linear (world), angular (body axes)
         if states is None:
             states = self._states = [self._anchored_state(b) for b in self._bodies]
             moved = np.ones(len(q), bool)
@@ -402,6 +407,7 @@ class MujocoBoards(SimulatedPlant):
             if not moved.any():
                 return self._states_tuple
         self._states_q, self._states_v = q, v
+        self._states_qb, self._states_vb = q.tobytes(), v.tobytes()
         q, v = q[moved], v[moved]
         w, u, a = q[:, 3:4], q[:, 4:7], v[:, 3:]
         t = 2.0 * _cross(u, a)                           # the angular velocity into base axes
@@ -536,9 +542,16 @@ class MujocoBoards(SimulatedPlant):
         model), the fingers' actuators, the spawned bodies' state addresses, the wrenches'
         body ids."""
         m = self.m
+        d = self.d
         self._n = len(self.joint_names)
         self._scratch = np.zeros(m.nv)
-        self._bad_qacc = self.d.warning[mujoco.mjtWarning.mjWARN_BADQACC]    # (a live view)
+        self._bad_qacc = d.warning[mujoco.mjtWarning.mjWARN_BADQACC]    # (a live view)
+        # Views the step reads and writes (MjData's arrays stay where they are for its life;
+        # each attribute access builds a new view)
+        self._ctrl, self._qpos, self._qvel = d.ctrl[:self._n], d.qpos, d.qvel
+        span = int(self._dof.max()) + 1
+        self._actuator_force, self._passive_force = d.qfrc_actuator[:span], d.qfrc_passive[:span]
+        self._drive_sum = np.empty(span)
         # The friction-loss rows (one per dof with friction loss, in dof order) when they
         # are exactly the boards' joints' in the boards' order: _transmitted's shortcut.
         friction = np.flatnonzero(m.dof_frictionloss > 0)

@@ -30,6 +30,7 @@ import numpy as np
 
 from intera_rt.boards.base import state_slot
 from intera_rt.control import commands as cmds
+from intera_rt.io.gripper import PLANT_LAPSE
 from intera_rt.model import RobotModel
 from intera_rt.realtime import pipe
 from intera_rt.realtime.core import PERIOD, RealtimeCore
@@ -44,6 +45,11 @@ MCL_CURRENT, MCL_FUTURE = 1, 2        # mlockall flags (Linux)
 BOARDS_WAIT = 10 * PERIOD             # s: the longest wait for boards that own the clock
 WAIT_SLICE = 0.002                    # s: a core waiting for the adapter looks at Lockstep again
 PAUSED_STATE_EVERY = 0.1              # s of wall time between the states of a paused core
+GRIPPER_KEEPALIVE = PLANT_LAPSE / 4   # s of loop time: the plant's gripper state at least this
+                                      # often (the device follows it until PLANT_LAPSE without)
+GRIPPER_NOISE = (1e-9, 1e-6)          # m, N: smaller changes of the fingers' separation and
+                                      # force are not sent (far below what the device shows,
+                                      # above the plant's jitter at rest)
 
 
 class TickStats:
@@ -419,23 +425,45 @@ class Inbox:
 
 
 class WorldFrames:
-    """Sends the core's world (core.world_frame) as a pipe.WorldFrame, its bodies only when
-    they are not those of the frame sent before (None: unchanged). The boards hand back the
-    same tuple while no body moved: 10 blocks resting cost a frame of the gripper's state,
-    not the pickling of every body at 100 Hz."""
+    """Sends the core's world (core.world_frame) as a pipe.WorldFrame with what changed
+    since the frame before (None: unchanged), and nothing when nothing did. The bodies go
+    when they are not the tuple sent before (the boards hand back the same tuple while no
+    body moved). The gripper's state goes when it changed beyond the plant's numerical
+    noise (GRIPPER_NOISE: a resting finger's position jitters in its last bits every step),
+    and at least every GRIPPER_KEEPALIVE of loop time: the gripper device follows the
+    plant's fingers only while their states keep coming. A world at rest costs a frame
+    every GRIPPER_KEEPALIVE, not a frame through every process at 100 Hz."""
 
     def __init__(self, conn, core):
         self.conn, self.core = conn, core
         self._sent = None                    # the bodies of the last frame sent
+        self._gripper = None                 # the gripper state last sent, and when
+        self._gripper_at = -math.inf
 
     def send(self):
         world = self.core.world_frame()
         if world is None:
             return
         bodies, gripper = world
-        self.conn.send(pipe.WorldFrame(time=self.core.now, gripper=gripper,
-                                       bodies=None if bodies is self._sent else bodies))
-        self._sent = bodies
+        now = self.core.now
+        if gripper is not None:
+            if self._gripper_news(gripper, now):
+                self._gripper, self._gripper_at = gripper, now
+            else:
+                gripper = None
+        if bodies is self._sent:
+            bodies = None
+        else:
+            self._sent = bodies
+        if bodies is not None or gripper is not None:
+            self.conn.send(pipe.WorldFrame(time=now, gripper=gripper, bodies=bodies))
+
+    def _gripper_news(self, gripper, now):
+        last = self._gripper
+        return (last is None or now - self._gripper_at > GRIPPER_KEEPALIVE - PERIOD / 2
+                or gripper.gripping != last.gripping
+                or abs(gripper.separation - last.separation) > GRIPPER_NOISE[0]
+                or abs(gripper.force - last.force) > GRIPPER_NOISE[1])
 
 
 def _quiet_runtime(lock_memory):
