@@ -199,7 +199,7 @@ class GazeboPhysics:
             self._wrenches = []
         else:
             name = mujoco.mj_id2name(self.m, mujoco.mjtObj.mjOBJ_BODY, self.body(link))
-            self._wrenches = [w for w in self._wrenches if w.owner is not None or w.name != name]
+            self._wrenches = mujoco_world.drop_link_wrenches(self._wrenches, name)
         self.d.qfrc_applied[:] = 0.0
 
     # --- the world (boards.base's world methods; poses and twists in base) -------------------

@@ -285,7 +285,7 @@ class MujocoBoards(SimulatedPlant):
         name = 'world' if link == 'base' else link
         if name != 'world' and mujoco.mj_name2id(self.m, mujoco.mjtObj.mjOBJ_BODY, link) < 0:
             raise KeyError('no link named %r' % link)
-        self._wrenches = [w for w in self._wrenches if w.owner is not None or w.name != name]
+        self._wrenches = mujoco_world.drop_link_wrenches(self._wrenches, name)
         self.d.xfrc_applied[:] = 0.0
 
     def _apply_wrenches(self):

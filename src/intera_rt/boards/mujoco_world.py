@@ -16,8 +16,8 @@ obstacles and each other); anchored ones touch what moves, as the cell's fixed g
 Names: body and free joint 'world/<model>/<body>', geoms '.../<k>', meshes 'mesh/...'.
 
 Wrenches (gazebo_ros' apply_body_wrench, the sim-control API's on a link): one BodyWrench
-each, kept by the plant in a list; model_named, body_wrench, rebind, expire and
-drop_wrenches are the bookkeeping both MuJoCo plants (boards.mujoco_boards,
+each, kept by the plant in a list; model_named, body_wrench, rebind, expire,
+drop_wrenches and drop_link_wrenches are the bookkeeping both MuJoCo plants (boards.mujoco_boards,
 boards.gazebo_physics) share.
 """
 import math
@@ -109,6 +109,11 @@ def drop_wrenches(wrenches, model, body=None):
     if body is None:
         return [w for w in wrenches if w.owner is None or w.owner[0] != model]
     return [w for w in wrenches if w.owner != (model, body)]
+
+
+def drop_link_wrenches(wrenches, name):
+    """The wrenches but those on the robot's MuJoCo body `name` (owner None)."""
+    return [w for w in wrenches if w.owner is not None or w.name != name]
 
 
 def body_id(m, world_model, model, body):

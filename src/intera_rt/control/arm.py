@@ -168,7 +168,7 @@ class Arm:
         """feedback_inertia(q), kept from the last evaluation while it is less than
         FEEDBACK_REFRESH s old (by `now`) and every joint within FEEDBACK_JUMP of it."""
         fresh = self._feedback_time <= now < self._feedback_time + FEEDBACK_REFRESH
-        if not fresh or self._feedback is None or np.abs(q - self._feedback_q).max() > FEEDBACK_JUMP:
+        if not fresh or np.abs(q - self._feedback_q).max() > FEEDBACK_JUMP:
             self._feedback = self.feedback_inertia(q)
             self._feedback_time, self._feedback_q = now, q.copy()
         return self._feedback

@@ -152,21 +152,27 @@ class CommandInputs:
                 or not (math.isfinite(duration) and duration > 0):
             return False, ('wrench must be 6 finite values and duration finite and > 0 (got %r, '
                            'duration %r)' % (list(values), duration))
-        if 'wrench' not in self._capabilities:
-            return False, '%s cannot apply external wrenches' % self.boards.describe()
-        if not self.model.has_frame(c.link):
-            return False, 'no link named %r in the robot model' % c.link
+        why = self._why_no_wrench_on(c.link)
+        if why:
+            return False, why
         if c.start > self.now:
             self._pending_wrenches.append(c)        # started by the tick that reaches c.start
             return True, 'a wrench on %s from %.3f s of loop time' % (c.link, c.start)
         self.boards.apply_wrench(c.link, values, duration)
         return True, 'applying %s on %s for %.3f s' % (list(values), c.link, duration)
 
-    def _sim_clear_wrenches(self, c):
+    def _why_no_wrench_on(self, link):
+        """Why the boards cannot push (or stop pushing) `link` of the arm; '' when they can."""
         if 'wrench' not in self._capabilities:
-            return False, '%s cannot apply external wrenches' % self.boards.describe()
-        if not self.model.has_frame(c.link):
-            return False, 'no link named %r in the robot model' % c.link
+            return '%s cannot apply external wrenches' % self.boards.describe()
+        if not self.model.has_frame(link):
+            return 'no link named %r in the robot model' % link
+        return ''
+
+    def _sim_clear_wrenches(self, c):
+        why = self._why_no_wrench_on(c.link)
+        if why:
+            return False, why
         self._pending_wrenches = [w for w in self._pending_wrenches
                                   if not (isinstance(w, cmds.SimWrench) and w.link == c.link)]
         self.boards.clear_wrenches(c.link)
