@@ -14,6 +14,7 @@ from intera_rt.bench.picking import Picker, gripper_model
 from intera_rt.boards import make_boards
 from intera_rt.boards.base import BoardsError, GripperCommand
 from intera_rt.boards.mujoco_boards import gripper_fragment
+from intera_rt.boards.mujoco_world import body_name
 from intera_rt.control import commands as cmds
 from intera_rt.model import RobotModel
 from intera_rt.robot import NEUTRAL
@@ -112,6 +113,24 @@ def test_set_state_places_and_launches_a_model_and_gets_it_back():
     np.testing.assert_allclose(position(boards, 'table'), (TABLE_X + 0.1, 0.0, top - 0.02), atol=1e-9)
     with pytest.raises(KeyError, match="no model named 'nothing'"):
         boards.set_model_state('nothing', Pose(), (0.0,) * 6)
+
+
+def test_a_model_put_at_rest_the_step_before_it_would_sleep_still_falls():
+    """MuJoCo puts a body to sleep MINAWAKE steps after it comes to rest; a model put
+    elsewhere, at rest, on the last of those steps (reset_world on a block just landed)
+    must fall from there, not sleep in mid-air."""
+    boards, top = plant()
+    boards.spawn_model(model_file('block'), Pose((0.7, 0.1, top + 0.01)))
+    tree = boards.m.body_treeid[mujoco.mj_name2id(boards.m, mujoco.mjtObj.mjOBJ_BODY, body_name('block', 'block'))]
+    for _ in range(2000):
+        boards.advance(DT)
+        if boards.d.tree_asleep[tree] == -2:            # asleep after the next step
+            break
+    else:
+        pytest.fail('the block never came to the step before sleep')
+    boards.set_model_state('block', Pose((0.7, -0.1, top + 0.1)), (0.0,) * 6)
+    run(boards, 0.5)
+    np.testing.assert_allclose(position(boards, 'block'), (0.7, -0.1, top), atol=2e-3)
 
 
 def test_a_wrench_slides_a_block_past_its_own_friction_and_stops_with_it():

@@ -270,4 +270,9 @@ def set_state(spec, m, d, model, pose, twist):
             # MuJoCo wakes a sleeping body that moves, not one moved to rest elsewhere:
             # a velocity far below anything physical wakes it (and what it rests on).
             d.qvel[da + 2] = -1e-12
+        tree = m.body_treeid[bid]
+        if d.tree_asleep[tree] < 0:
+            # Awake but about to sleep (it came to rest a few steps ago): that counter
+            # would put it to sleep where it is now put, in mid-air. It starts over.
+            d.tree_asleep[tree] = -(1 + mujoco.mjMINAWAKE)
     mujoco.mj_forward(m, d)
