@@ -160,6 +160,45 @@ def test_the_status_names_the_closest_pair_and_its_clearance(model, armnav):
     assert st.speed_scale == 1.0 and not st.bypassed
 
 
+def test_the_status_names_the_nearest_pair_at_every_state_looking_at_few_pairs_held(model, armnav):
+    """Each state's status names the pair and clearance that every pair's distance at that
+    tick's pose names, through a fast fold toward the shoulder, a hold there and a fast move
+    out; held, it looks at one or two pairs a state, not at all of them."""
+    core = RealtimeCore(model, q_arm=list(elbow(FOLD_FROM)))
+    stage = next(s for s in core.additives if s.name == 'safety_status')
+    looked = []
+    distance = stage.model.nearest
+
+    def counted(q, head, bounds):
+        before = bounds.copy()
+        found = distance(q, head, bounds)
+        looked.append(int(np.count_nonzero(bounds != before)))
+        return found
+    stage.model.nearest = counted
+    core.apply(cmds.SetSpeedRatio(ratio=1.0))
+    plan = [('fold', elbow(2.55), 700), ('hold', elbow(2.55), 1000), ('out', elbow(1.5), 700)]
+    held = []
+    for phase, target, ticks in plan:
+        for i in range(ticks):
+            if i % 10 == 0:
+                core.apply(cmds.JointCommand(mode=1, names=tuple(ARM_JOINTS), position=tuple(target)))
+            position = core.boards.read().position
+            q, head = position[:7].copy(), float(position[7])
+            core.tick()
+            if i % 10:
+                continue
+            st = StateView(core.state_vector()).safety_status
+            clearances = armnav.clearances(q, head)
+            k = int(np.argmin(clearances))
+            assert tuple(int(j) for j in st.pair) == tuple(armnav.candidates[k]), (phase, i)
+            # (GJK's answers for one pair at one pose differ by ~1e-9 m from call to call)
+            assert st.min_clearance == pytest.approx(clearances[k], abs=1e-6), (phase, i)
+            if phase == 'hold' and i >= 200:
+                held.append(looked[-1])
+    assert len(looked) == 240 and max(looked) == len(armnav.candidates)      # the first: all
+    assert np.mean(held) <= 2, 'held, a state looked at %s pairs' % held
+
+
 def test_the_bypass_re_arms_itself_after_its_timeout_or_when_turned_off(model):
     core = RealtimeCore(model, q_arm=list(NEUTRAL), options={'safety_status': {'bypass_timeout': 0.5}})
     ok, message = core.apply(cmds.BypassSpeedScaling(on=True))

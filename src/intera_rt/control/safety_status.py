@@ -3,11 +3,13 @@ controller status): what /intera_rt/safety_status reports, and a bypass of the s
 scaling that re-arms itself.
 
 Status: the minimum clearance (m; < 0 an overlap beyond the pair's rest-pose allowance) over
-the pairs of armnav shapes collision avoidance watches, and that pair; the speed scale the
-position and velocity controllers were allowed this tick (ArmState.speed_scale: the smaller
-of --velocity-scaling's and high-speed scaling's; 1 = unscaled). The clearances are looked
-at a tenth of the pairs per tick, so each is at most SWEEP_TICKS ms old (every state the
-core sends sees a full sweep) and a tick pays for a few distances only.
+the pairs of armnav shapes collision avoidance watches, and that pair, at the last tick's
+pose; the speed scale the position and velocity controllers were allowed that tick
+(ArmState.speed_scale: the smaller of --velocity-scaling's and high-speed scaling's; 1 =
+unscaled). The nearest pair is found when a state is reported (every 10 ms), not on every
+tick: each pair keeps a lower bound on its clearance (its last clearance less what the
+joints' travel since could have closed of it, model.closing × Σ|Δq|), and only the pairs
+whose bound does not exceed the nearest found are looked at (a held arm: one or two of 54).
 
 Bypass (control.commands.BypassSpeedScaling, the /intera_rt/bypass_speed_scaling service):
 the core applies no speed scaling for `bypass_timeout` s (seed 002's default 60 s), then
@@ -24,12 +26,11 @@ import numpy as np
 
 from intera_rt.control import commands as cmds
 from intera_rt.control.base import Additive
-from intera_rt.model.avoidance import AvoidanceModel, default_armnav_xml
+from intera_rt.model.avoidance import AvoidanceModel, default_armnav_xml, joint_travel
 from intera_rt.options import Option
 
 BYPASS_TIMEOUT = 60.0          # s (seed 002's safety_bypass_timeout default)
 MAX_BYPASS = 600.0             # s (seed 002's bound)
-SWEEP_TICKS = 10               # ticks over which every watched pair is looked at
 BYPASS = 'speed_scaling'       # what the bypass suppresses (control.base.Suppressions)
 
 
@@ -65,10 +66,15 @@ class SafetyStatus(Additive):
     def _use(self, model):
         self.model = model
         self._pairs = model.candidates                # shape indices, in `pairs` order
-        n = len(self._pairs)
-        self._per_tick = max(1, -(-n // SWEEP_TICKS))
-        self._clearance = np.full(n, np.inf)
-        self._next = 0
+        self._forget()
+
+    def _forget(self):
+        """No pose seen yet, nothing known of any pair."""
+        self._q = None                                # the last tick's arm and head angles
+        self._head = 0.0
+        self._bounds = np.full(len(self._pairs), -np.inf)   # m, at self._bound_q
+        self._bound_q, self._bound_head = None, 0.0
+        self._nearest = None                          # (pair, clearance) at self._q, once found
 
     def set_tool_shapes(self, shapes):
         self._use(self._armnav_model if shapes is None else self._armnav_model.with_tool(shapes))
@@ -82,21 +88,37 @@ class SafetyStatus(Additive):
         return True, 'speed scaling re-armed'
 
     def update(self, state, controller, out):
-        for k, clearance in self.model.sweep(state.q, state.q_head, self._next, self._per_tick):
-            self._clearance[k] = clearance
-        self._next = (self._next + self._per_tick) % len(self._pairs)
+        if self._q is None:
+            self._q = state.q.copy()
+        else:
+            np.copyto(self._q, state.q)
+        self._head = state.q_head
+        self._nearest = None
         self._scale = state.speed_scale
         self._bypass_left = state.suppressions.left(BYPASS, state.now)
         return None
 
     def reset(self, state):
-        self._clearance[:] = np.inf
-        self._next = 0
+        self._forget()
         self._scale = 1.0
 
+    def _find_nearest(self):
+        """(pair index, clearance) at the last tick's pose; the bounds follow it there."""
+        q, head, bounds = self._q, self._head, self._bounds
+        if self._bound_q is None:
+            self._bound_q = q.copy()
+        else:
+            travel = joint_travel(q, self._bound_q) + abs(head - self._bound_head)
+            if travel > 0.0:
+                bounds -= self.model.closing * travel
+            np.copyto(self._bound_q, q)
+        self._bound_head = head
+        return self.model.nearest(q, head, bounds)
+
     def report(self, put):
-        k = int(np.argmin(self._clearance))
-        clearance = float(self._clearance[k])
+        if self._q is not None and self._nearest is None:
+            self._nearest = self._find_nearest()
+        k, clearance = self._nearest or (0, math.inf)
         if math.isfinite(clearance):
             put('min_clearance', clearance)
             put('pair', self._pairs[k])

@@ -60,6 +60,10 @@ _NO_GRADIENTS, _NO_CLEARANCES = np.zeros((0, 7)), np.zeros(0)
 PUSH_WIDEN = 0.001
 ZONE_WIDEN = 0.02
 PLAIN_CHECKS = 10              # calls of the plain check after a certificate that went unused
+# m: how far GJK's answer for one pair at one pose may be from another call's (hpp-fcl's
+# gjk_tolerance; they differ by ~1e-9 with the guess each starts from): a clearance kept as
+# a lower bound is lowered by it
+GJK_NOISE = 1e-6
 
 
 def default_armnav_path():
@@ -193,7 +197,10 @@ class AvoidanceModel(ShapeModel):
         # look" in one C++ call: beyond the allowance (the torques) and within the zone.
         # Each comes with its certificate (_flagged): the same check WIDEN m wider, and the
         # joint motion over which what that one leaves out stays out of this one.
-        budget = 1.0 / (2.0 * self._reach()) if model.nq == model.nv else -math.inf
+        # m a pair's distance can change by per rad of joint motion (Σ|Δq|): each shape's
+        # points move by at most the reach (revolute and prismatic joints only).
+        self.closing = 2.0 * self._reach() if model.nq == model.nv else math.inf
+        budget = 1.0 / self.closing
         self._push = self._check([-a for a in self.allowance], PUSH_WIDEN, PUSH_WIDEN * budget)
         self._zone = self._check([zone - a for a in self.allowance], ZONE_WIDEN,
                                  ZONE_WIDEN * budget)
@@ -308,7 +315,7 @@ class AvoidanceModel(ShapeModel):
         gd, cert = check[0], check[4]
         model, data, geom = self.model, self.data, self.geom
         ref = cert.ref
-        if ref is not None and _moved(q, ref) < cert.budget:
+        if ref is not None and joint_travel(q, ref) < cert.budget:
             cert.used = True
             if not cert.near:
                 return []
@@ -453,19 +460,26 @@ class AvoidanceModel(ShapeModel):
                 return min(1.0, max(0.0, (clearance - self.padding) / span))
         return 1.0
 
-    def sweep(self, q_arm, q_head, first, count):
-        """[(pair index, clearance)] of `count` watched pairs from index `first` on
-        (wrapping): a look at every pair spread over a few ticks (the 1 kHz path: inputs
-        unchecked)."""
+    def nearest(self, q_arm, q_head, bounds):
+        """(pair index, clearance) of the watched pair nearest to overlapping at (q_arm,
+        q_head), the lowest index among equals, as clearances() would name it; `bounds`
+        (per pair, m) are lower bounds on the clearances there, and those it looked at are
+        set to theirs (less GJK_NOISE). It looks at pairs in the order of their bounds and stops at the first
+        bound beyond the nearest found: only pairs that could be the nearest are looked at
+        (the 1 kHz path: inputs unchecked)."""
         pin.updateGeometryPlacements(self.model, self.data, self.geom, self.gdata,
                                      self._set_q(q_arm, q_head))
-        n, dres, allowance, geom, gdata = len(self.pairs), self._dres, self._allowance, self.geom, self.gdata
-        found = []
-        for i in range(first, first + count):
-            k = i % n
+        dres, allowance, geom, gdata = self._dres, self._allowance, self.geom, self.gdata
+        best, best_k = math.inf, -1
+        for k in np.argsort(bounds, kind='stable').tolist():
+            if bounds[k] > best:
+                break
             pin.computeDistance(geom, gdata, k)
-            found.append((k, dres[k].min_distance + allowance[k]))
-        return found
+            clearance = dres[k].min_distance + allowance[k]
+            bounds[k] = clearance - GJK_NOISE
+            if clearance < best or (clearance == best and k < best_k):
+                best, best_k = clearance, k
+        return best_k, best
 
     def objects(self, contacts):
         """Bit mask (int) of the shapes in `contacts`: bit i is shape_links[i]."""
@@ -524,7 +538,7 @@ def objects_from_mask(mask, links):
     return names
 
 
-def _moved(q, ref):
+def joint_travel(q, ref):
     """Σ|q − ref| (rad), in index order (as the compiled kernels' l1_distance sums it)."""
     total = None if kernels is None else kernels.l1_distance(q, ref)
     if total is not None:

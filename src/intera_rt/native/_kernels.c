@@ -596,7 +596,7 @@ static PyObject *detect_step(PyObject *self, PyObject *const *args, Py_ssize_t n
     return level ? pair(level, PyBool_FromLong(over)) : NULL;
 }
 
-/* l1_distance(a, b) -> Σ|a − b| in index order (model.avoidance._moved), or None for
+/* l1_distance(a, b) -> Σ|a − b| in index order (model.avoidance.joint_travel), or None for
  * arguments it does not take. */
 static PyObject *l1_distance(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
