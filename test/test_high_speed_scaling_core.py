@@ -181,7 +181,8 @@ def test_the_status_names_the_nearest_pair_at_every_state_looking_at_few_pairs_h
     for phase, target, ticks in plan:
         for i in range(ticks):
             if i % 10 == 0:
-                core.apply(cmds.JointCommand(mode=1, names=tuple(ARM_JOINTS), position=tuple(target)))
+                core.apply(cmds.JointCommand(mode=1, names=tuple(ARM_JOINTS),
+                                             position=tuple(target)))
             position = core.boards.read().position
             q, head = position[:7].copy(), float(position[7])
             core.tick()

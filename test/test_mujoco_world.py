@@ -121,7 +121,8 @@ def test_a_model_put_at_rest_the_step_before_it_would_sleep_still_falls():
     must fall from there, not sleep in mid-air."""
     boards, top = plant()
     boards.spawn_model(model_file('block'), Pose((0.7, 0.1, top + 0.01)))
-    tree = boards.m.body_treeid[mujoco.mj_name2id(boards.m, mujoco.mjtObj.mjOBJ_BODY, body_name('block', 'block'))]
+    block = mujoco.mj_name2id(boards.m, mujoco.mjtObj.mjOBJ_BODY, body_name('block', 'block'))
+    tree = boards.m.body_treeid[block]
     for _ in range(2000):
         boards.advance(DT)
         if boards.d.tree_asleep[tree] == -2:            # asleep after the next step

@@ -464,9 +464,9 @@ class AvoidanceModel(ShapeModel):
         """(pair index, clearance) of the watched pair nearest to overlapping at (q_arm,
         q_head), the lowest index among equals, as clearances() would name it; `bounds`
         (per pair, m) are lower bounds on the clearances there, and those it looked at are
-        set to theirs (less GJK_NOISE). It looks at pairs in the order of their bounds and stops at the first
-        bound beyond the nearest found: only pairs that could be the nearest are looked at
-        (the 1 kHz path: inputs unchecked)."""
+        set to theirs (less GJK_NOISE). It looks at pairs in the order of their bounds and
+        stops at the first bound beyond the nearest found: only pairs that could be the
+        nearest are looked at (the 1 kHz path: inputs unchecked)."""
         pin.updateGeometryPlacements(self.model, self.data, self.geom, self.gdata,
                                      self._set_q(q_arm, q_head))
         dres, allowance, geom, gdata = self._dres, self._allowance, self.geom, self.gdata
