@@ -9,10 +9,12 @@ is republished at most this often in its stamps' time); ~use_tf_static and
 supported. On the robot it runs inside the io process (node /io); alone
 (nodes/robot_state_publisher) it is a node like ROS's, joint_states remappable.
 
-It follows joint_states only while /tf has a subscriber (ROS's node always does): under sim
-time at full speed the robot's 100 Hz of joint states are a thousand messages a second of
-wall time, each parsed for nobody. A bad joint state is therefore reported only while
-someone listens to /tf.
+It follows joint_states from the first subscriber of /tf on (ROS's node from the start):
+under sim time at full speed the robot's 100 Hz of joint states are a thousand messages a
+second of wall time, each parsed for nobody. It does not unsubscribe when /tf is no longer
+heard: rospy cannot be relied on to connect a subscription made again right after one was
+unregistered (a test's /tf listeners coming and going saw no joint states after that). A
+bad joint state is reported once /tf has been heard.
 
 Unlike ROS's, it follows the robot's description when a URDF fragment changes it (on the
 latched /intera_rt/robot_description): /tf_static is republished with the new fixed joints,
@@ -81,12 +83,13 @@ class StatePublisher:
         self.urdf = urdf
         self._joints_sub, self._joints_lock = None, threading.Lock()
         self.pub_tf = periodic_publisher('/tf', TFMessage, self.log_throttled,
-                                         subscriber_listener=_WhileHeard(self._follow))
+                                         subscriber_listener=_OnceHeard(self._follow))
         self.pub_static = rospy.Publisher('/tf_static', TFMessage, queue_size=1, latch=True)
         self.pub_static.publish(self._fixed_message(self.frames, rospy.Time.now()))
         rospy.Subscriber(DESCRIPTION_TOPIC, String, self._on_description, queue_size=1)
         self.topic = rospy.resolve_name(joint_states)
-        self._follow(self.pub_tf.get_num_connections() > 0)
+        if self.pub_tf.get_num_connections():
+            self._follow()
         rospy.loginfo('robot_state_publisher: %d movable joints on /tf (at most %.0f Hz each), '
                       '%d fixed on /tf_static', len(self.frames.movable), 1e9 / self.interval_ns,
                       len(self.frames.fixed))
@@ -130,22 +133,15 @@ class StatePublisher:
         return msg
 
     # --- movable joints ----------------------------------------------------------------
-    def _follow(self, heard):
-        """Subscribe to joint_states while /tf is heard, unsubscribe when it is not."""
+    def _follow(self):
+        """Subscribe to joint_states (once: /tf has been heard)."""
         with self._joints_lock:
-            if heard and self._joints_sub is None:
+            if self._joints_sub is None:
                 self._joints_sub = rospy.Subscriber(self.topic, JointState, self._on_joint_states,
                                                     queue_size=1, tcp_nodelay=True)
-            elif not heard and self._joints_sub is not None:
-                self._joints_sub.unregister()
-                self._joints_sub = None
 
     def _on_joint_states(self, msg):
         topic = self.topic
-        if not self.pub_tf.get_num_connections():
-            # (a subscriber that vanished without unsubscribing is not always reported)
-            self._follow(False)
-            return
         if len(msg.name) != len(msg.position):
             if msg.position:
                 self.log_throttled(rospy.logerr, 'invalid',
@@ -201,18 +197,15 @@ class StatePublisher:
         self.pub_tf.publish(layout.message(stamp, xyz, quat))
 
 
-class _WhileHeard(rospy.SubscribeListener):
-    """Tells `heard` whether a publisher has subscribers, as they come and go."""
+class _OnceHeard(rospy.SubscribeListener):
+    """Calls `heard` when a publisher gets a subscriber."""
 
     def __init__(self, heard):
         super().__init__()
         self._heard = heard
 
     def peer_subscribe(self, topic_name, topic_publish, peer_publish):
-        self._heard(True)
-
-    def peer_unsubscribe(self, topic_name, num_peers):
-        self._heard(num_peers > 0)
+        self._heard()
 
 
 def main():
