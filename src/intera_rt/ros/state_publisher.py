@@ -81,13 +81,14 @@ class StatePublisher:
         self.last_published = {}         # joint → stamp (ns) of its last transform on /tf
         self.last_callback = None        # ROS time of the last message, to see time jump back
         self.urdf = urdf
+        # (before /tf exists: a listener that connects at once makes _follow read it)
+        self.topic = rospy.resolve_name(joint_states)
         self._joints_sub, self._joints_lock = None, threading.Lock()
         self.pub_tf = periodic_publisher('/tf', TFMessage, self.log_throttled,
                                          subscriber_listener=_OnceHeard(self._follow))
         self.pub_static = rospy.Publisher('/tf_static', TFMessage, queue_size=1, latch=True)
         self.pub_static.publish(self._fixed_message(self.frames, rospy.Time.now()))
         rospy.Subscriber(DESCRIPTION_TOPIC, String, self._on_description, queue_size=1)
-        self.topic = rospy.resolve_name(joint_states)
         if self.pub_tf.get_num_connections():
             self._follow()
         rospy.loginfo('robot_state_publisher: %d movable joints on /tf (at most %.0f Hz each), '
