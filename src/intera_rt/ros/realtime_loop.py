@@ -349,16 +349,23 @@ class RealtimeLoop:
                     continue
                 msg = self.conn.recv()
             except (EOFError, OSError):
-                if not rospy.is_shutdown():
-                    rospy.logfatal('realtime_loop: lost the realtime core')
-                    rospy.signal_shutdown('realtime core lost')
+                self._lost_core()
                 break
             handler = self._handlers.get(type(msg))
             if handler is None:
                 rospy.logerr('realtime_loop: the core sent a %s, which this node does not take',
                              type(msg).__name__)
             else:
-                handler(msg)
+                try:
+                    handler(msg)
+                except (BrokenPipeError, ConnectionResetError):    # (a reply to the core)
+                    self._lost_core()
+                    break
+
+    def _lost_core(self):
+        if not rospy.is_shutdown():     # (at shutdown the core may exit first: no news)
+            rospy.logfatal('realtime_loop: lost the realtime core')
+            rospy.signal_shutdown('realtime core lost')
 
     def _load_world(self):
         try:
