@@ -164,7 +164,8 @@ def wait_connected(pub, node, timeout=10.0):
 
 class CollisionWatch(object):
     """Records every /intera_rt/realtime_state message that reports a detected collision:
-    `hits` = [(stamp s, kinds)]. For modules of normal use, which must raise none."""
+    `hits` = [(stamp s, kinds, the test running, the estimated external torque N m)]. For
+    modules of normal use, which must raise none."""
 
     def __init__(self):
         import rospy
@@ -176,7 +177,9 @@ class CollisionWatch(object):
     def _cb(self, msg):
         if msg.collision:
             kinds = [k for k in ('impact', 'squish', 'hand_overwrench') if getattr(msg, k)]
-            self.hits.append((msg.header.stamp.to_sec(), kinds))
+            test = os.environ.get('PYTEST_CURRENT_TEST', '').split('::')[-1]
+            self.hits.append((msg.header.stamp.to_sec(), kinds, test,
+                              [round(t, 1) for t in msg.external_torque]))
 
     def close(self):
         self._sub.unregister()
