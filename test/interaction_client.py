@@ -110,19 +110,18 @@ class Republisher:
         self._pub.publish(options(active=False))
 
 
-def push(ros, wrench, hold, steps=10, ramp=0.4, let_go=None):
+def push(ros, wrench, hold, steps=10, ramp=0.4):
     """A person's push on the hand: `wrench` ramped up in `steps` increments over `ramp` s,
     held until `ramp + hold` s from now (robot time), which is returned, then let go of as
-    it came, an increment every `let_go` / `steps` s (default `ramp`). (A hand does not drop
+    it came, an increment every `ramp` / `steps` s. (A hand does not drop
     20 N within a millisecond; one that did would be a sudden change of torque, which
     collision detection rightly takes for an impact.)"""
     from geometry_msgs.msg import Vector3, Wrench
-    let_go = ramp if let_go is None else let_go
     t_end = now() + ramp + hold
     w = np.array(wrench, float) / steps
     for i in range(steps):
         resp = ros['apply_wrench']('right_hand', Wrench(force=Vector3(*w[:3]), torque=Vector3(*w[3:])),
-                                   t_end + let_go * i / steps - now())
+                                   t_end + ramp * i / steps - now())
         assert resp.success, resp.message
         time.sleep(ramp / steps)        # the ramp's cadence, not a wait
     return t_end
