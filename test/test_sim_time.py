@@ -86,3 +86,23 @@ def test_a_command_takes_effect_within_a_few_ticks_of_sim_time(robot):
     latency = m.header.stamp.to_sec() - sent
     print('command to moved state: %.3f s of sim time' % latency)
     assert latency < 0.25, latency
+
+
+@pytest.mark.parametrize('action', ['/motion/motion_command', '/robot/limb/right/follow_joint_trajectory',
+                                    '/calibration_command'])
+def test_action_servers_publish_their_status_at_5_hz_of_sim_time(robot, action):
+    """actionlib's status timer runs on ROS time (clock_timers.periodic under sim time, which
+    wakes its thread only when a status is due, not at every /clock): idle, a server's
+    status comes every 0.2 s of sim time at --speed max as at 1x."""
+    import rospy
+    from actionlib_msgs.msg import GoalStatusArray
+    stamps = []
+    sub = rospy.Subscriber(action + '/status', GoalStatusArray,
+                           lambda m: stamps.append(m.header.stamp.to_sec()), queue_size=1000)
+    try:
+        wait_for(lambda: len(stamps) >= 26, 60.0, '26 statuses of ' + action)
+    finally:
+        sub.unregister()
+    gaps = np.diff(stamps[1:26])          # (the first may be the latched one)
+    assert np.median(gaps) == pytest.approx(0.2, abs=0.021), gaps
+    assert gaps.min() > 0.15 and gaps.max() < 0.45, gaps

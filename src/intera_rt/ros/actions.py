@@ -12,6 +12,8 @@ import time
 import actionlib
 import rospy
 
+from intera_rt.ros.clock_timers import periodic
+
 # Nothing about a goal (status, feedback, result) is sent sooner than this after it arrived.
 # The client's window is microseconds of Python, but a loaded machine deschedules it, and
 # its other threads (message callbacks) hold the GIL meanwhile, for far longer than the
@@ -37,6 +39,10 @@ class StatusHoldingServer(actionlib.ActionServer):
         self._held = {}                  # goal id → time.monotonic() it arrived
         self._last_status = 0.0          # time.monotonic() of the last status published
         super().__init__(*args, **kwargs)
+
+    def initialize(self):
+        super().initialize()
+        quiet_status_timer(self)
 
     def internal_goal_callback(self, goal):
         gid = goal.goal_id.id
@@ -121,3 +127,14 @@ def _send_result(gh, how, result, text):
         gh.set_rejected(result, text)
     else:
         gh.set_canceled(result, text)
+
+
+def quiet_status_timer(server):
+    """Publish an actionlib ActionServer's status at its status_frequency from
+    clock_timers.periodic rather than the rospy.Timer it started (which, under sim time,
+    wakes at every /clock). Call after the server's initialize() (start())."""
+    timer = server.status_timer
+    if timer is None or rospy.rostime.is_wallclock():
+        return
+    timer.shutdown()                     # (its thread ends at its first period)
+    server.status_timer = periodic(1.0 / server.status_frequency, server.publish_status_async)

@@ -43,6 +43,7 @@ from intera_rt_msgs.srv import PlaceObject, PlaceObjectResponse
 
 from intera_rt.io.gripper import MAX_FORCE, MAX_POSITION, ElectricGripper
 from intera_rt.model.urdf_fragments import DEFAULT_JOINT, DEFAULT_LINK, electric_gripper_fragment
+from intera_rt.ros.actions import quiet_status_timer
 from intera_rt.ros.io.framework import IONode
 
 ACTION = '/robot/end_effector/right_gripper/gripper_action'
@@ -67,6 +68,7 @@ class EndEffectorIO:
             self._server = actionlib.SimpleActionServer(ACTION, GripperCommandAction,
                                                         execute_cb=self._execute, auto_start=False)
             self._server.start()
+            quiet_status_timer(self._server.action_server)
             # Latched: realtime_loop (and a realtime_loop that connects later) gets it.
             self._urdf = rospy.Publisher(URDF_TOPIC, URDFConfiguration, queue_size=1, latch=True)
             self._announce()
