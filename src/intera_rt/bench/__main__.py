@@ -195,6 +195,12 @@ GUARD = {
     # (2.5 x the code before issue 24; docs/performance.md "The guard")
     'lockstep_python_s': ('lockstep sim s per wall s x this hour\'s s per 1e7 Python additions',
                           6.9, lambda v, t: v >= t),
+    # (the lockstep counts only with the nodes keeping up: every state topic's rate in sim time)
+    'lockstep_state_rate': ('lockstep: the slowest state topic\'s rate in sim time / its 100 Hz',
+                            0.95, lambda v, t: v >= t),
+    'lockstep_motion_controller_cpu': ('lockstep: the motion controller\'s CPU ms per sim s',
+                                       None, None),
+    'lockstep_io_cpu': ('lockstep: io\'s CPU ms per sim s', None, None),
 }
 
 
@@ -215,6 +221,13 @@ def guard(report):
     if rt.get('lockstep') and platform and 'python_1e7_additions_s' in platform:
         values['lockstep_python_s'] = round(rt['lockstep']['speedup']
                                             * platform['python_1e7_additions_s'], 3)
+    lockstep = rt.get('lockstep') or {}
+    if lockstep.get('state_rates_hz'):
+        values['lockstep_state_rate'] = round(min(lockstep['state_rates_hz'].values()) / 100.0, 3)
+    for name, process in (('lockstep_motion_controller_cpu', 'motion_controller'),
+                          ('lockstep_io_cpu', 'io')):
+        if process in lockstep.get('cpu_per_sim_s', {}):
+            values[name] = round(1e3 * lockstep['cpu_per_sim_s'][process], 1)
     out = {}
     for name, value in values.items():
         what, target, ok = GUARD[name]
@@ -230,7 +243,7 @@ def _print_guard(result):
     for name, g in result.items():
         verdict = 'info' if g['pass'] is None else ('PASS' if g['pass'] else 'FAIL')
         target = '' if g['target'] is None else ' (target %s)' % _fmt(g['target'])
-        print('  %-4s %-26s %s%s: %s' % (verdict, name, _fmt(g['value']), target, g['what']))
+        print('  %-4s %-30s %s%s: %s' % (verdict, name, _fmt(g['value']), target, g['what']))
 
 
 def _fmt(value):

@@ -151,11 +151,27 @@ def _summary(out):
                      % (s['speedup'], s['speedup_from_clock'], s['tick_mean_us']))
         lines.append('  target >= %.0fx: %s' % (TARGETS['lockstep_speedup'],
                                                 ok[out['verdict']['lockstep_speedup']]))
+        lines += _lockstep_nodes(s)
     if 'lockstep_mujoco' in out:
         s = out['lockstep_mujoco']
         lines.append('lockstep --speed max on --backend mujoco: %.2f sim s per wall s (/clock: %.2f), '
                      'tick mean %.0f us, p99 %.0f us'
                      % (s['speedup'], s['speedup_from_clock'], s['tick_mean_us'], s['tick_p99_us']))
+        lines += _lockstep_nodes(s)
+    return lines
+
+
+def _lockstep_nodes(s):
+    """The lockstep run's CPU per process and state topics' rates, as summary lines."""
+    lines = []
+    if s.get('cpu_per_sim_s'):
+        lines.append('  CPU ms per sim s (%% of a core): %s' % ', '.join(
+            '%s %.1f (%.0f %%)' % (n, 1e3 * v, 100 * s['cpu_share'][n])
+            for n, v in sorted(s['cpu_per_sim_s'].items(), key=lambda kv: -kv[1])))
+    if s.get('state_rates_hz'):
+        lines.append('  state topics in sim time: %s (>= 95 Hz: %s)' % (', '.join(
+            '%s %.1f Hz' % kv for kv in s['state_rates_hz'].items()),
+            'yes' if s['state_rates_ok'] else 'NO'))
     return lines
 
 

@@ -13,7 +13,8 @@ roundtrip  wall clock: command -> state. Each TRAJECTORY_MODE command is a new p
 platform   no robot: a bare 1 kHz loop paced like the core's, and a pipe round trip between
            two idle processes: what the machine itself costs.
 lockstep   --sim-time --speed max: sim seconds per wall second, from /diagnostics and /clock
-           (lockstep_mujoco: the same on --backend mujoco).
+           (lockstep_mujoco: the same on --backend mujoco); each robot process's CPU per sim
+           second, and the state topics' rates in sim time (the nodes keep up: >= 95 %).
 """
 import os
 import random
@@ -284,6 +285,60 @@ def measure_roundtrip(samples, velocity=0.01, jump=0.002):
 
 
 # --- (c) lockstep speed --------------------------------------------------------------------
+# The robot's processes, by what their command line runs (the core: intera_rt.realtime.process)
+PROCESSES = (('core', 'intera_rt.realtime.process'), ('realtime_loop', 'nodes/realtime_loop'),
+             ('motion_controller', 'nodes/motion_controller'), ('io', 'nodes/io'),
+             ('rosmaster', 'rosmaster'), ('rosout', 'rosout'))
+# The state topics whose rate in sim time says whether the nodes keep up (nominal 100 Hz);
+# stamped: the rate of their header stamps, else of their arrivals by /clock.
+STATE_TOPICS = (('/robot/joint_states', True), ('/robot/state', False))
+STATE_RATE = 100.0
+
+
+def _robot_cpu():
+    """{process name: CPU s (user + system) so far} of this measurement's robot (a child)."""
+    from intera_rt.tooling.robot_process import descendants
+    tick = os.sysconf('SC_CLK_TCK')
+    out = {}
+    for pid in descendants(os.getpid()):
+        try:
+            with open('/proc/%d/cmdline' % pid, 'rb') as f:
+                cmd = f.read().replace(b'\0', b' ').decode('utf-8', 'replace')
+            with open('/proc/%d/stat' % pid) as f:
+                fields = f.read().rsplit(')', 1)[1].split()
+        except OSError:
+            continue
+        for name, key in PROCESSES:
+            if key in cmd:
+                out[name] = out.get(name, 0.0) + (int(fields[11]) + int(fields[12])) / tick
+                break
+    return out
+
+
+class _Arrivals:
+    """The sim times of a topic's messages, unparsed (rospy.AnyMsg: the measurement must not
+    cost what it measures): a header's stamp when `stamped` (a std_msgs/Header first: seq,
+    then secs and nsecs), else the latest /clock at arrival."""
+
+    def __init__(self, topic, stamped, clock):
+        import struct
+
+        import rospy
+        self.times = []
+        unpack = struct.Struct('<II').unpack_from
+
+        def heard(msg):
+            if stamped:
+                secs, nsecs = unpack(msg._buff, 4)
+                self.times.append(secs + 1e-9 * nsecs)
+            elif clock['t'] is not None:
+                self.times.append(clock['t'])
+        rospy.Subscriber(topic, rospy.AnyMsg, heard, queue_size=None)
+
+    def rate(self, t0, t1):
+        return sum(1 for t in list(self.times) if t0 < t <= t1) / (t1 - t0)
+
+
 def measure_lockstep(duration):
     import rospy
     from rosgraph_msgs.msg import Clock
@@ -291,23 +346,33 @@ def measure_lockstep(duration):
     clock = {'t': None}
     rospy.Subscriber('/clock', Clock, lambda m: clock.__setitem__('t', m.clock.to_sec()),
                      queue_size=1)
+    topics = {name: _Arrivals(name, stamped, clock) for name, stamped in STATE_TOPICS}
     diag = _Diagnostics()
     wait_for(lambda: clock['t'] is not None, 30, '/clock')
     time.sleep(1.0)                               # let the other nodes settle after boot
     n0 = diag.count()
     wait_for(lambda: diag.count() > n0, 30, 'a /diagnostics message')
     w0, first = diag.items[-1]
-    c0, cw0 = clock['t'], time.monotonic()
+    c0, cw0, cpu0 = clock['t'], time.monotonic(), _robot_cpu()
     time.sleep(duration)
     n1 = diag.count()
     wait_for(lambda: diag.count() > n1, 30, 'a /diagnostics message')
     w1, last = diag.items[-1]
-    c1, cw1 = clock['t'], time.monotonic()
+    c1, cw1, cpu1 = clock['t'], time.monotonic(), _robot_cpu()
     sim_s = (last['ticks'] - first['ticks']) * 0.001
+    clock_s = c1 - c0
+    # (the arrivals of the last /clock step may still be on their way: the rates end a step
+    # before it)
+    rates = {name: a.rate(c0, c1 - 0.05) for name, a in topics.items()}
     return {'clock': 'sim, --speed max', 'wall_s': w1 - w0, 'sim_s': sim_s,
             'speedup': sim_s / (w1 - w0),
-            'speedup_from_clock': (c1 - c0) / (cw1 - cw0),
-            'tick_mean_us': float(last['mean_us']), 'tick_p99_us': float(last['p99_us'])}
+            'speedup_from_clock': clock_s / (cw1 - cw0),
+            'tick_mean_us': float(last['mean_us']), 'tick_p99_us': float(last['p99_us']),
+            # CPU s of each process per s of sim time, and its share of a core (wall)
+            'cpu_per_sim_s': {n: (cpu1[n] - cpu0[n]) / clock_s for n in cpu1 if n in cpu0},
+            'cpu_share': {n: (cpu1[n] - cpu0[n]) / (cw1 - cw0) for n in cpu1 if n in cpu0},
+            'state_rates_hz': rates,
+            'state_rates_ok': all(r >= 0.95 * STATE_RATE for r in rates.values())}
 
 
 def _echo(conn):
