@@ -4,8 +4,8 @@ Under sim time rospy wakes every thread sleeping on ROS time (rospy.Timer, rospy
 rospy.sleep) at each /clock message, to let it look at the time and sleep again. At
 `--speed max` /clock comes hundreds of times a wall second, so each idle timer costs its
 process a thread switch per /clock: the three action servers' 5 Hz status timers took ~40 %
-of the motion controller's CPU in lockstep, which the realtime_loop node then lacked on the
-shared cores. Here one /clock callback per process compares the time with the earliest
+of the motion controller's Python time (py-spy --gil) in lockstep, on the cores the
+realtime_loop node shares with it. Here one /clock callback per process compares the time with the earliest
 deadline, and one thread wakes only when a callback is due. On the wall clock there is no
 /clock: `periodic` is rospy.Timer.
 """
