@@ -87,7 +87,9 @@ class GazeboWorld:
         self.world = World(reserved=(ROBOT_MODEL,))
         self.spawned = {}               # name → its pose in the world when spawned (reset_world)
         self.obstacles = {}             # add_obstacle's models: name → static Model
-        self.bodies = {}                # (model, body) → BodyState, as the core last sent them
+        # (loop time of the core's WorldFrame, {(model, body) → BodyState}) as it last sent
+        # them: one tuple, so that a reader takes the bodies with their time
+        self._bodies = (-math.inf, {})
         self.paused = paused
         self.resolver = Resolver.from_environ()
         self._frames = JointFrames.from_xml(urdf)
@@ -126,15 +128,24 @@ class GazeboWorld:
             _transform(robot_pose))]))
 
     # --- the core's world ---------------------------------------------------------------
+    @property
+    def bodies(self):
+        return self._bodies[1]
+
+    @bodies.setter
+    def bodies(self, bodies):
+        self._bodies = (self._bodies[0], bodies)
+
     def on_world(self, frame):
         """A WorldFrame from the core: the bodies' states (in base; None: unchanged), the
-        gripper's."""
+        gripper's. (It comes just before the state of its tick: until that state is in,
+        the bodies are newer than the loop's latest state.)"""
         if frame.bodies is not None:
-            self.bodies = {(b.model, b.body): b for b in frame.bodies}
+            self._bodies = (frame.time, {(b.model, b.body): b for b in frame.bodies})
         g = frame.gripper
         if g is not None:
-            self.pub_gripper.publish(GripperState(Header(stamp=self._loop.stamp()), g.separation,
-                                                  g.gripping, g.force))
+            self.pub_gripper.publish(GripperState(Header(stamp=self._loop.stamp_at(frame.time)),
+                                                  g.separation, g.gripping, g.force))
 
     def _on_gripper_command(self, msg):
         values = (msg.separation, msg.speed, msg.force)
@@ -157,9 +168,12 @@ class GazeboWorld:
             self.obstacles = models
 
     def snapshot(self):
-        """Every model's and link's pose and twist in the world, now."""
-        snap = Snapshot()
-        q = dict(zip(BOARD_JOINTS, (float(v) for v in self._loop.state.q)))
+        """Every model's and link's pose and twist in the world, now: at the latest of the
+        loop's state and the core's bodies (snap.time)."""
+        state = self._loop.state
+        bodies_time, bodies = self._bodies
+        snap = Snapshot(time=max(state.t, bodies_time))
+        q = dict(zip(BOARD_JOINTS, (float(v) for v in state.q)))
         poses = link_poses(self._frames, q, BASE_FRAME)
         robot = self.robot_pose
         snap.models[ROBOT_MODEL] = robot
@@ -171,7 +185,6 @@ class GazeboWorld:
         # copy is atomic under the GIL).
         models = dict(self.world.models)
         obstacles = dict(self.obstacles)
-        bodies = self.bodies
         for name, model in models.items():
             known = {b.name: bodies.get((name, b.name)) for b in model.bodies()}
             if all(known.values()):
@@ -287,9 +300,13 @@ class GazeboWorld:
                                        for l in m.links]} for m in models])))
 
     def _get_model_state(self, req):
-        header = Header(stamp=self._loop.stamp(), frame_id=req.relative_entity_name or WORLD_FRAME)
+        # (stamped with the snapshot's instant: the bodies may be a state period newer than
+        # the loop's latest state)
+        snap = self.snapshot()
+        header = Header(stamp=self._loop.stamp_at(snap.time),
+                        frame_id=req.relative_entity_name or WORLD_FRAME)
         try:
-            pose, twist = self.snapshot().model_state(req.model_name, req.relative_entity_name)
+            pose, twist = snap.model_state(req.model_name, req.relative_entity_name)
         except WorldError as exc:
             return GetModelStateResponse(header, PoseMsg(), Twist(), False, 'GetModelState: %s' % exc)
         return GetModelStateResponse(header, pose_msg(pose), twist_msg(twist), True,

@@ -448,7 +448,11 @@ class RealtimeLoop:
             self.proc.terminate()
 
     def stamp(self):
-        t = self.state.t
+        """The latest state's time as a ROS time."""
+        return self.stamp_at(self.state.t)
+
+    def stamp_at(self, t):
+        """A loop time (s) as a ROS time."""
         return rospy.Time.from_sec(t if self.sim_time else t + self._wall_offset)
 
     def _publish_state(self):

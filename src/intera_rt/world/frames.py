@@ -10,6 +10,7 @@ the backends fill it, the world service answers from it. Twists follow gazebo_ro
 a frame, they are rotated into the world; read in a frame, they are the difference to
 the frame's own velocity, rotated into the frame.
 """
+import math
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -50,11 +51,12 @@ class Snapshot:
 
     models: model name → Pose of its model frame; links: "model::link" → Pose.
     model_twists / link_twists: the same keys → ((vx, vy, vz), (wx, wy, wz)) in the world
-    (absent: at rest)."""
+    (absent: at rest). time: the instant, in the loop's time (s; NaN: not known)."""
     models: dict = field(default_factory=dict)
     links: dict = field(default_factory=dict)
     model_twists: dict = field(default_factory=dict)
     link_twists: dict = field(default_factory=dict)
+    time: float = math.nan
 
     def frame(self, reference, what='reference_frame'):
         """(Pose, twist) of a reference frame in the world; WorldError naming an unknown
