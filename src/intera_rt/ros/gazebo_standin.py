@@ -107,7 +107,14 @@ class GazeboStandin:
     def stamp(self):
         """The sim time as Gazebo stamps it: whole nanoseconds, 1 ms a step exactly (a float
         sum of steps, rounded, would be 1 ns off now and then)."""
-        ns = self.physics.steps * self._step_ns
+        return self._steps_stamp(self.physics.steps)
+
+    def stamp_at(self, t):
+        """A sim time (s, this host's state.t) as Gazebo stamps it: its whole step."""
+        return self._steps_stamp(round(t * 1e9 / self._step_ns))
+
+    def _steps_stamp(self, steps):
+        ns = steps * self._step_ns
         return self._rospy.Time(ns // 1000000000, ns % 1000000000)
 
     # --- ROS ------------------------------------------------------------------------------
@@ -356,8 +363,8 @@ class GazeboStandin:
                 apply()
             except (KeyError, ValueError) as exc:     # as the core answers (realtime.inputs)
                 return False, exc.args[0] if exc.args else str(exc)
-            bodies = p.body_states()
-        self.world.on_world(SimpleNamespace(bodies=bodies, gripper=None))
+            bodies, now = p.body_states(), p.time
+        self.world.on_world(SimpleNamespace(time=now, bodies=bodies, gripper=None))
         return True, 'done'
 
     def _set_arm(self, names, positions):
@@ -379,8 +386,8 @@ class GazeboStandin:
                 while not self._world_due and not rospy.is_shutdown():
                     self._lock.wait(0.1)
                 self._world_due = False
-                bodies = self.physics.body_states()
-            self.world.on_world(SimpleNamespace(bodies=bodies, gripper=None))
+                bodies, now = self.physics.body_states(), self.physics.time
+            self.world.on_world(SimpleNamespace(time=now, bodies=bodies, gripper=None))
             self.world.publish()
 
     # --- the physics step -------------------------------------------------------------------

@@ -70,7 +70,7 @@ class GazeboWorld:
     Args:
         call: a sim command → the core's (success, message).
         urdf: the robot's description (its links' poses in link_states).
-        loop: the realtime_loop (its latest `state` and `stamp()`).
+        loop: the realtime_loop (its latest `state`, `stamp()` and `stamp_at(loop time)`).
         boot_pose: the arm's 7 joint angles at boot (reset_simulation).
         paused: booted with physics paused.
         send: a sim command → sent, no answer awaited (the gripper's targets); None: no
