@@ -209,38 +209,14 @@ def _wait_ticking(timeout=120.0):
 LOCKSTEP_ARGS = ['--sim-time', '--speed', 'max', '--backend', 'mujoco']
 
 
-def _cpu_seconds(robot):
-    """{process: CPU s (user + system) so far} of the robot's processes, named by what they
-    run (the core's process 'core', a node by its name)."""
-    from intera_rt.tooling.robot_process import descendants
-    out = {}
-    for pid in descendants(robot.proc.pid):
-        try:
-            with open('/proc/%d/cmdline' % pid) as f:
-                argv = f.read().split('\0')
-            with open('/proc/%d/stat' % pid) as f:
-                fields = f.read().rsplit(')', 1)[1].split()
-        except OSError:
-            continue
-        script = argv[1] if os.path.basename(argv[0]).startswith('python') and len(argv) > 1 \
-            else argv[0]
-        name = next((a.split(':=', 1)[1] for a in argv if a.startswith('__name:=')), None) \
-            or ('core' if 'intera_rt.realtime.process' in argv else os.path.basename(script))
-        seconds = (int(fields[11]) + int(fields[12])) / os.sysconf('SC_CLK_TCK')     # utime + stime
-        out[name] = out.get(name, 0.0) + seconds
-    return out
-
-
-def _speed(duration, robot):
+def _speed(duration):
     """Lockstep's speed over `duration` s, the load average, and each of the robot's
     processes' CPU per 1 ms tick (µs): where a tick's time goes beyond the core."""
     from intera_rt.bench.realtime_measures import measure_lockstep as speed
-    c0, w0 = _cpu_seconds(robot), time.monotonic()
     out = speed(duration)
-    c1, w1 = _cpu_seconds(robot), time.monotonic()
-    ticks = out['speedup'] * (w1 - w0) / 0.001
-    out['cpu_us_per_tick'] = {k: round(1e6 * (v - c0.get(k, 0.0)) / ticks, 1)
-                              for k, v in sorted(c1.items()) if v - c0.get(k, 0.0) > 0.0}
+    # (CPU s per sim s = ms per 1 ms tick)
+    out['cpu_us_per_tick'] = {k: round(1e3 * v, 1) for k, v in sorted(out['cpu_per_sim_s'].items())
+                              if v > 0.0}
     return dict(out, load_avg=list(os.getloadavg()))
 
 
@@ -248,9 +224,9 @@ def measure_lockstep_bare(out_dir, duration):
     """The bare arm's lockstep speed on MuJoCo (no gripper, no world), for comparison."""
     from intera_rt.bench import own_robot
     log = os.path.join(out_dir, 'picking_lockstep_bare.log')
-    with own_robot(LOCKSTEP_ARGS, log, 120.0) as robot:
+    with own_robot(LOCKSTEP_ARGS, log, 120.0):
         _wait_ticking()
-        return dict(_speed(duration, robot), args=LOCKSTEP_ARGS)
+        return dict(_speed(duration), args=LOCKSTEP_ARGS)
 
 
 def measure_lockstep(out_dir, duration):
@@ -261,7 +237,7 @@ def measure_lockstep(out_dir, duration):
     from intera_rt.bench import own_robot
     args = LOCKSTEP_ARGS + ['--backend-option', 'gripper=true']
     out = {'args': args}
-    with own_robot(args, os.path.join(out_dir, 'picking_lockstep.log'), 120.0) as robot:
+    with own_robot(args, os.path.join(out_dir, 'picking_lockstep.log'), 120.0):
         _wait_ticking()
         rospy.wait_for_service('/gazebo/spawn_sdf_model', 30.0)
         spawn = rospy.ServiceProxy('/gazebo/spawn_sdf_model', SpawnModel)
@@ -274,12 +250,12 @@ def measure_lockstep(out_dir, duration):
             if not r.success:
                 raise RuntimeError('spawning %s: %s' % (name, r.status_message))
         put('table', table_sdf(), TABLE_X, 0.0, 0.0)
-        out['gripper_table'] = _speed(duration, robot)
+        out['gripper_table'] = _speed(duration)
         for k in range(10):
             put('b%d' % k, block_sdf('b%d' % k), 0.55 + 0.0405 * (k % 5), -0.2,
                 TABLE_TOP + BLOCK / 2 + BLOCK * (k // 5))
         time.sleep(1.0)                                 # resting (sleeping, to MuJoCo)
-        out['ten_blocks'] = _speed(duration, robot)
+        out['ten_blocks'] = _speed(duration)
         from gazebo_msgs.srv import GetModelState
         get = rospy.ServiceProxy('/gazebo/get_model_state', GetModelState)
         zs = [get('b%d' % k, 'world').pose.position.z for k in range(10)]

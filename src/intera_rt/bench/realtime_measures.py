@@ -285,33 +285,33 @@ def measure_roundtrip(samples, velocity=0.01, jump=0.002):
 
 
 # --- (c) lockstep speed --------------------------------------------------------------------
-# The robot's processes, by what their command line runs (the core: intera_rt.realtime.process)
-PROCESSES = (('core', 'intera_rt.realtime.process'), ('realtime_loop', 'nodes/realtime_loop'),
-             ('motion_controller', 'nodes/motion_controller'), ('io', 'nodes/io'),
-             ('rosmaster', 'rosmaster'), ('rosout', 'rosout'))
 # The state topics whose rate in sim time says whether the nodes keep up (nominal 100 Hz);
 # stamped: the rate of their header stamps, else of their arrivals by /clock.
 STATE_TOPICS = (('/robot/joint_states', True), ('/robot/state', False))
 STATE_RATE = 100.0
 
 
-def _robot_cpu():
-    """{process name: CPU s (user + system) so far} of this measurement's robot (a child)."""
+def robot_cpu(root_pid=None):
+    """{process: CPU s (user + system) so far} of the processes under root_pid (default: this
+    one's, whose child the measured robot is), named by what they run: the core's process
+    'core', a node by its name, anything else by its program."""
     from intera_rt.tooling.robot_process import descendants
-    tick = os.sysconf('SC_CLK_TCK')
     out = {}
-    for pid in descendants(os.getpid()):
+    for pid in descendants(os.getpid() if root_pid is None else root_pid):
         try:
-            with open('/proc/%d/cmdline' % pid, 'rb') as f:
-                cmd = f.read().replace(b'\0', b' ').decode('utf-8', 'replace')
+            with open('/proc/%d/cmdline' % pid) as f:
+                argv = f.read().split('\0')
             with open('/proc/%d/stat' % pid) as f:
                 fields = f.read().rsplit(')', 1)[1].split()
         except OSError:
             continue
-        for name, key in PROCESSES:
-            if key in cmd:
-                out[name] = out.get(name, 0.0) + (int(fields[11]) + int(fields[12])) / tick
-                break
+        script = argv[0]
+        if os.path.basename(script).startswith('python') and len(argv) > 1:   # its script or -m module
+            script = argv[2] if argv[1] == '-m' and len(argv) > 2 else argv[1]
+        name = next((a.split(':=', 1)[1] for a in argv if a.startswith('__name:=')), None) \
+            or ('core' if 'intera_rt.realtime.process' in argv else os.path.basename(script))
+        seconds = (int(fields[11]) + int(fields[12])) / os.sysconf('SC_CLK_TCK')     # utime + stime
+        out[name] = out.get(name, 0.0) + seconds
     return out
 
 
@@ -353,12 +353,12 @@ def measure_lockstep(duration):
     n0 = diag.count()
     wait_for(lambda: diag.count() > n0, 30, 'a /diagnostics message')
     w0, first = diag.items[-1]
-    c0, cw0, cpu0 = clock['t'], time.monotonic(), _robot_cpu()
+    c0, cw0, cpu0 = clock['t'], time.monotonic(), robot_cpu()
     time.sleep(duration)
     n1 = diag.count()
     wait_for(lambda: diag.count() > n1, 30, 'a /diagnostics message')
     w1, last = diag.items[-1]
-    c1, cw1, cpu1 = clock['t'], time.monotonic(), _robot_cpu()
+    c1, cw1, cpu1 = clock['t'], time.monotonic(), robot_cpu()
     sim_s = (last['ticks'] - first['ticks']) * 0.001
     clock_s = c1 - c0
     # (the arrivals of the last /clock step may still be on their way: the rates end a step
