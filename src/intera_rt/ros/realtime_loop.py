@@ -495,8 +495,7 @@ class RealtimeLoop:
 
     def _loop_stamp(self, t):
         """A loop time as a ROS time (0 for none: NaN)."""
-        return rospy.Time.from_sec(t + self.loop_time_offset()) if math.isfinite(t) and t > 0 \
-            else rospy.Time()
+        return self.stamp_at(t) if math.isfinite(t) and t > 0 else rospy.Time()
 
     def _publish_realtime_state(self, header):
         """/intera_rt/realtime_state on every change of what it reports (controller,
