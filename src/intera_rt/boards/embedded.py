@@ -278,7 +278,8 @@ class EmbeddedBoards(ObstacleContacts, SimulatedPlant):
                 self._armature_matrix, bias, h)
         system = None if kernels is None else kernels.plant_system(*args)
         solve, rhs = _plant_system(*args) if system is None else system
-        chol, qdd_full, info = dposv(solve, rhs, lower=0)
+        solved = None if kernels is None else kernels.posv(solve, rhs)
+        chol, qdd_full, info = dposv(solve, rhs, lower=0) if solved is None else solved
         if info != 0:               # cannot happen for a valid model; never integrate junk
             self.report_fault('embedded plant: mass matrix not positive definite at q = %s'
                               % np.round(self.q, 4).tolist())
@@ -296,7 +297,9 @@ class EmbeddedBoards(ObstacleContacts, SimulatedPlant):
         # joint transmits to its link (what its series elastic spring measures) is the
         # drive's less this, consistent with the links' dynamics (the joints' torques
         # explain the motion exactly, whatever sticks).
-        friction = dsymv(1.0 / h, mass, self._full_removed, lower=0)
+        friction = None if kernels is None else kernels.symv(1.0 / h, mass, self._full_removed)
+        if friction is None:
+            friction = dsymv(1.0 / h, mass, self._full_removed, lower=0)
         # Hard stops (inelastic contact at the joint limits), and what each joint transmits:
         # the drive torque less the damping and friction it loses to.
         args = (self.q, qd_new, h, self.stop_lower, self.stop_upper, self.tau_cmd,

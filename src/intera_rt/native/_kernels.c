@@ -8,6 +8,7 @@
 #define NPY_NO_DEPRECATED_API NPY_1_7_API_VERSION
 #include <numpy/arrayobject.h>
 #include <math.h>
+#include <string.h>
 
 static double sign(double x)          /* np.sign: 0 for ±0, NaN kept */
 {
@@ -658,6 +659,123 @@ static PyObject *avoidance_push(PyObject *self, PyObject *const *args, Py_ssize_
     return PyBool_FromLong(pushing);
 }
 
+/* --- LAPACK's dposv and BLAS's dsymv as scipy's f2py wrappers call them, without their
+ * ~2 us of argument handling a call: the same routines (scipy.linalg.cython_lapack's and
+ * cython_blas's pointers into scipy's own LAPACK and BLAS), handed the same Fortran-ordered
+ * copies, so the results are those of scipy.linalg.lapack.dposv(a, b, lower=0) and
+ * scipy.linalg.blas.dsymv(alpha, a, x, lower=0) bit for bit. NULL pointers (scipy without
+ * them): the kernels answer None. */
+typedef void posv_t(char *uplo, int *n, int *nrhs, double *a, int *lda, double *b, int *ldb,
+                    int *info);
+typedef void symv_t(char *uplo, int *n, double *alpha, double *a, int *lda, double *x,
+                    int *incx, double *beta, double *y, int *incy);
+static posv_t *lapack_posv;
+static symv_t *blas_symv;
+
+static void *capi_pointer(const char *module, const char *name)
+{
+    void *ptr = NULL;
+    PyObject *mod = PyImport_ImportModule(module);
+    PyObject *capi = mod ? PyObject_GetAttrString(mod, "__pyx_capi__") : NULL;
+    PyObject *capsule = capi ? PyDict_GetItemString(capi, name) : NULL;
+    if (capsule && PyCapsule_CheckExact(capsule))
+        ptr = PyCapsule_GetPointer(capsule, PyCapsule_GetName(capsule));
+    Py_XDECREF(capi);
+    Py_XDECREF(mod);
+    PyErr_Clear();
+    return ptr;
+}
+
+/* A 2-D float64 C-contiguous array of shape (rows, *cols) (*cols < 0: any, which is set),
+ * or NULL. */
+static const double *mat(PyObject *o, npy_intp rows, npy_intp *cols)
+{
+    if (!PyArray_Check(o)) return NULL;
+    PyArrayObject *a = (PyArrayObject *)o;
+    if (PyArray_NDIM(a) != 2 || PyArray_TYPE(a) != NPY_DOUBLE || !PyArray_IS_C_CONTIGUOUS(a)
+        || PyArray_DIM(a, 0) != rows)
+        return NULL;
+    if (*cols < 0) *cols = PyArray_DIM(a, 1);
+    else if (PyArray_DIM(a, 1) != *cols) return NULL;
+    return (const double *)PyArray_DATA(a);
+}
+
+/* A new Fortran-ordered rows x cols float64 array holding the C-ordered src. */
+static PyObject *fortran_copy(const double *src, npy_intp rows, npy_intp cols)
+{
+    npy_intp dims[2] = {rows, cols};
+    PyObject *o = PyArray_New(&PyArray_Type, 2, dims, NPY_DOUBLE, NULL, NULL, 0,
+                              NPY_ARRAY_F_CONTIGUOUS, NULL);
+    if (!o) return NULL;
+    double *dst = PyArray_DATA((PyArrayObject *)o);
+    for (npy_intp i = 0; i < rows; i++)
+        for (npy_intp j = 0; j < cols; j++)
+            dst[i + j * rows] = src[i * cols + j];
+    return o;
+}
+
+/* posv(a, b) -> (c, x, info): scipy.linalg.lapack.dposv(a, b, lower=0) for a C-contiguous
+ * n x n a and b of n (x of n) or n x m (x Fortran-ordered, as f2py hands it back); None for
+ * other arguments. */
+static PyObject *posv(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    NARGS(2, "posv")
+    npy_intp n = -1, m = -1;
+    const double *a = NULL;
+    if (lapack_posv && PyArray_Check(args[0]) && PyArray_NDIM((PyArrayObject *)args[0]) == 2) {
+        n = PyArray_DIM((PyArrayObject *)args[0], 0);
+        a = mat(args[0], n, &n);                         /* (square) */
+    }
+    if (!a || n < 1 || n > 64 || !PyArray_Check(args[1])) Py_RETURN_NONE;
+    int vector = PyArray_NDIM((PyArrayObject *)args[1]) == 1;
+    const double *b = NULL;
+    if (vector) {
+        npy_intp k = n;
+        b = vec(args[1], &k);
+        m = 1;
+    } else {
+        b = mat(args[1], n, &m);
+    }
+    if (!b || m < 1) Py_RETURN_NONE;
+    PyObject *c = fortran_copy(a, n, n);
+    PyObject *x = c ? (vector ? PyArray_SimpleNew(1, &n, NPY_DOUBLE) : fortran_copy(b, n, m)) : NULL;
+    if (!x) {
+        Py_XDECREF(c);
+        return NULL;
+    }
+    if (vector) memcpy(PyArray_DATA((PyArrayObject *)x), b, n * sizeof(double));
+    char uplo = 'U';
+    int nn = (int)n, mm = (int)m, info = 0;
+    lapack_posv(&uplo, &nn, &mm, PyArray_DATA((PyArrayObject *)c), &nn,
+                PyArray_DATA((PyArrayObject *)x), &nn, &info);
+    return Py_BuildValue("NNi", c, x, info);
+}
+
+/* symv(alpha, a, x) -> y: scipy.linalg.blas.dsymv(alpha, a, x, lower=0) for a C-contiguous
+ * n x n a and x of n; None for other arguments. */
+static PyObject *symv(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    NARGS(3, "symv")
+    npy_intp n = -1;
+    const double *x = blas_symv && PyFloat_Check(args[0]) ? vec(args[2], &n) : NULL;
+    const double *a = x && n >= 1 && n <= 64 ? mat(args[1], n, &n) : NULL;
+    if (!a) Py_RETURN_NONE;
+    double fa[64 * 64], xs[64];
+    for (npy_intp i = 0; i < n; i++)
+        for (npy_intp j = 0; j < n; j++)
+            fa[i + j * n] = a[i * n + j];
+    memcpy(xs, x, n * sizeof(double));
+    double *y;
+    PyObject *yo = new_vec(n, &y);
+    if (!yo) return NULL;
+    memset(y, 0, n * sizeof(double));
+    char uplo = 'U';
+    int nn = (int)n, one = 1;
+    double alpha = PyFloat_AS_DOUBLE(args[0]), beta = 0.0;
+    blas_symv(&uplo, &nn, &alpha, fa, &nn, xs, &one, &beta, y, &one);
+    return yo;
+}
+
 static PyMethodDef methods[] = {
     {"trapezoid_step", (PyCFunction)(void (*)(void))trapezoid_step, METH_FASTCALL,
      "control.arm.trapezoid_step, compiled (None: arguments it does not take)."},
@@ -676,6 +794,8 @@ static PyMethodDef methods[] = {
     {"avoidance_push", (PyCFunction)(void (*)(void))avoidance_push, METH_FASTCALL, NULL},
     {"detect_step", (PyCFunction)(void (*)(void))detect_step, METH_FASTCALL, NULL},
     {"l1_distance", (PyCFunction)(void (*)(void))l1_distance, METH_FASTCALL, NULL},
+    {"posv", (PyCFunction)(void (*)(void))posv, METH_FASTCALL, NULL},
+    {"symv", (PyCFunction)(void (*)(void))symv, METH_FASTCALL, NULL},
     {NULL, NULL, 0, NULL},
 };
 
@@ -684,5 +804,7 @@ static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_kernels", NULL, -1,
 PyMODINIT_FUNC PyInit__kernels(void)
 {
     import_array();
+    lapack_posv = (posv_t *)capi_pointer("scipy.linalg.cython_lapack", "dposv");
+    blas_symv = (symv_t *)capi_pointer("scipy.linalg.cython_blas", "dsymv");
     return PyModule_Create(&module);
 }
