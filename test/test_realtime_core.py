@@ -97,24 +97,32 @@ def test_the_process_answers_over_its_pipe_and_ends_with_it(model):
 
 
 def test_a_core_ahead_of_the_adapter_watches_the_page_before_it_sleeps():
-    """process._caught_up: a state the adapter publishes while the core watches the page
-    lets it go on at once, without asking the adapter to wake it through the pipe; none
-    within the spin and the page says the core waits."""
+    """process._caught_up with a SpinWait: a state the adapter publishes while the core
+    watches the page lets it go on at once, without asking the adapter to wake it through
+    the pipe; none within the budget and the page says the core waits, and the next watch
+    is shorter (the nodes may need that CPU); one the adapter ends lengthens it again. With
+    no budget (one CPU) the core never watches."""
     import threading
     shared, published = [0, 0], [0]        # the page's PUBLISHED and WAITING slots
     tick = process.RUN_AHEAD               # one tick too far past the published state 0
-    assert process._caught_up(shared, published, tick - 1, spin=0.0)
-    assert not process._caught_up(shared, published, tick, spin=0.001)
+    assert process._caught_up(shared, published, tick - 1)
+    spin = process.SpinWait(0.001)
+    assert not process._caught_up(shared, published, tick, spin)
     assert shared[process.Lockstep.WAITING] == 1
+    assert spin.budget == 0.0005
     shared[process.Lockstep.WAITING] = 0
+    spin = process.SpinWait(30.0)
+    spin.budget = 15.0
     publish = threading.Timer(0.01, shared.__setitem__, (process.Lockstep.PUBLISHED, 1))
     publish.start()
     try:
-        assert process._caught_up(shared, published, tick, spin=30.0)
+        assert process._caught_up(shared, published, tick, spin)
     finally:
         publish.cancel()
-    assert published[0] == 1
+    assert published[0] == 1 and spin.budget == 30.0
     assert shared[process.Lockstep.WAITING] == 0
+    never = process.SpinWait(0.0)
+    assert not never.watch(shared, tick + 1) and never.budget == 0.0
 
 
 def test_lockstep_waits_for_the_published_state_and_wakes_on_the_shared_page():

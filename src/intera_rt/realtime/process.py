@@ -44,12 +44,10 @@ RUN_AHEAD = 2 * PUBLISH_EVERY         # ticks (sim time) past the last published
 MCL_CURRENT, MCL_FUTURE = 1, 2        # mlockall flags (Linux)
 BOARDS_WAIT = 10 * PERIOD             # s: the longest wait for boards that own the clock
 WAIT_SLICE = 0.002                    # s: a core waiting for the adapter looks at Lockstep again
-# s: a core that finds itself RUN_AHEAD past the adapter first watches the Lockstep page this
-# long before it sleeps on the pipe. The adapter's next state is usually out within a few
-# hundred µs, and waking a sleeping process costs a virtual machine ~50-150 µs (the host
-# delivers the interrupt); sleeping also hands the core's CPU, and its caches, to the nodes.
-# Only with another CPU to run the adapter on: alone, the core would spin while holding it off.
+# s: a core that finds itself RUN_AHEAD past the adapter first watches the Lockstep page up
+# to this long before it sleeps on the pipe (SpinWait), where another CPU runs the adapter
 SPIN_WAIT = 0.001
+SPIN_WAIT_MIN = 0.00005
 PAUSED_STATE_EVERY = 0.1              # s of wall time between the states of a paused core
 GRIPPER_KEEPALIVE = PLANT_LAPSE / 4   # s of loop time: the plant's gripper state at least this
                                       # often (the device follows it until PLANT_LAPSE without)
@@ -223,7 +221,7 @@ def _loop(conn, core, stats, sim_time, clock_every, wall_period, lockstep):
     inbox = Inbox(conn, core)
     published = inbox.published            # the last tick whose state the adapter has out
     shared = lockstep.slots
-    spin = SPIN_WAIT if len(os.sched_getaffinity(0)) > 1 else 0.0
+    spin = SpinWait(SPIN_WAIT if len(os.sched_getaffinity(0)) > 1 else 0.0)
     boards_clock = core.boards.owns_clock  # wait for the boards' next state, tick on it
     sim_clock = core.boards.sim_clock      # ... a simulator that publishes /clock itself
     slot, quiet_until = -1, 0.0            # (sim_clock) the state period last published,
@@ -298,21 +296,44 @@ def _loop(conn, core, stats, sim_time, clock_every, wall_period, lockstep):
             pacer.wait()
 
 
-def _caught_up(shared, published, tick, spin=0.0):
+class SpinWait:
+    """How long a core RUN_AHEAD past the adapter watches the Lockstep page before it sleeps
+    on the pipe. The adapter's next state is usually out within a few hundred µs, and waking
+    a sleeping process costs a virtual machine ~50-150 µs (the host delivers the interrupt);
+    sleeping also hands the core's CPU, and its caches, to the nodes. But while it watches,
+    the core holds a CPU the nodes may need (a world's states take them longer): each watch
+    the adapter did not end halves the next one's budget (down to SPIN_WAIT_MIN), each it
+    ended doubles it (up to `limit`; 0: never watch, the machine has one CPU)."""
+
+    def __init__(self, limit):
+        self.limit = self.budget = limit
+
+    def watch(self, shared, tick):
+        """Watch the page until the adapter has published a state within RUN_AHEAD of `tick`
+        (True) or the budget is spent (False)."""
+        if not self.limit:
+            return False
+        deadline = time.perf_counter() + self.budget
+        while time.perf_counter() < deadline:
+            if tick - shared[Lockstep.PUBLISHED] < RUN_AHEAD:
+                self.budget = min(self.limit, 2.0 * self.budget)
+                return True
+        self.budget = max(SPIN_WAIT_MIN, 0.5 * self.budget)
+        return False
+
+
+def _caught_up(shared, published, tick, spin=None):
     """Has the adapter published a recent enough state (the Lockstep page says), or does
-    it within `spin` s of watching the page? If not, the page says the core waits (the
-    adapter then wakes it through the pipe), and is read once more: the adapter may have
-    written just before. (Commands that arrive meanwhile wait on the pipe: no tick runs
-    before the core reads them.)"""
+    it while the core watches the page (`spin`, a SpinWait)? If not, the page says the core
+    waits (the adapter then wakes it through the pipe), and is read once more: the adapter
+    may have written just before. (Commands that arrive meanwhile wait on the pipe: no tick
+    runs before the core reads them.)"""
     published[0] = max(published[0], shared[Lockstep.PUBLISHED])
     if tick - published[0] < RUN_AHEAD:
         return True
-    if spin:
-        deadline = time.perf_counter() + spin
-        while time.perf_counter() < deadline:
-            if tick - shared[Lockstep.PUBLISHED] < RUN_AHEAD:
-                published[0] = max(published[0], shared[Lockstep.PUBLISHED])
-                return True
+    if spin is not None and spin.watch(shared, tick):
+        published[0] = max(published[0], shared[Lockstep.PUBLISHED])
+        return True
     shared[Lockstep.WAITING] = 1
     published[0] = max(published[0], shared[Lockstep.PUBLISHED])
     if tick - published[0] < RUN_AHEAD:
