@@ -1,6 +1,7 @@
 """scripts/bench: run the benchmark sections, write bench.json, print a summary.
 
     scripts/bench [--out DIR] [--only NAME[,NAME]] [--quick] [--duration S] [--soak S] [--list]
+    scripts/bench --ab REV [--pairs N] [--out DIR] [--quick]
 
 --out       output directory (default bench_out/); bench.json and the PNG plots go there
 --only      comma-separated section names (see --list); default: every section
@@ -8,6 +9,10 @@
 --duration  seconds of the realtime tick measurement (default 60; --quick: 5)
 --soak      seconds of the soak (random valid and invalid use, E-stops; default 60, --quick
             20); without --only, runs the soak section alone
+--ab        lockstep at --speed max, this checkout against git revision REV, alternating
+            in the same minutes (intera_rt.bench.ab): each plant's speeds, the median of
+            the pairs' ratios and how many pairs each code won, in DIR/ab.json
+--pairs     pairs of runs per plant for --ab (default 4; --quick 2)
 
 Each section runs in a child process (python -m intera_rt.bench --section NAME ...),
 whose result the driver puts into bench.json under the section's name. Exit code: 0 when
@@ -37,6 +42,8 @@ def parse_args(argv):
     p.add_argument('--soak', type=float, default=None,
                    help='seconds of the soak section (default 60, --quick 20); alone unless --only')
     p.add_argument('--list', action='store_true', help='list the sections and exit')
+    p.add_argument('--ab', metavar='REV', help='lockstep A/B against git revision REV')
+    p.add_argument('--pairs', type=int, default=None, help='pairs of runs per plant (--ab)')
     p.add_argument('--section', help=argparse.SUPPRESS)      # child: run this one section
     p.add_argument('--result', help=argparse.SUPPRESS)       # child: write its dict here
     args = p.parse_args(argv)
@@ -44,6 +51,8 @@ def parse_args(argv):
         p.error('--duration must be a positive number of seconds')
     if args.soak is not None and not (math.isfinite(args.soak) and args.soak > 0):
         p.error('--soak must be a positive number of seconds')
+    if args.pairs is not None and (args.ab is None or args.pairs < 1):
+        p.error('--pairs takes a positive number, with --ab')
     return args
 
 
@@ -55,6 +64,8 @@ def main(argv=None):
     options = {'out_dir': out_dir, 'quick': args.quick, 'duration': duration, 'soak': args.soak}
     if args.section:
         return _run_section(args.section, sections, options, args.result)
+    if args.ab is not None:
+        return _ab(args, out_dir)
     if args.list:
         for name, module in sections.items():
             print('%-10s %s' % (name, module))
@@ -96,6 +107,22 @@ def main(argv=None):
     _print_guard(report['guard'])
     print('\n[bench] wrote %s' % path)
     return 1 if failed else 0
+
+
+def _ab(args, out_dir):
+    from intera_rt.bench import ab
+    repo = os.environ.get('INTERA_RT_REPO') or os.path.normpath(
+        os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '..', '..'))
+    pairs = args.pairs if args.pairs is not None else (2 if args.quick else 4)
+    os.makedirs(out_dir, exist_ok=True)
+    try:
+        report = ab.main(repo, args.ab, out_dir, pairs=pairs, duration=5.0 if args.quick else 8.0)
+    except ValueError as exc:
+        print('scripts/bench: %s' % exc, file=sys.stderr)
+        return 2
+    print(ab.describe(report))
+    print('\n[bench] wrote %s' % os.path.join(out_dir, 'ab.json'))
+    return 0 if all(s['ratio_median'] is not None for s in report['plants'].values()) else 1
 
 
 def _spawn(name, args, out_dir):
