@@ -170,3 +170,16 @@ def test_bench_fleet_quick_counts_its_robots(tmp_path):
     assert result['memory']['one_robot']['rss_mb'] > 50
     assert result['failures']['robot_boots'] == 3 + len(steps)
     assert not processes_under(tmp_path / 'fleet_logs')
+
+
+def test_a_signal_is_remembered_by_the_handler_and_raised_where_the_fleet_waits(monkeypatch):
+    """The handler raises nothing itself (raised there, the KeyboardInterrupt could land in
+    logging's fork handlers inside subprocess.Popen, which swallow it: Ctrl-C lost); the
+    fleet's next wait raises it, naming the first signal."""
+    from intera_rt.tooling import fleet
+    monkeypatch.setattr(fleet, '_INTERRUPTS', [])
+    fleet.raise_if_interrupted()                         # nothing yet
+    fleet._interrupt(signal.SIGINT, None)
+    fleet._interrupt(signal.SIGTERM, None)
+    with pytest.raises(KeyboardInterrupt, match='SIGINT'):
+        fleet.raise_if_interrupted()

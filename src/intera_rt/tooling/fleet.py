@@ -298,6 +298,7 @@ class Fleet:
                 m.poll_boot(deadline)
                 if m.status == 'boot failed' and m.robot.proc is not None:
                     m.robot.stop()
+            raise_if_interrupted()
             time.sleep(POLL)
         return [m for m in members if m.status == 'ready']
 
@@ -310,6 +311,7 @@ class Fleet:
             m.run_cmd(argv, len(self.members), extra_env)
         deadline = None if timeout is None else time.monotonic() + timeout
         while not all([m.poll_cmd(deadline) for m in members]):
+            raise_if_interrupted()
             time.sleep(POLL)
         return members
 
@@ -387,8 +389,21 @@ def parse_args(argv):
     return args
 
 
+_INTERRUPTS = []              # the signals received (main's handler), oldest first
+
+
 def _interrupt(signum, _frame):
-    raise KeyboardInterrupt(signal.Signals(signum).name)
+    # (remembered, not raised here: an exception raised from a handler can land where
+    # Python swallows it, such as logging's fork handlers inside subprocess.Popen, and the
+    # Ctrl-C would be lost while the fleet goes on)
+    _INTERRUPTS.append(signal.Signals(signum).name)
+
+
+def raise_if_interrupted():
+    """KeyboardInterrupt (naming the signal) once main's handler has caught SIGINT,
+    SIGTERM or SIGHUP; the fleet's waits call it every POLL."""
+    if _INTERRUPTS:
+        raise KeyboardInterrupt(_INTERRUPTS[0])
 
 
 def main(argv=None):
@@ -415,6 +430,7 @@ def main(argv=None):
         print('[fleet] running on %d robot(s): %s' % (len(ready), ' '.join(args.cmd)),
               flush=True)
         fleet.run(args.cmd, args.timeout)
+        raise_if_interrupted()
     except KeyboardInterrupt as exc:
         interrupted = str(exc) or 'SIGINT'
         for m in fleet.members:

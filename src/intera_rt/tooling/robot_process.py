@@ -173,17 +173,19 @@ class RobotProcess:
             pass
         if self.proc.poll() is None:
             self.proc.wait(5)
-        # Anything the launcher started that is still running now is a leak.
-        for pid, start in tree.items():
-            if proc_start_time(pid) == start:
-                deadline = time.monotonic() + 3.0
-                while proc_start_time(pid) == start and time.monotonic() < deadline:
-                    time.sleep(POLL_INTERVAL)
-                if proc_start_time(pid) == start:
-                    try:
-                        os.kill(pid, signal.SIGKILL)
-                    except ProcessLookupError:
-                        pass
+        # Anything the launcher started that is still running now is a leak: all of them
+        # get the same 3 s to end (one after the other, a dozen nodes left behind by a
+        # launcher killed mid-shutdown would hold Ctrl-C for half a minute), then SIGKILL.
+        left = {pid: start for pid, start in tree.items() if proc_start_time(pid) == start}
+        deadline = time.monotonic() + 3.0
+        while left and time.monotonic() < deadline:
+            time.sleep(POLL_INTERVAL)
+            left = {pid: start for pid, start in left.items() if proc_start_time(pid) == start}
+        for pid in left:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
         return self.proc.returncode
 
     def log_tail(self, lines=60):
