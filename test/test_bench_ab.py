@@ -37,7 +37,7 @@ def test_the_summary_counts_failed_runs_and_takes_the_median_of_complete_pairs()
         {'this': 'a' * 40, 'reference': 'b' * 40, 'plants': {'mujoco': m}})
 
 
-def test_an_unknown_revision_is_refused_before_anything_runs(tmp_path):
+def test_an_unknown_revision_is_refused_before_anything_runs():
     with pytest.raises(ValueError, match="no such commit"):
         ab.export(REPO, 'no-such-revision-%d' % os.getpid())
 

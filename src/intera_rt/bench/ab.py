@@ -82,8 +82,9 @@ def _clean_env():
 
 
 def run_once(checkout, measure, duration, log_dir, tag):
-    """One lockstep measurement by `checkout`'s own code: its result dict, or
-    {'error': ...} when it failed."""
+    """One measurement (intera_rt.bench.realtime's `measure NAME`: lockstep,
+    lockstep_mujoco, tick, ...) by `checkout`'s own code, on a robot of its own: its result
+    dict, or {'error': ...} when it failed."""
     result = os.path.join(log_dir, '%s.json' % tag)
     cmd = [os.path.join(checkout, 'scripts', 'env'), 'python', '-m', 'intera_rt.bench.realtime',
            'measure', measure, '--result', result, '--log', os.path.join(log_dir, tag + '.log'),
