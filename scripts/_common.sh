@@ -33,8 +33,9 @@ IR_APT_PACKAGES=(
     python3-rosgraph-msgs python3-tf2-ros python3-tf2-msgs python3-std-srvs ros-std-srvs
     python3-dynamic-reconfigure libdynamic-reconfigure-config-init-mutex-dev
     catkin cmake make g++
-    # the realtime tick's compiled kernels (intera_rt.native; tools/build_native.py)
-    python3-dev
+    # the realtime tick's compiled kernels and dynamics (intera_rt.native; tools/build_native.py;
+    # Eigen for Pinocchio's headers)
+    python3-dev libeigen3-dev
     python3-venv python3-yaml python3-pytest python3-catkin-pkg
     # scripts/sawyer --rviz and its test: RViz, its markers, a virtual X server and Mesa's
     # software OpenGL (llvmpipe) for headless rendering (xauth: xvfb-run)
@@ -73,7 +74,9 @@ ir_msgs_sha() {
 ir_native_sha() {
     (
         cd "$IR_REPO"
-        cat src/intera_rt/native/_kernels.c tools/build_native.py "$IR_VENV_STAMP" 2>/dev/null
+        cat src/intera_rt/native/_kernels.c src/intera_rt/native/_dynamics.cpp \
+            src/intera_rt/native/arith.h src/intera_rt/native/args.h tools/build_native.py \
+            "$IR_VENV_STAMP" 2>/dev/null
     ) | sha256sum | cut -d' ' -f1
 }
 

@@ -3,10 +3,12 @@ bit for bit, and the Python path taken for arguments a kernel does not take."""
 import numpy as np
 import pytest
 
+from intera_rt import native
 from intera_rt.control import arm
 from intera_rt.native import kernels, why_not
 
 needs_kernels = pytest.mark.skipif(kernels is None, reason=why_not or 'no kernels')
+needs_dynamics = pytest.mark.skipif(native.dynamics is None, reason=why_not or 'no compiled dynamics')
 
 
 @needs_kernels
@@ -59,16 +61,28 @@ def _observer_case(rng):
 
 
 @needs_kernels
+@needs_dynamics
 def test_observer_matches_python_bit_for_bit(monkeypatch):
-    """The momentum observer fed the same readings on the compiled and the Python path."""
+    """The momentum observer fed the same readings with its step from C++ (Rigid.observe),
+    with the kernels around Pinocchio's Python call, and on the Python path."""
     from intera_rt.control import momentum_observer as mo
     from intera_rt.model import RobotModel
     model = RobotModel.from_file()
-    compiled, python = mo.MomentumObserver(model, 200.0), mo.MomentumObserver(model, 200.0)
+    compiled, kerneled, python = (mo.MomentumObserver(model, 200.0) for _ in range(3))
+    assert compiled._rigid is not None
+    kerneled._rigid = python._rigid = None
+    observed = []
+    rigid = compiled._rigid
+
+    class Counting:
+        def observe(self, *args):
+            observed.append(rigid.observe(*args))
+            return observed[-1]
+    compiled._rigid = Counting()
     rng = np.random.default_rng(3)
     states = [_observer_case(rng) for _ in range(200)]
-    compiled.restart(states[0])
-    python.restart(states[0])
+    for observer in (compiled, kerneled, python):
+        observer.restart(states[0])
     for k, state in enumerate(states[1:]):
         h = 0.001 if k % 3 else 0.001 + 1e-17 * k
         assert kernels.observer_load(
@@ -76,12 +90,14 @@ def test_observer_matches_python_bit_for_bit(monkeypatch):
             compiled._head_k, state.q_head, state.qd_head, compiled._upper, compiled._lower,
             compiled._v0, compiled._acc.copy(), 1.0 / h) is not None
         compiled.update(state, h)
+        kerneled.update(state, h)
         monkeypatch.setattr(mo, 'kernels', None)
         python.update(state, h)
         monkeypatch.setattr(mo, 'kernels', kernels)
-        np.testing.assert_array_equal(compiled.r, python.r)
-        np.testing.assert_array_equal(compiled.q, python.q)
-    assert np.count_nonzero(compiled.r)
+        for other in (kerneled, python):
+            np.testing.assert_array_equal(compiled.r, other.r)
+            np.testing.assert_array_equal(compiled.q, other.q)
+    assert np.count_nonzero(compiled.r) and observed.count(True) > 50
 
 
 @needs_kernels
@@ -223,14 +239,16 @@ def test_interaction_control_runs_the_same_on_both_paths(monkeypatch):
 
 
 @needs_kernels
-def test_embedded_plant_steps_the_same_on_both_paths(monkeypatch):
+@needs_dynamics
+def test_embedded_plant_steps_the_same_on_every_path(monkeypatch):
     """The embedded plant driven hard (random torques up to the effort limits, onto the hard
     stops), pushed by an external wrench, pressed on an obstacle, braked: the same states,
-    bit for bit, on the compiled and the Python path."""
+    bit for bit, with its free step in C++ (native.dynamics), with the kernels around
+    Pinocchio's Python calls, and on the Python path."""
     from intera_rt.boards import embedded
     from intera_rt.model import RobotModel
     model = RobotModel.from_file()
-    runs, taken = [], {'system': 0, 'friction': 0, 'integrate': 0, 'posv': 0, 'symv': 0}
+    runs, taken = [], {'step': 0, 'system': 0, 'friction': 0, 'integrate': 0, 'posv': 0, 'symv': 0}
 
     class Counting:
         def __getattr__(self, name):
@@ -239,9 +257,19 @@ def test_embedded_plant_steps_the_same_on_both_paths(monkeypatch):
                 taken[name.replace('plant_', '')] += out is not None
                 return out
             return call
-    for path in (Counting(), None):
+
+    class CountingRigid:
+        def __init__(self, rigid):
+            self.rigid = rigid
+
+        def plant_step(self, *args):
+            out = self.rigid.plant_step(*args)
+            taken['step'] += type(out) is tuple
+            return out
+    for path, compiled in ((Counting(), True), (Counting(), False), (None, False)):
         monkeypatch.setattr(embedded, 'kernels', path)
         boards = embedded.EmbeddedBoards(model)
+        boards._rigid = CountingRigid(boards._rigid) if compiled else None
         boards.reset_pose([0.0, -0.5, 0.0, 1.2, 0.0, 0.5, 0.0, 0.0])
         boards.set_brakes(False)
         tip = model.arm_dynamics.tip('right_hand', np.array([0.0, -0.5, 0.0, 1.2, 0.0, 0.5, 0.0]))[0]
@@ -264,12 +292,39 @@ def test_embedded_plant_steps_the_same_on_both_paths(monkeypatch):
                 boards.set_brakes(False)
             boards.write(torque)
             boards.advance(0.001)
-            states.append(np.concatenate((boards.q, boards.qd, boards.tau_transmitted)))
+            states.append(np.concatenate((boards.q, boards.qd, boards.tau_transmitted,
+                                          boards._full_v, boards._full_tau, boards._full_removed)))
             touched += bool(boards.contacts())
         runs.append(np.array(states))
         assert touched > 10 and states[-1][0] == boards.stop_upper[0]
-    np.testing.assert_array_equal(runs[0], runs[1])
-    assert min(taken.values()) > 1000, taken
+    np.testing.assert_array_equal(runs[0], runs[2])
+    np.testing.assert_array_equal(runs[1], runs[2])
+    # (the C++ step takes the free steps, the kernels the rest and, without it, all)
+    kernel_calls = [v for k, v in taken.items() if k != 'step']
+    assert taken['step'] > 500 and min(kernel_calls) > 1000, taken
+
+
+@needs_dynamics
+def test_arm_dynamics_match_python_bit_for_bit():
+    """ArmDynamics' inverse dynamics and gravity from C++ (native.dynamics.Rigid) and from
+    Pinocchio's Python calls: the same torques, bit for bit, and the same buffers left."""
+    from intera_rt.model import RobotModel
+    dyn = RobotModel.from_file().dynamics()
+    twin = RobotModel.from_file().dynamics()
+    twin._rigid = None
+    assert dyn._rigid is not None
+    rng = np.random.default_rng(3)
+    for _ in range(3000):
+        q, qd, qdd = rng.uniform(-3.5, 3.5, 7), rng.uniform(-3, 3, 7), rng.uniform(-20, 20, 7)
+        np.testing.assert_array_equal(dyn.inverse_dynamics(q, qd, qdd), twin.inverse_dynamics(q, qd, qdd))
+        np.testing.assert_array_equal(dyn.gravity(q), twin.gravity(q))
+    for ours, theirs in ((dyn._q, twin._q), (dyn._v, twin._v), (dyn._a, twin._a)):
+        np.testing.assert_array_equal(ours, theirs)
+    # arguments it does not take: the Python path answers
+    assert dyn._rigid.gravity(q[:3], dyn._idx_q, dyn._idx, dyn._q) is None
+    assert dyn._rigid.rnea(q.astype(np.float32), qd, qdd, dyn._idx_q, dyn._idx, dyn._q, dyn._v, dyn._a) is None
+    with pytest.raises(TypeError):
+        native.dynamics.Rigid(dyn.model, dyn.model)          # a model where its data goes
 
 
 @needs_kernels

@@ -1,30 +1,77 @@
-"""Build intera_rt.native._kernels (src/intera_rt/native/_kernels.c) in place, with the
-system C compiler, for the Python running this script and its numpy. Run by scripts/setup;
-exits non-zero (saying why) when the compiler or headers are missing."""
+"""Build the realtime tick's compiled modules in place, for the Python running this script
+and its numpy: intera_rt.native._kernels (_kernels.c, with the system C compiler) and
+intera_rt.native._dynamics (_dynamics.cpp, with the system C++ compiler against the venv's
+Pinocchio: its headers, libraries and compile definitions, from the cmeel prefix pip
+installed; Eigen from Debian). Run by scripts/setup; exits non-zero (saying which failed and
+why) when a compiler, headers or libraries are missing: the tick then runs the Python path of
+what did not build."""
 import os
+import re
 import subprocess
 import sys
 import sysconfig
 
 import numpy
 
-SRC = os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', 'src', 'intera_rt', 'native')
+SRC = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', 'src',
+                                    'intera_rt', 'native'))
+EIGEN = '/usr/include/eigen3'            # Debian's libeigen3-dev (scripts/_common.sh)
+# Pinocchio's and hpp-fcl's CMake targets: the definitions their users must compile with (the
+# joint variant's size and the optional parts change the layout of Model and Data).
+TARGETS = ('lib/cmake/pinocchio/pinocchioTargets.cmake', 'lib/cmake/hpp-fcl/hpp-fclTargets.cmake')
+
+
+def _output(name):
+    return os.path.join(SRC, name + sysconfig.get_config_var('EXT_SUFFIX'))
+
+
+def _common():
+    # -ffp-contract=off: no fused multiply-adds, so the kernels round as their Python twins do.
+    return ['-O3', '-fPIC', '-shared', '-ffp-contract=off', '-fno-fast-math',
+            '-I', sysconfig.get_paths()['include'], '-I', numpy.get_include()]
+
+
+def _cmeel_prefix():
+    import cmeel                          # pip's cmeel: where Pinocchio's wheel put its files
+    return os.path.join(os.path.dirname(os.path.dirname(cmeel.__file__)), 'cmeel.prefix')
+
+
+def _definitions(prefix):
+    out = []
+    for target in TARGETS:
+        with open(os.path.join(prefix, target)) as f:
+            match = re.search(r'INTERFACE_COMPILE_DEFINITIONS "([^"]*)"', f.read())
+        if match:
+            out += ['-D' + d for d in match.group(1).split(';') if d and '-D' + d not in out]
+    return out
+
+
+def _build(name, cmd):
+    out = _output(name)
+    result = subprocess.run(cmd + ['-o', out + '.tmp'])
+    if result.returncode != 0:
+        print('build_native: %s: %s failed (exit %d)' % (name, ' '.join(cmd), result.returncode),
+              file=sys.stderr)
+        return False
+    os.replace(out + '.tmp', out)
+    print('build_native: built %s' % out)
+    return True
 
 
 def main():
-    src = os.path.normpath(os.path.join(SRC, '_kernels.c'))
-    out = os.path.normpath(os.path.join(SRC, '_kernels' + sysconfig.get_config_var('EXT_SUFFIX')))
-    cc = os.environ.get('CC', 'cc')
-    # -ffp-contract=off: no fused multiply-adds, so the kernels round as their Python twins do.
-    cmd = [cc, '-O2', '-fPIC', '-shared', '-ffp-contract=off', '-fno-fast-math',
-           '-I', sysconfig.get_paths()['include'], '-I', numpy.get_include(), src, '-o', out + '.tmp']
-    result = subprocess.run(cmd)
-    if result.returncode != 0:
-        print('build_native: %s failed (exit %d)' % (' '.join(cmd), result.returncode), file=sys.stderr)
+    ok = _build('_kernels', [os.environ.get('CC', 'cc')] + _common() + [os.path.join(SRC, '_kernels.c')])
+    try:
+        prefix = _cmeel_prefix()
+        defs = _definitions(prefix)
+    except (ImportError, OSError) as exc:
+        print('build_native: _dynamics: Pinocchio\'s build files not found (%s)' % exc, file=sys.stderr)
         return 1
-    os.replace(out + '.tmp', out)
-    print('build_native: built %s' % out)
-    return 0
+    lib = os.path.join(prefix, 'lib')
+    ok = _build('_dynamics', [os.environ.get('CXX', 'c++'), '-std=c++17', '-DNDEBUG'] + defs + _common()
+                + ['-isystem', os.path.join(prefix, 'include'), '-isystem', EIGEN,
+                   os.path.join(SRC, '_dynamics.cpp'), '-L' + lib, '-Wl,-rpath,' + lib,
+                   '-lboost_python%d%d' % sys.version_info[:2]]) and ok
+    return 0 if ok else 1
 
 
 if __name__ == '__main__':

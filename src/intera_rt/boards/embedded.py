@@ -18,6 +18,7 @@ from intera_rt.boards.base import CAPABILITIES, BackendOption, SimulatedPlant, c
 from intera_rt.boards.embedded_contact import CONTACT_DAMPING, CONTACT_STIFFNESS, ObstacleContacts
 from intera_rt.boards.embedded_world import EmbeddedWorld
 from intera_rt.model.joint_frames import JointFrames, pose_matrix
+from intera_rt import native
 from intera_rt.native import kernels
 from intera_rt.numeric import clip as _clip
 from intera_rt.robot import ARM_JOINTS, HARD_STOP_MARGIN, HEAD_JOINTS
@@ -59,6 +60,7 @@ class EmbeddedBoards(ObstacleContacts, SimulatedPlant):
         models = self._models = model.pinocchio
         self.pin = models.full                  # the robot's (shared, read-only) ...
         self.data = self.pin.createData()       # ... and the plant's own data
+        self._rigid = native.rigid(self.pin, self.data)   # (its free step from C++; None: Python)
         self._idx = models.idx_v(self.joint_names)      # (idx_q: the same, revolute joints)
         # The hard stops sit a little beyond the limits the software keeps to (as on an arm:
         # a controller holding a joint at its limit must not press on the stop).
@@ -133,6 +135,7 @@ class EmbeddedBoards(ObstacleContacts, SimulatedPlant):
         that touch obstacles."""
         self.pin = self._models.full if tool is None else tool.apply(self._models.full)
         self.data = self.pin.createData()
+        self._rigid = native.rigid(self.pin, self.data)
         self.carry_gripper(tool.fragment if tool is not None else None)
         self._tool_shapes = () if tool is None else tool.shapes
         if self._link_shapes is not None:
@@ -266,8 +269,20 @@ class EmbeddedBoards(ObstacleContacts, SimulatedPlant):
             if np.count_nonzero(self.qd):
                 self.qd = np.zeros(len(self.qd))
             return
-        self._full_v[idx] = self.qd
         external = self._external_torques() if self._wrenches else None
+        if self._rigid is not None and not hits:
+            # The same step from C++ (the Python below is its twin, and takes the contacts).
+            done = self._rigid.plant_step(
+                self.q, self.qd, self.tau_cmd, external, idx, self._full_q, self._full_v,
+                self._full_tau, self._full_removed, self.damping, self.coulomb,
+                self._armature_matrix, self.stop_lower, self.stop_upper, h)
+            if type(done) is tuple:
+                self.q, self.qd, self.tau_transmitted = done
+                return
+            if done is not None:
+                self._not_positive_definite()
+                return
+        self._full_v[idx] = self.qd
         mass = pin.crba(self.pin, self.data, self._full_q)     # upper triangle only
         bias = pin.nonLinearEffects(self.pin, self.data, self._full_q, self._full_v)
         # The drives' damping taken at the step's end velocity (implicit: (M + h·B) q̈ =
@@ -281,9 +296,7 @@ class EmbeddedBoards(ObstacleContacts, SimulatedPlant):
         solved = None if kernels is None else kernels.posv(solve, rhs)
         chol, qdd_full, info = dposv(solve, rhs, lower=0) if solved is None else solved
         if info != 0:               # cannot happen for a valid model; never integrate junk
-            self.report_fault('embedded plant: mass matrix not positive definite at q = %s'
-                              % np.round(self.q, 4).tolist())
-            self.set_brakes(True)
+            self._not_positive_definite()
             return
         if hits:
             self._contact_forces(hits, chol, qdd_full, h)
@@ -307,6 +320,12 @@ class EmbeddedBoards(ObstacleContacts, SimulatedPlant):
         moved = None if kernels is None else kernels.plant_integrate(*args)
         q_new, self.tau_transmitted = _plant_integrate(*args) if moved is None else moved
         self.q, self.qd = q_new, qd_new
+
+
+    def _not_positive_definite(self):
+        self.report_fault('embedded plant: mass matrix not positive definite at q = %s'
+                          % np.round(self.q, 4).tolist())
+        self.set_brakes(True)
 
 
 # The step's arithmetic around Pinocchio's and LAPACK's calls; the compiled kernels'

@@ -16,6 +16,7 @@ import math
 import numpy as np
 import pinocchio as pin
 
+from intera_rt import native
 from intera_rt.native import kernels
 from intera_rt.numeric import count_nonzero
 from intera_rt.robot import ARM_JOINTS, HEAD_JOINTS
@@ -33,8 +34,7 @@ class MomentumObserver:
         self.gain = gain
         # The plant's model: every inertia of the URDF, the head's too (shared; our own data).
         models = self._models = model.pinocchio
-        self._pin = models.full
-        self._data = self._pin.createData()
+        self._use(models.full)
         nv = self._pin.nv
         self._arm = models.idx_v(ARM_JOINTS)
         heads = [n for n in HEAD_JOINTS if models.has_joint(n)]
@@ -54,7 +54,7 @@ class MomentumObserver:
             # Where the plant's mechanical stops are (the robot's just beyond the limits).
             self._lower[i] = model.limits[name].lower - model.stop_margin + STOP_TOLERANCE
             self._upper[i] = model.limits[name].upper + model.stop_margin - STOP_TOLERANCE
-        self.pin, self.data, self.arm = self._pin, self._data, self._arm
+        self.arm = self._arm
         # Buffers, full (Pinocchio) order: the previous and this reading.
         self._q0, self._v0 = np.zeros(nv), np.zeros(nv)
         self._q1, self._v1 = np.zeros(nv), np.zeros(nv)
@@ -68,9 +68,13 @@ class MomentumObserver:
     def set_tool(self, tool):
         """The plant carries `tool` (model.tool.Tool, None: nothing) from now on: its mass
         and inertia enter the expected torques. r keeps its value."""
-        self._pin = self._models.full if tool is None else tool.apply(self._models.full)
-        self._data = self._pin.createData()
+        self._use(self._models.full if tool is None else tool.apply(self._models.full))
+
+    def _use(self, pin_model):
+        self._pin = pin_model
+        self._data = pin_model.createData()
         self.pin, self.data = self._pin, self._data
+        self._rigid = native.rigid(pin_model, self._data)    # (the step from C++; None: Python)
 
     @property
     def q(self):
@@ -124,6 +128,10 @@ class MomentumObserver:
             np.subtract(self._v1, self._v0, out=acc)
             acc *= 1.0 / h
         # M(q0)·Δq̇/h + n(q0, q̇0): the torque the plant's step from the previous state needed.
+        if compiled and self._rigid is not None and self._rigid.observe(
+                self._q0, self._v0, acc, self._armature, self._arm, self._tau_meas, self.r,
+                self._k_fast):
+            return
         tau = pin.rnea(self._pin, self._data, self._q0, self._v0, acc)
         if compiled and kernels.observer_step(tau, acc, self._armature, self._arm, self._tau_meas,
                                               self.r, self._k_fast):

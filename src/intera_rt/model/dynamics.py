@@ -11,6 +11,7 @@ checks they agree). An ArmDynamics holds its own data and buffers: one per user
 import numpy as np
 import pinocchio as pin
 
+from intera_rt import native
 from intera_rt.robot import ARM_JOINTS
 
 
@@ -23,8 +24,7 @@ class ArmDynamics:
 
     def __init__(self, models):
         self._models = models
-        self.model = models.arm
-        self.data = self.model.createData()
+        self._use(models.arm)
         self._idx_q = models.idx_q(ARM_JOINTS)
         self._idx = models.idx_v(ARM_JOINTS)
         self._q = pin.neutral(self.model)
@@ -36,12 +36,21 @@ class ArmDynamics:
         """Carry `tool` (model.tool.Tool; None: nothing) from now on: the same joints and
         frames, the tool's mass and inertia on the bodies it hangs from. Data made from the
         previous `model` stays valid (same sizes)."""
-        self.model = self._models.arm if tool is None else tool.apply(self._models.arm)
-        self.data = self.model.createData()
+        self._use(self._models.arm if tool is None else tool.apply(self._models.arm))
+
+    def _use(self, model):
+        self.model = model
+        self.data = model.createData()
+        # (the same algorithms on the same data from C++; None: the Python path)
+        self._rigid = native.rigid(model, self.data)
 
     def inverse_dynamics(self, q, qd, qdd):
         """Joint torques for the motion (gravity included), by recursive Newton-Euler."""
         idx = self._idx
+        if self._rigid is not None:
+            tau = self._rigid.rnea(q, qd, qdd, self._idx_q, idx, self._q, self._v, self._a)
+            if tau is not None:
+                return tau
         self._q[self._idx_q], self._v[idx], self._a[idx] = q, qd, qdd
         return pin.rnea(self.model, self.data, self._q, self._v, self._a)[idx]
 
@@ -98,5 +107,10 @@ class ArmDynamics:
         return np.triu(m) + np.triu(m, 1).T            # crba fills the upper triangle
 
     def gravity(self, q):
+        """The model's gravity torque at q (N·m, 7)."""
+        if self._rigid is not None:
+            g = self._rigid.gravity(q, self._idx_q, self._idx, self._q)
+            if g is not None:
+                return g
         self._q[self._idx_q] = q
         return pin.computeGeneralizedGravity(self.model, self.data, self._q)[self._idx]

@@ -1,22 +1,46 @@
-"""Compiled kernels of the realtime tick (_kernels.c, built by scripts/setup with the system
-C compiler against this venv's numpy): numpy's cost per call on arrays of 7 joints exceeds
-the arithmetic many times over, so the few kernels the tick's profile names are C. Each has
-a Python twin with identical results; `kernels` is None when the module is missing or
-stale (not built, another numpy) or switched off (INTERA_RT_NATIVE=0 in the environment,
-for A/B measurements), and `why_not` then says why: the robot logs it once and runs the
-Python path.
+"""Compiled parts of the realtime tick, built by scripts/setup (tools/build_native.py):
+
+- `kernels` (_kernels.c, the system C compiler against this venv's numpy): numpy's cost per
+  call on arrays of 7 joints exceeds the arithmetic many times over, so the few kernels the
+  tick's profile names are C;
+- `dynamics` (_dynamics.cpp, against the venv's Pinocchio): its `Rigid(model, data)` runs
+  Pinocchio's algorithms the tick calls (the embedded plant's step, inverse dynamics,
+  gravity) from C++, without a Python call into each and the numpy around it.
+
+Each has a Python twin with identical results. Either is None when its module is missing or
+stale (not built, another numpy or Pinocchio) or switched off (INTERA_RT_NATIVE=0 in the
+environment, for A/B measurements), and `why_not` then says why: the robot logs it once
+and runs the Python path of what is missing.
 """
 import os
 
 SWITCH = 'INTERA_RT_NATIVE'
 
 if os.environ.get(SWITCH, '1').strip() == '0':
-    kernels = None
+    kernels = dynamics = None
     why_not = 'compiled kernels switched off (%s=0): the realtime tick runs its Python path' % SWITCH
 else:
+    missing = []
     try:
         from intera_rt.native import _kernels as kernels
-        why_not = ''
     except ImportError as exc:              # not built (scripts/setup builds it) or stale
         kernels = None
-        why_not = 'compiled kernels unavailable (%s): the realtime tick runs its Python path' % exc
+        missing.append('compiled kernels unavailable (%s)' % exc)
+    try:
+        from intera_rt.native import _dynamics as dynamics
+    except ImportError as exc:
+        dynamics = None
+        missing.append('compiled dynamics unavailable (%s)' % exc)
+    why_not = '%s: the realtime tick runs its Python path there' % '; '.join(missing) if missing else ''
+
+
+def rigid(model, data):
+    """dynamics.Rigid(model, data), or None (the Python path) when the compiled dynamics are
+    missing or the model is one it does not take (more than 64 joints, or joints whose
+    configuration is not one number)."""
+    if dynamics is None:
+        return None
+    try:
+        return dynamics.Rigid(model, data)
+    except (TypeError, ValueError):
+        return None

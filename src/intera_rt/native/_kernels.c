@@ -9,6 +9,8 @@
 #include <numpy/arrayobject.h>
 #include <math.h>
 #include <string.h>
+#include "arith.h"
+#include "args.h"
 
 static double sign(double x)          /* np.sign: 0 for ±0, NaN kept */
 {
@@ -27,26 +29,7 @@ static double maximum(double a, double b)          /* np.maximum, NaN kept */
     return (a > b || isnan(a)) ? a : b;
 }
 
-static double clip(double x, double lo, double hi) /* numpy's clip ufunc */
-{
-    if (isnan(x)) return x;
-    double y = x > lo ? x : lo;
-    if (isnan(y)) return y;
-    return y < hi ? y : hi;
-}
-
-/* A 1-D float64 C-contiguous array of n elements (*n < 0: of any length, which is set), or
- * NULL. */
-static const double *vec(PyObject *o, npy_intp *n)
-{
-    if (!PyArray_Check(o)) return NULL;
-    PyArrayObject *a = (PyArrayObject *)o;
-    if (PyArray_NDIM(a) != 1 || PyArray_TYPE(a) != NPY_DOUBLE || !PyArray_IS_C_CONTIGUOUS(a))
-        return NULL;
-    if (*n < 0) *n = PyArray_DIM(a, 0);
-    else if (PyArray_DIM(a, 0) != *n) return NULL;
-    return (const double *)PyArray_DATA(a);
-}
+#define clip ir_clip                                  /* numpy's clip ufunc (arith.h) */
 
 /* trapezoid_step(p, v, target, vmax, amax, dt, snap) -> (p, v, a): control.arm.trapezoid_step
  * (snap its SETTLE_SNAP), or
@@ -109,28 +92,6 @@ static int vecs(PyObject *const *args, int k, const double **out, npy_intp *n)
         if (!(out[i] = vec(args[i], n))) return 0;
     return 1;
 }
-
-static int floats(PyObject *const *args, int k, double *out)
-{
-    for (int i = 0; i < k; i++) {
-        if (!PyFloat_Check(args[i])) return 0;
-        out[i] = PyFloat_AS_DOUBLE(args[i]);
-    }
-    return 1;
-}
-
-static PyObject *new_vec(npy_intp n, double **data)
-{
-    PyObject *o = PyArray_SimpleNew(1, &n, NPY_DOUBLE);
-    if (o) *data = PyArray_DATA((PyArrayObject *)o);
-    return o;
-}
-
-#define NARGS(k, name) \
-    if (nargs != (k)) { \
-        PyErr_SetString(PyExc_TypeError, name " takes " #k " arguments"); \
-        return NULL; \
-    }
 
 /* track_accel(a, p, q, v, qd, kp, kd) -> u = a + kp·(p − q) + kd·(v − qd), kp and kd per joint
  * (control.arm.Arm.track), or None for arguments it does not take. */
@@ -268,13 +229,7 @@ static PyObject *observer_step(PyObject *self, PyObject *const *args, Py_ssize_t
     const npy_int64 *arm = PyArray_DATA(arm_a);
     for (npy_intp i = 0; i < na; i++)
         if (arm[i] < 0 || arm[i] >= nv) Py_RETURN_NONE;
-    double k = PyFloat_AS_DOUBLE(args[6]);
-    for (npy_intp i = 0; i < na; i++) {
-        npy_int64 j = arm[i];
-        double raw = (tau[j] + acc[j] * arma[j]) - meas[i];
-        raw -= r[i];
-        r[i] += raw * k;
-    }
+    observer_step_raw(na, tau, acc, arma, arm, meas, r, PyFloat_AS_DOUBLE(args[6]));
     Py_RETURN_TRUE;
 }
 
@@ -295,14 +250,6 @@ static PyObject *slow_step(PyObject *self, PyObject *const *args, Py_ssize_t nar
         band[i] = b * x[3][i];
     }
     Py_RETURN_TRUE;
-}
-
-/* A float64 vector of n elements, or NULL (None allowed: *none set). */
-static const double *vec_or_none(PyObject *o, npy_intp *n, int *none)
-{
-    *none = o == Py_None;
-    if (*none) return NULL;
-    return vec(o, n);
 }
 
 /* interaction_wrench(F_cmd, K, e, D, vd, u, hand, limit, bound, wall_k, wall_d, v, rot_wall,
@@ -406,47 +353,6 @@ static PyObject *rate_clip(PyObject *self, PyObject *const *args, Py_ssize_t nar
     return o;
 }
 
-/* int64 indices of n elements, each in [0, bound), or NULL. */
-static const npy_int64 *indices(PyObject *o, npy_intp n, npy_intp bound)
-{
-    if (!PyArray_Check(o)) return NULL;
-    PyArrayObject *a = (PyArrayObject *)o;
-    if (PyArray_NDIM(a) != 1 || PyArray_TYPE(a) != NPY_INT64 || PyArray_DIM(a, 0) != n
-            || !PyArray_IS_C_CONTIGUOUS(a))
-        return NULL;
-    const npy_int64 *ix = PyArray_DATA(a);
-    for (npy_intp i = 0; i < n; i++)
-        if (ix[i] < 0 || ix[i] >= bound) return NULL;
-    return ix;
-}
-
-/* A C-contiguous float64 n×n matrix, or NULL. */
-static double *square(PyObject *o, npy_intp n)
-{
-    if (!PyArray_Check(o)) return NULL;
-    PyArrayObject *a = (PyArrayObject *)o;
-    if (PyArray_NDIM(a) != 2 || PyArray_TYPE(a) != NPY_DOUBLE || PyArray_DIM(a, 0) != n
-            || PyArray_DIM(a, 1) != n || !PyArray_IS_C_CONTIGUOUS(a) || !PyArray_ISWRITEABLE(a))
-        return NULL;
-    return PyArray_DATA(a);
-}
-
-static PyObject *pair(PyObject *a, PyObject *b)
-{
-    if (!a || !b) {
-        Py_XDECREF(a); Py_XDECREF(b);
-        return NULL;
-    }
-    PyObject *out = PyTuple_New(2);
-    if (!out) {
-        Py_DECREF(a); Py_DECREF(b);
-        return NULL;
-    }
-    PyTuple_SET_ITEM(out, 0, a);
-    PyTuple_SET_ITEM(out, 1, b);
-    return out;
-}
-
 /* plant_system(tau_cmd, damping, qd, external, idx, full_tau, mass, armature, bias, h) ->
  * (solve, rhs): boards.embedded._plant_system (full_tau and mass, the joint-space inertia,
  * updated in place; external None without external wrenches), or None for arguments it does
@@ -477,19 +383,7 @@ static PyObject *plant_system(PyObject *self, PyObject *const *args, Py_ssize_t 
         return NULL;
     }
     solve = PyArray_DATA((PyArrayObject *)so);
-    for (npy_intp i = 0; i < n; i++) {
-        double tau = tau_cmd[i] - damping[i] * qd[i];
-        if (ext) tau += ext[i];
-        full_tau[idx[i]] = tau;
-    }
-    for (npy_intp i = 0; i < nv * nv; i++) {
-        mass[i] += arm[i];
-        solve[i] = mass[i];
-    }
-    for (npy_intp i = 0; i < n; i++)
-        solve[idx[i] * nv + idx[i]] += h * damping[i];
-    for (npy_intp i = 0; i < nv; i++)
-        rhs[i] = full_tau[i] - bias[i];
+    plant_system_raw(n, nv, tau_cmd, damping, qd, ext, idx, h, full_tau, mass, arm, bias, solve, rhs);
     return pair(so, ro);
 }
 
@@ -516,15 +410,7 @@ static PyObject *plant_friction(PyObject *self, PyObject *const *args, Py_ssize_
         Py_XDECREF(fo);
         return NULL;
     }
-    for (npy_intp i = 0; i < n; i++) {
-        npy_int64 j = idx[i];
-        double f = qd[i] + h * qdd[j];
-        double reach = (coulomb[i] * h) / mass[j * nv + j];
-        double r = clip(f, -reach, reach);
-        free_[i] = f;
-        new_[i] = f - r;
-        removed[j] = r;
-    }
+    plant_friction_raw(n, nv, qd, qdd, idx, coulomb, mass, h, free_, new_, removed);
     return pair(fo, no);
 }
 
@@ -553,19 +439,7 @@ static PyObject *plant_integrate(PyObject *self, PyObject *const *args, Py_ssize
         Py_XDECREF(qo);
         return NULL;
     }
-    int any = 0;
-    for (npy_intp i = 0; i < n; i++) {
-        qn[i] = q[i] + h * qd[i];
-        any |= (qn[i] < lo[i]) | (qn[i] > hi[i]);
-    }
-    if (any)
-        for (npy_intp i = 0; i < n; i++) {
-            int below = qn[i] < lo[i], above = qn[i] > hi[i];
-            qn[i] = clip(qn[i], lo[i], hi[i]);
-            if ((below & (qd[i] < 0.0)) | (above & (qd[i] > 0.0))) qd[i] = 0.0;
-        }
-    for (npy_intp i = 0; i < n; i++)
-        tt[i] = tau_cmd[i] - damping[i] * qd_free[i] - friction[idx[i]];
+    plant_integrate_raw(n, q, qd, h, lo, hi, tau_cmd, damping, qd_free, friction, idx, qn, tt);
     return pair(qo, to);
 }
 
@@ -665,26 +539,8 @@ static PyObject *avoidance_push(PyObject *self, PyObject *const *args, Py_ssize_
  * copies, so the results are those of scipy.linalg.lapack.dposv(a, b, lower=0) and
  * scipy.linalg.blas.dsymv(alpha, a, x, lower=0) bit for bit. NULL pointers (scipy without
  * them): the kernels answer None. */
-typedef void posv_t(char *uplo, int *n, int *nrhs, double *a, int *lda, double *b, int *ldb,
-                    int *info);
-typedef void symv_t(char *uplo, int *n, double *alpha, double *a, int *lda, double *x,
-                    int *incx, double *beta, double *y, int *incy);
-static posv_t *lapack_posv;
-static symv_t *blas_symv;
-
-static void *capi_pointer(const char *module, const char *name)
-{
-    void *ptr = NULL;
-    PyObject *mod = PyImport_ImportModule(module);
-    PyObject *capi = mod ? PyObject_GetAttrString(mod, "__pyx_capi__") : NULL;
-    PyObject *capsule = capi ? PyDict_GetItemString(capi, name) : NULL;
-    if (capsule && PyCapsule_CheckExact(capsule))
-        ptr = PyCapsule_GetPointer(capsule, PyCapsule_GetName(capsule));
-    Py_XDECREF(capi);
-    Py_XDECREF(mod);
-    PyErr_Clear();
-    return ptr;
-}
+static ir_posv_t *lapack_posv;        /* (arith.h) */
+static ir_symv_t *blas_symv;
 
 /* A 2-D float64 C-contiguous array of shape (rows, *cols) (*cols < 0: any, which is set),
  * or NULL. */
@@ -707,10 +563,7 @@ static PyObject *fortran_copy(const double *src, npy_intp rows, npy_intp cols)
     PyObject *o = PyArray_New(&PyArray_Type, 2, dims, NPY_DOUBLE, NULL, NULL, 0,
                               NPY_ARRAY_F_CONTIGUOUS, NULL);
     if (!o) return NULL;
-    double *dst = PyArray_DATA((PyArrayObject *)o);
-    for (npy_intp i = 0; i < rows; i++)
-        for (npy_intp j = 0; j < cols; j++)
-            dst[i + j * rows] = src[i * cols + j];
+    ir_fortran(src, rows, cols, PyArray_DATA((PyArrayObject *)o));
     return o;
 }
 
@@ -760,19 +613,10 @@ static PyObject *symv(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     const double *x = blas_symv && PyFloat_Check(args[0]) ? vec(args[2], &n) : NULL;
     const double *a = x && n >= 1 && n <= 64 ? mat(args[1], n, &n) : NULL;
     if (!a) Py_RETURN_NONE;
-    double fa[64 * 64], xs[64];
-    for (npy_intp i = 0; i < n; i++)
-        for (npy_intp j = 0; j < n; j++)
-            fa[i + j * n] = a[i * n + j];
-    memcpy(xs, x, n * sizeof(double));
     double *y;
     PyObject *yo = new_vec(n, &y);
     if (!yo) return NULL;
-    memset(y, 0, n * sizeof(double));
-    char uplo = 'U';
-    int nn = (int)n, one = 1;
-    double alpha = PyFloat_AS_DOUBLE(args[0]), beta = 0.0;
-    blas_symv(&uplo, &nn, &alpha, fa, &nn, xs, &one, &beta, y, &one);
+    ir_symv(blas_symv, PyFloat_AS_DOUBLE(args[0]), a, x, n, y);
     return yo;
 }
 
@@ -804,7 +648,7 @@ static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_kernels", NULL, -1,
 PyMODINIT_FUNC PyInit__kernels(void)
 {
     import_array();
-    lapack_posv = (posv_t *)capi_pointer("scipy.linalg.cython_lapack", "dposv");
-    blas_symv = (symv_t *)capi_pointer("scipy.linalg.cython_blas", "dsymv");
+    lapack_posv = (ir_posv_t *)capi_pointer("scipy.linalg.cython_lapack", "dposv");
+    blas_symv = (ir_symv_t *)capi_pointer("scipy.linalg.cython_blas", "dsymv");
     return PyModule_Create(&module);
 }

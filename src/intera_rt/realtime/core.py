@@ -127,7 +127,7 @@ class RealtimeCore(CommandInputs):
         for stage in self._stages:
             for kind in stage.COMMANDS:
                 self._apply[kind] = lambda c, stage=stage: stage.take(c, self.now, self.suppressions)
-        if native.kernels is None:
+        if native.why_not:
             self.log('warn', 'native', native.why_not)
         reading = self.boards.read()
         # Loop time starts at boot; boards that own the clock may count from anywhere.

@@ -1,0 +1,259 @@
+/* The realtime tick's calls into Pinocchio, made from C++ on the model and data the Python
+ * side built (pinocchio's Python objects, read through boost.python's converters): each
+ * Python call costs more than the dynamics it runs on eight joints, and the numpy around it
+ * more again. A Rigid wraps one (model, data) pair, as Pinocchio wants one data per user;
+ * each method computes what its Python twin computes, with the same Pinocchio algorithms,
+ * LAPACK and BLAS routines and IEEE operations in the same order, so the two paths agree bit
+ * for bit (test_native). Built by scripts/setup against the venv's Pinocchio (tools/
+ * build_native.py); without it the tick runs its Python path. */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#define NPY_NO_DEPRECATED_API NPY_1_7_API_VERSION
+#include <numpy/arrayobject.h>
+
+#include <boost/python.hpp>
+#include <pinocchio/algorithm/crba.hpp>
+#include <pinocchio/algorithm/rnea.hpp>
+#include <pinocchio/multibody/data.hpp>
+#include <pinocchio/multibody/model.hpp>
+
+#include "args.h"
+#include "arith.h"
+
+namespace bp = boost::python;
+
+static ir_posv_t *lapack_posv;
+static ir_symv_t *blas_symv;
+static const long MAX_NV = 64;
+
+struct Rigid {
+    PyObject_HEAD
+    PyObject *model_obj, *data_obj;        /* kept alive: model and data point into them */
+    pinocchio::Model *model;
+    pinocchio::Data *data;
+};
+
+static int rigid_init(Rigid *self, PyObject *args, PyObject *kwds)
+{
+    PyObject *m, *d;
+    if (!PyArg_ParseTuple(args, "OO:Rigid", &m, &d)) return -1;
+    try {
+        bp::object mo{bp::handle<>(bp::borrowed(m))}, dob{bp::handle<>(bp::borrowed(d))};
+        bp::extract<pinocchio::Model &> em(mo);
+        bp::extract<pinocchio::Data &> ed(dob);
+        if (!em.check() || !ed.check()) {
+            PyErr_SetString(PyExc_TypeError, "Rigid(model, data) takes a pinocchio Model and Data");
+            return -1;
+        }
+        pinocchio::Model &model = em();
+        pinocchio::Data &data = ed();
+        if (model.nq != model.nv || model.nv > MAX_NV || data.M.rows() != model.nv) {
+            PyErr_SetString(PyExc_ValueError, "Rigid: a model of at most 64 revolute joints and its data");
+            return -1;
+        }
+        Py_INCREF(m);
+        Py_INCREF(d);
+        Py_XSETREF(self->model_obj, m);
+        Py_XSETREF(self->data_obj, d);
+        self->model = &model;
+        self->data = &data;
+        return 0;
+    } catch (const bp::error_already_set &) {
+        return -1;
+    } catch (const std::exception &exc) {
+        PyErr_SetString(PyExc_RuntimeError, exc.what());
+        return -1;
+    }
+}
+
+static void rigid_dealloc(Rigid *self)
+{
+    Py_XDECREF(self->model_obj);
+    Py_XDECREF(self->data_obj);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+typedef Eigen::Map<const Eigen::VectorXd> CVec;
+
+/* (a Rigid whose __init__ failed or never ran holds no model) */
+#define BOUND(self) \
+    if (!(self)->model) { \
+        PyErr_SetString(PyExc_ValueError, "Rigid: not initialised with a model and its data"); \
+        return NULL; \
+    }
+
+/* A float64 vector of the model's nv elements, writeable, or NULL. */
+static double *full(PyObject *o, npy_intp nv)
+{
+    const double *p = vec(o, &nv);
+    return p && PyArray_ISWRITEABLE((PyArrayObject *)o) ? (double *)p : NULL;
+}
+
+/* plant_step(q, qd, tau_cmd, external, idx, full_q, full_v, full_tau, full_removed, damping,
+ * coulomb, armature, stop_lower, stop_upper, h) -> (q_new, qd_new, tau_transmitted), or the
+ * nonzero info of a Cholesky that failed (M + h·B not positive definite), or None for
+ * arguments it does not take: boards.embedded's free step (no contacts) from Pinocchio's
+ * crba and nonLinearEffects on. full_q holds q at idx; full_v, full_tau and full_removed
+ * are written as the Python step writes them. */
+static PyObject *plant_step(Rigid *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    NARGS(15, "plant_step")
+    BOUND(self)
+    npy_intp n = -1, nv = self->model->nv;
+    int no_ext;
+    const double *q = vec(args[0], &n), *qd = vec(args[1], &n), *tau_cmd = vec(args[2], &n);
+    const double *ext = vec_or_none(args[3], &n, &no_ext);
+    double *fq = full(args[5], nv), *fv = full(args[6], nv), *ftau = full(args[7], nv),
+           *removed = full(args[8], nv);
+    const double *damping = vec(args[9], &n), *coulomb = vec(args[10], &n),
+                 *lo = vec(args[12], &n), *hi = vec(args[13], &n);
+    const double *arm = square(args[11], nv);
+    double h;
+    if (!q || !qd || !tau_cmd || (!ext && !no_ext) || !fq || !fv || !ftau || !removed
+            || !damping || !coulomb || !lo || !hi || !arm || !floats(args + 14, 1, &h)
+            || !lapack_posv || !blas_symv)
+        Py_RETURN_NONE;
+    const npy_int64 *idx = indices(args[4], n, nv);
+    if (!idx) Py_RETURN_NONE;
+    pinocchio::Data &data = *self->data;
+    for (npy_intp i = 0; i < n; i++) fv[idx[i]] = qd[i];
+    pinocchio::crba(*self->model, data, CVec(fq, nv));       /* the upper triangle */
+    pinocchio::nonLinearEffects(*self->model, data, CVec(fq, nv), CVec(fv, nv));
+    /* M as numpy sees data.M (C order, every element), the armature added there */
+    double mass[MAX_NV * MAX_NV], solve[MAX_NV * MAX_NV], rhs[MAX_NV], chol[MAX_NV * MAX_NV];
+    for (npy_intp i = 0; i < nv; i++)
+        for (npy_intp j = 0; j < nv; j++) mass[i * nv + j] = data.M(i, j);
+    plant_system_raw(n, nv, tau_cmd, damping, qd, ext, idx, h, ftau, mass, arm,
+                     data.nle.data(), solve, rhs);
+    ir_fortran(solve, nv, nv, chol);
+    char uplo = 'U';
+    int nn = (int)nv, one = 1, info = 0;
+    lapack_posv(&uplo, &nn, &one, chol, &nn, rhs, &nn, &info);   /* rhs becomes q̈ */
+    if (info != 0) return PyLong_FromLong(info);
+    double *q_new, *qd_new, *tt, qd_free[MAX_NV], friction[MAX_NV];
+    PyObject *qo = new_vec(n, &q_new), *vo = qo ? new_vec(n, &qd_new) : NULL,
+             *to = vo ? new_vec(n, &tt) : NULL;
+    if (!to) {
+        Py_XDECREF(qo); Py_XDECREF(vo);
+        return NULL;
+    }
+    plant_friction_raw(n, nv, qd, rhs, idx, coulomb, mass, h, qd_free, qd_new, removed);
+    ir_symv(blas_symv, 1.0 / h, mass, removed, nv, friction);
+    plant_integrate_raw(n, q, qd_new, h, lo, hi, tau_cmd, damping, qd_free, friction, idx,
+                        q_new, tt);
+    return Py_BuildValue("NNN", qo, vo, to);
+}
+
+/* rnea(q, qd, qdd, idx_q, idx_v, full_q, full_v, full_a) -> τ[idx_v]: Pinocchio's rnea with
+ * q, qd, qdd written into the full vectors at idx_q / idx_v (in place, as
+ * model.dynamics.ArmDynamics does), or None for arguments it does not take. */
+static PyObject *rnea(Rigid *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    NARGS(8, "rnea")
+    BOUND(self)
+    npy_intp n = -1, nv = self->model->nv;
+    const double *q = vec(args[0], &n), *qd = vec(args[1], &n), *qdd = vec(args[2], &n);
+    double *fq = full(args[5], nv), *fv = full(args[6], nv), *fa = full(args[7], nv);
+    if (!q || !qd || !qdd || !fq || !fv || !fa) Py_RETURN_NONE;
+    const npy_int64 *iq = indices(args[3], n, nv), *iv = indices(args[4], n, nv);
+    if (!iq || !iv) Py_RETURN_NONE;
+    for (npy_intp i = 0; i < n; i++) {
+        fq[iq[i]] = q[i];
+        fv[iv[i]] = qd[i];
+        fa[iv[i]] = qdd[i];
+    }
+    const Eigen::VectorXd &tau = pinocchio::rnea(*self->model, *self->data, CVec(fq, nv),
+                                                 CVec(fv, nv), CVec(fa, nv));
+    double *out;
+    PyObject *o = new_vec(n, &out);
+    if (o)
+        for (npy_intp i = 0; i < n; i++) out[i] = tau[iv[i]];
+    return o;
+}
+
+/* gravity(q, idx_q, idx_v, full_q) -> g(q)[idx_v]: Pinocchio's computeGeneralizedGravity with
+ * q written into full_q at idx_q (in place), or None for arguments it does not take. */
+static PyObject *gravity(Rigid *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    NARGS(4, "gravity")
+    BOUND(self)
+    npy_intp n = -1, nv = self->model->nv;
+    const double *q = vec(args[0], &n);
+    double *fq = full(args[3], nv);
+    if (!q || !fq) Py_RETURN_NONE;
+    const npy_int64 *iq = indices(args[1], n, nv), *iv = indices(args[2], n, nv);
+    if (!iq || !iv) Py_RETURN_NONE;
+    for (npy_intp i = 0; i < n; i++) fq[iq[i]] = q[i];
+    const Eigen::VectorXd &g = pinocchio::computeGeneralizedGravity(*self->model, *self->data,
+                                                                   CVec(fq, nv));
+    double *out;
+    PyObject *o = new_vec(n, &out);
+    if (o)
+        for (npy_intp i = 0; i < n; i++) out[i] = g[iv[i]];
+    return o;
+}
+
+/* observe(q0, v0, acc, armature, arm, tau_meas, r, k) -> True: the momentum observer's step
+ * (control.momentum_observer._observe with the kernels: Pinocchio's rnea at (q0, v0, acc),
+ * full vectors of nv, then r += k·((τ + armature·acc)[arm] − tau_meas − r), r in place), or
+ * None for arguments it does not take. */
+static PyObject *observe(Rigid *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    NARGS(8, "observe")
+    BOUND(self)
+    npy_intp nv = self->model->nv, na = -1;
+    const double *q = vec(args[0], &nv), *v = vec(args[1], &nv), *acc = vec(args[2], &nv),
+                 *arma = vec(args[3], &nv), *meas = vec(args[5], &na);
+    double *r = (double *)vec(args[6], &na);
+    double k;
+    if (!q || !v || !acc || !arma || !meas || !r || !PyArray_ISWRITEABLE((PyArrayObject *)args[6])
+            || !floats(args + 7, 1, &k))
+        Py_RETURN_NONE;
+    const npy_int64 *arm = indices(args[4], na, nv);
+    if (!arm) Py_RETURN_NONE;
+    const Eigen::VectorXd &tau = pinocchio::rnea(*self->model, *self->data, CVec(q, nv),
+                                                 CVec(v, nv), CVec(acc, nv));
+    observer_step_raw(na, tau.data(), acc, arma, arm, meas, r, k);
+    Py_RETURN_TRUE;
+}
+
+static PyMethodDef rigid_methods[] = {
+    {"plant_step", (PyCFunction)(void (*)(void))plant_step, METH_FASTCALL, NULL},
+    {"rnea", (PyCFunction)(void (*)(void))rnea, METH_FASTCALL, NULL},
+    {"gravity", (PyCFunction)(void (*)(void))gravity, METH_FASTCALL, NULL},
+    {"observe", (PyCFunction)(void (*)(void))observe, METH_FASTCALL, NULL},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyTypeObject RigidType = {PyVarObject_HEAD_INIT(NULL, 0)};
+
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_dynamics", NULL, -1, NULL};
+
+PyMODINIT_FUNC PyInit__dynamics(void)
+{
+    import_array();
+    /* pinocchio's converters (Model, Data) are registered when it is imported */
+    PyObject *pin = PyImport_ImportModule("pinocchio");
+    if (!pin) return NULL;
+    Py_DECREF(pin);
+    lapack_posv = (ir_posv_t *)capi_pointer("scipy.linalg.cython_lapack", "dposv");
+    blas_symv = (ir_symv_t *)capi_pointer("scipy.linalg.cython_blas", "dsymv");
+    RigidType.tp_name = "intera_rt.native._dynamics.Rigid";
+    RigidType.tp_doc = "Rigid(model, data): Pinocchio's algorithms on one model and its data, from C++.";
+    RigidType.tp_basicsize = sizeof(Rigid);
+    RigidType.tp_flags = Py_TPFLAGS_DEFAULT;
+    RigidType.tp_new = PyType_GenericNew;
+    RigidType.tp_init = (initproc)rigid_init;
+    RigidType.tp_dealloc = (destructor)rigid_dealloc;
+    RigidType.tp_methods = rigid_methods;
+    if (PyType_Ready(&RigidType) < 0) return NULL;
+    PyObject *m = PyModule_Create(&module);
+    if (!m) return NULL;
+    Py_INCREF(&RigidType);
+    if (PyModule_AddObject(m, "Rigid", (PyObject *)&RigidType) < 0) {
+        Py_DECREF(&RigidType);
+        Py_DECREF(m);
+        return NULL;
+    }
+    return m;
+}

@@ -1,0 +1,106 @@
+/* Reading a kernel's arguments (numpy arrays and floats, checked; a kernel answers None for
+ * arguments it does not take, and its caller then takes the Python path) and building its
+ * results: shared by _kernels.c and _dynamics.cpp. Include after numpy/arrayobject.h. */
+#ifndef INTERA_RT_ARGS_H
+#define INTERA_RT_ARGS_H
+
+/* A 1-D float64 C-contiguous array of n elements (*n < 0: of any length, which is set), or
+ * NULL. */
+static inline const double *vec(PyObject *o, npy_intp *n)
+{
+    if (!PyArray_Check(o)) return NULL;
+    PyArrayObject *a = (PyArrayObject *)o;
+    if (PyArray_NDIM(a) != 1 || PyArray_TYPE(a) != NPY_DOUBLE || !PyArray_IS_C_CONTIGUOUS(a))
+        return NULL;
+    if (*n < 0) *n = PyArray_DIM(a, 0);
+    else if (PyArray_DIM(a, 0) != *n) return NULL;
+    return (const double *)PyArray_DATA(a);
+}
+
+static inline int floats(PyObject *const *args, int k, double *out)
+{
+    for (int i = 0; i < k; i++) {
+        if (!PyFloat_Check(args[i])) return 0;
+        out[i] = PyFloat_AS_DOUBLE(args[i]);
+    }
+    return 1;
+}
+
+static inline PyObject *new_vec(npy_intp n, double **data)
+{
+    PyObject *o = PyArray_SimpleNew(1, &n, NPY_DOUBLE);
+    if (o) *data = (double *)PyArray_DATA((PyArrayObject *)o);
+    return o;
+}
+
+#define NARGS(k, name) \
+    if (nargs != (k)) { \
+        PyErr_SetString(PyExc_TypeError, name " takes " #k " arguments"); \
+        return NULL; \
+    }
+
+/* A float64 vector of n elements, or NULL (None allowed: *none set). */
+static inline const double *vec_or_none(PyObject *o, npy_intp *n, int *none)
+{
+    *none = o == Py_None;
+    if (*none) return NULL;
+    return vec(o, n);
+}
+
+/* int64 indices of n elements, each in [0, bound), or NULL. */
+static inline const npy_int64 *indices(PyObject *o, npy_intp n, npy_intp bound)
+{
+    if (!PyArray_Check(o)) return NULL;
+    PyArrayObject *a = (PyArrayObject *)o;
+    if (PyArray_NDIM(a) != 1 || PyArray_TYPE(a) != NPY_INT64 || PyArray_DIM(a, 0) != n
+            || !PyArray_IS_C_CONTIGUOUS(a))
+        return NULL;
+    const npy_int64 *ix = (const npy_int64 *)PyArray_DATA(a);
+    for (npy_intp i = 0; i < n; i++)
+        if (ix[i] < 0 || ix[i] >= bound) return NULL;
+    return ix;
+}
+
+/* A C-contiguous float64 n×n matrix, or NULL. */
+static inline double *square(PyObject *o, npy_intp n)
+{
+    if (!PyArray_Check(o)) return NULL;
+    PyArrayObject *a = (PyArrayObject *)o;
+    if (PyArray_NDIM(a) != 2 || PyArray_TYPE(a) != NPY_DOUBLE || PyArray_DIM(a, 0) != n
+            || PyArray_DIM(a, 1) != n || !PyArray_IS_C_CONTIGUOUS(a) || !PyArray_ISWRITEABLE(a))
+        return NULL;
+    return (double *)PyArray_DATA(a);
+}
+
+static inline PyObject *pair(PyObject *a, PyObject *b)
+{
+    if (!a || !b) {
+        Py_XDECREF(a); Py_XDECREF(b);
+        return NULL;
+    }
+    PyObject *out = PyTuple_New(2);
+    if (!out) {
+        Py_DECREF(a); Py_DECREF(b);
+        return NULL;
+    }
+    PyTuple_SET_ITEM(out, 0, a);
+    PyTuple_SET_ITEM(out, 1, b);
+    return out;
+}
+
+/* A function pointer a Cython module exports (its __pyx_capi__), or NULL. */
+static inline void *capi_pointer(const char *module, const char *name)
+{
+    void *ptr = NULL;
+    PyObject *mod = PyImport_ImportModule(module);
+    PyObject *capi = mod ? PyObject_GetAttrString(mod, "__pyx_capi__") : NULL;
+    PyObject *capsule = capi ? PyDict_GetItemString(capi, name) : NULL;
+    if (capsule && PyCapsule_CheckExact(capsule))
+        ptr = PyCapsule_GetPointer(capsule, PyCapsule_GetName(capsule));
+    Py_XDECREF(capi);
+    Py_XDECREF(mod);
+    PyErr_Clear();
+    return ptr;
+}
+
+#endif
