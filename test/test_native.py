@@ -455,3 +455,34 @@ def test_l1_distance_matches_python_bit_for_bit(monkeypatch):
         assert avoidance.joint_travel(a, b) == ours
         monkeypatch.setattr(avoidance, 'kernels', kernels)
     assert kernels.l1_distance(a, b[:3]) is None
+
+
+@needs_kernels
+def test_the_tick_s_small_kernels_match_numpy_bit_for_bit():
+    """any_above (the joint-speed monitor's test), safe_torque (what a simulated plant takes of
+    a written torque) and board_torques (the arm's torques clipped, the head's after them)
+    against the numpy they replace, with NaN, infinities, signed zeros and values on the
+    bounds."""
+    from intera_rt.numeric import clip, count_nonzero
+    rng = np.random.default_rng(11)
+    special = np.array([np.nan, np.inf, -np.inf, 0.0, -0.0, 1.0, -1.0, 1e308])
+    for _ in range(3000):
+        x = rng.uniform(-3, 3, 8)
+        x[rng.integers(0, 8, 2)] = rng.choice(special, 2)
+        bound = rng.uniform(0.5, 2.0, 8)
+        lo, hi = -bound, bound
+        x[rng.integers(0, 8)] = bound[0]                      # (on a bound)
+        assert kernels.any_above(x, bound) is bool(count_nonzero(np.abs(x) > bound))
+        np.testing.assert_array_equal(
+            kernels.safe_torque(x, lo, hi), clip(np.where(np.isfinite(x), x, 0.0), lo, hi))
+        tau, head = x[:7], float(rng.uniform(-9, 9))
+        ours = kernels.board_torques(tau, lo[:7], hi[:7], head)
+        theirs = np.zeros(8)
+        clip(tau, lo[:7], hi[:7], out=theirs[:7])
+        theirs[7] = head
+        np.testing.assert_array_equal(ours, theirs)
+        assert np.signbit(ours).tolist() == np.signbit(theirs).tolist()
+    # arguments they do not take: the Python path answers
+    assert kernels.any_above(x[:3], bound) is None
+    assert kernels.safe_torque([1.0] * 8, lo, hi) is None
+    assert kernels.board_torques(tau, lo[:7], hi[:7], 1) is None

@@ -42,6 +42,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from intera_rt.native import kernels
 from intera_rt.numeric import clip
 from intera_rt.options import Option, parse_option_value  # noqa: F401 (re-exported)
 from intera_rt.robot import STATE_PERIOD
@@ -444,6 +445,11 @@ class SimulatedPlant(JointBoards):
                              self._fault)
 
     def write(self, torque, time=None, period=None):
+        safe = None if kernels is None else kernels.safe_torque(torque, self._neg_effort_limit,
+                                                                self.effort_limit)
+        if safe is not None:
+            self.tau_cmd = safe
+            return
         torque = np.asarray(torque, dtype=float)
         # Never let a bad number into the plant. (The squares' sum is inf or nan if any is;
         # a huge finite torque overflowing it only takes the exact path.)

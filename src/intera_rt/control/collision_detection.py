@@ -22,7 +22,7 @@ import pinocchio as pin
 from scipy.linalg.lapack import dposv
 
 from intera_rt.control.base import Halt, Monitor
-from intera_rt.control.momentum_observer import MomentumObserver
+from intera_rt.control.momentum_observer import GAIN_MEMO, MomentumObserver
 from intera_rt.native import kernels
 from intera_rt.numeric import clip, count_nonzero
 from intera_rt.options import Option, per_joint
@@ -120,6 +120,7 @@ class CollisionDetection(Monitor):
             raise ValueError('%s: the robot model has no link %r' % (NAME, HAND))
         self._hand = self._pin.getFrameId(HAND, pin.FrameType.BODY)
         self._inv_scale = 1.0 / self.impact_scale
+        self._gain_memo = {}                 # h → (k_slow, band_gain)
         self._release = self.squish_release * self.squish_threshold
         self._force2 = self.overwrench_force ** 2
         self._torque2 = self.overwrench_torque ** 2
@@ -167,10 +168,18 @@ class CollisionDetection(Monitor):
         self._now = state.now
 
     def _gains(self, h):
-        """The detector's per-step gains for steps of h s."""
+        """The detector's per-step gains for steps of h s, remembered per h (exp is most of
+        their cost, and h takes few values: n ms less (n − 1) ms differs in its last bits
+        from one n to the next, among some twenty values over an hour)."""
         self._h_cached = h
-        self._k_slow = k_slow = 1.0 - math.exp(-h / self.slow_time)
-        self._band_gain = (1.0 - k_slow) * self._inv_scale
+        gains = self._gain_memo.get(h)
+        if gains is None:
+            k_slow = 1.0 - math.exp(-h / self.slow_time)
+            gains = (k_slow, (1.0 - k_slow) * self._inv_scale)
+            if len(self._gain_memo) >= GAIN_MEMO:
+                self._gain_memo.clear()
+            self._gain_memo[h] = gains
+        self._k_slow, self._band_gain = gains
 
     def _judged(self, controller, h):
         """What of r counts as a collision: all of it, or, while the controller expects an
@@ -238,7 +247,10 @@ class CollisionDetection(Monitor):
                                            pin.LOCAL_WORLD_ALIGNED)[:, self._arm]
             jjt = jac @ jac.T
             jjt.flat[::7] += self.wrench_damping
-            _, dls, info = dposv(jjt, jac, lower=0, overwrite_a=1, overwrite_b=1)
+            # (kernels.posv: scipy's dposv, bit for bit, without f2py's argument handling)
+            solved = None if kernels is None else kernels.posv(jjt, jac)
+            _, dls, info = dposv(jjt, jac, lower=0, overwrite_a=1, overwrite_b=1) \
+                if solved is None else solved
             if info == 0:                  # JJᵀ + λ²I is positive definite: always
                 self._map = dls
         w = np.dot(self._map, self.r, out=self.wrench)

@@ -12,6 +12,7 @@ import math
 import numpy as np
 
 from intera_rt.control.base import Halt, Monitor
+from intera_rt.native import kernels
 from intera_rt.numeric import count_nonzero
 from intera_rt.options import Option
 from intera_rt.robot import ARM_JOINTS, COLLISION_HOLD
@@ -42,8 +43,10 @@ class JointSpeedLimit(Monitor):
         self._held_until = -math.inf
 
     def update(self, state, controller):
-        over = np.abs(state.qd) > self.trip
-        if not count_nonzero(over) or state.now < self._held_until:
+        over = None if kernels is None else kernels.any_above(state.qd, self.trip)
+        if over is None:
+            over = bool(count_nonzero(np.abs(state.qd) > self.trip))
+        if not over or state.now < self._held_until:
             return None
         j = int(np.argmax(np.abs(state.qd) / self.trip))
         self.tripped_at = state.now

@@ -23,6 +23,7 @@ from intera_rt.robot import ARM_JOINTS, HEAD_JOINTS
 
 NAME = 'momentum observer'
 STOP_TOLERANCE = 1e-9   # rad: a joint this close to its mechanical stop is on it
+GAIN_MEMO = 256         # step lengths whose gain is remembered (then forgotten all at once)
 
 
 class MomentumObserver:
@@ -64,6 +65,7 @@ class MomentumObserver:
         self._on_stop = False
         self._h_cached = None
         self._k_fast = 0.0
+        self._gain_memo = {}                 # (gain, h) → k_fast
 
     def set_tool(self, tool):
         """The plant carries `tool` (model.tool.Tool, None: nothing) from now on: its mass
@@ -121,8 +123,16 @@ class MomentumObserver:
         self._tau_meas (compiled: the kernels loaded the reading, the velocity step in
         self._acc)."""
         if h != self._h_cached:
+            # (remembered per gain and h, as collision detection's gains are)
             self._h_cached = h
-            self._k_fast = 1.0 - math.exp(-self.gain * h)
+            key = (self.gain, h)
+            k_fast = self._gain_memo.get(key)
+            if k_fast is None:
+                k_fast = 1.0 - math.exp(-self.gain * h)
+                if len(self._gain_memo) >= GAIN_MEMO:
+                    self._gain_memo.clear()
+                self._gain_memo[key] = k_fast
+            self._k_fast = k_fast
         acc = self._acc
         if not compiled:
             np.subtract(self._v1, self._v0, out=acc)

@@ -533,6 +533,58 @@ static PyObject *avoidance_push(PyObject *self, PyObject *const *args, Py_ssize_
     return PyBool_FromLong(pushing);
 }
 
+/* any_above(x, bound) -> whether some |x_i| > bound_i (NaN: never), the joint-speed monitor's
+ * test (control.joint_speed: count_nonzero(np.abs(qd) > trip)), or None for arguments it does
+ * not take. */
+static PyObject *any_above(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    NARGS(2, "any_above")
+    npy_intp n = -1;
+    const double *x = vec(args[0], &n), *bound = x ? vec(args[1], &n) : NULL;
+    if (!bound) Py_RETURN_NONE;
+    for (npy_intp i = 0; i < n; i++)
+        if (fabs(x[i]) > bound[i]) Py_RETURN_TRUE;
+    Py_RETURN_FALSE;
+}
+
+/* safe_torque(torque, lo, hi) -> clip(where(isfinite(torque), torque, 0), lo, hi): what the
+ * simulated plants take of a written torque (boards.base.SimulatedPlant.write), or None for
+ * arguments it does not take. */
+static PyObject *safe_torque(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    NARGS(3, "safe_torque")
+    npy_intp n = -1;
+    const double *t = vec(args[0], &n), *lo = t ? vec(args[1], &n) : NULL,
+                 *hi = lo ? vec(args[2], &n) : NULL;
+    if (!hi) Py_RETURN_NONE;
+    double *out;
+    PyObject *o = new_vec(n, &out);
+    if (o)
+        for (npy_intp i = 0; i < n; i++)
+            out[i] = clip(isfinite(t[i]) ? t[i] : 0.0, lo[i], hi[i]);
+    return o;
+}
+
+/* board_torques(tau, lo, hi, head) -> [clip(tau, lo, hi)..., head]: the arm's torques within
+ * their effort limits and the head's after them, the boards' order (realtime.core's tick),
+ * or None for arguments it does not take. */
+static PyObject *board_torques(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    NARGS(4, "board_torques")
+    npy_intp n = -1;
+    const double *tau = vec(args[0], &n), *lo = tau ? vec(args[1], &n) : NULL,
+                 *hi = lo ? vec(args[2], &n) : NULL;
+    double head;
+    if (!hi || !floats(args + 3, 1, &head)) Py_RETURN_NONE;
+    double *out;
+    PyObject *o = new_vec(n + 1, &out);
+    if (o) {
+        for (npy_intp i = 0; i < n; i++) out[i] = clip(tau[i], lo[i], hi[i]);
+        out[n] = head;
+    }
+    return o;
+}
+
 /* --- LAPACK's dposv and BLAS's dsymv as scipy's f2py wrappers call them, without their
  * ~2 us of argument handling a call: the same routines (scipy.linalg.cython_lapack's and
  * cython_blas's pointers into scipy's own LAPACK and BLAS), handed the same Fortran-ordered
@@ -638,6 +690,9 @@ static PyMethodDef methods[] = {
     {"avoidance_push", (PyCFunction)(void (*)(void))avoidance_push, METH_FASTCALL, NULL},
     {"detect_step", (PyCFunction)(void (*)(void))detect_step, METH_FASTCALL, NULL},
     {"l1_distance", (PyCFunction)(void (*)(void))l1_distance, METH_FASTCALL, NULL},
+    {"any_above", (PyCFunction)(void (*)(void))any_above, METH_FASTCALL, NULL},
+    {"safe_torque", (PyCFunction)(void (*)(void))safe_torque, METH_FASTCALL, NULL},
+    {"board_torques", (PyCFunction)(void (*)(void))board_torques, METH_FASTCALL, NULL},
     {"posv", (PyCFunction)(void (*)(void))posv, METH_FASTCALL, NULL},
     {"symv", (PyCFunction)(void (*)(void))symv, METH_FASTCALL, NULL},
     {NULL, NULL, 0, NULL},

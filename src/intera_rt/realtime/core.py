@@ -19,6 +19,7 @@ import math
 import numpy as np
 
 from intera_rt import native
+from intera_rt.native import kernels
 from intera_rt.boards import make_boards
 from intera_rt.control import commands as cmds
 from intera_rt.control.arm import Arm
@@ -337,7 +338,7 @@ class RealtimeCore(CommandInputs):
         if reading.fault:
             self._on_fault(reading.fault)
         state = self._arm_state(reading, period)
-        torque = np.zeros(N_BOARD)
+        torque = None                   # (none commanded: zeros)
         if self.state.motion_allowed:
             if reading.brakes:
                 self.boards.set_brakes(False)
@@ -368,8 +369,15 @@ class RealtimeCore(CommandInputs):
                     tau = tau + extra
                     if additive.interaction:
                         interaction = extra if interaction is None else interaction + extra
-            clip(tau, self._neg_effort_limit, self._effort_limit, out=torque[:7])
-            torque[7] = self.head.tick(PERIOD, state.q_head, state.qd_head)
+            head = self.head.tick(PERIOD, state.q_head, state.qd_head)
+            both = None if kernels is None else kernels.board_torques(
+                tau, self._neg_effort_limit, self._effort_limit, head)
+            if both is None:
+                torque = np.zeros(N_BOARD)
+                clip(tau, self._neg_effort_limit, self._effort_limit, out=torque[:7])
+                torque[7] = head
+            else:
+                torque = both
             self._out, self._interaction, self._applied = out, interaction, torque
         elif not reading.brakes:
             self.boards.set_brakes(True)
@@ -382,7 +390,7 @@ class RealtimeCore(CommandInputs):
             done = self.homing.update(self.now)
             if done and self.homing.all_homed:
                 self.log('info', 'homed', 'homing done: every joint of the arm is homed')
-        boards.write(torque, self.now, PERIOD)
+        boards.write(np.zeros(N_BOARD) if torque is None else torque, self.now, PERIOD)
         self.tick_count += 1
         if not self._owns_clock:
             boards.advance(PERIOD)
