@@ -89,6 +89,16 @@ static double *full(PyObject *o, npy_intp nv)
     return p && PyArray_ISWRITEABLE((PyArrayObject *)o) ? (double *)p : NULL;
 }
 
+/* x[iv] as a new numpy vector of n. */
+static PyObject *gathered(const Eigen::VectorXd &x, const npy_int64 *iv, npy_intp n)
+{
+    double *out;
+    PyObject *o = new_vec(n, &out);
+    if (o)
+        for (npy_intp i = 0; i < n; i++) out[i] = x[iv[i]];
+    return o;
+}
+
 /* plant_step(q, qd, tau_cmd, external, idx, full_q, full_v, full_tau, full_removed, damping,
  * coulomb, armature, stop_lower, stop_upper, h) -> (q_new, qd_new, tau_transmitted), or the
  * nonzero info of a Cholesky that failed (M + h·B not positive definite), or None for
@@ -162,13 +172,8 @@ static PyObject *rnea(Rigid *self, PyObject *const *args, Py_ssize_t nargs)
         fv[iv[i]] = qd[i];
         fa[iv[i]] = qdd[i];
     }
-    const Eigen::VectorXd &tau = pinocchio::rnea(*self->model, *self->data, CVec(fq, nv),
-                                                 CVec(fv, nv), CVec(fa, nv));
-    double *out;
-    PyObject *o = new_vec(n, &out);
-    if (o)
-        for (npy_intp i = 0; i < n; i++) out[i] = tau[iv[i]];
-    return o;
+    return gathered(pinocchio::rnea(*self->model, *self->data, CVec(fq, nv), CVec(fv, nv),
+                                    CVec(fa, nv)), iv, n);
 }
 
 /* gravity(q, idx_q, idx_v, full_q) -> g(q)[idx_v]: Pinocchio's computeGeneralizedGravity with
@@ -184,13 +189,8 @@ static PyObject *gravity(Rigid *self, PyObject *const *args, Py_ssize_t nargs)
     const npy_int64 *iq = indices(args[1], n, nv), *iv = indices(args[2], n, nv);
     if (!iq || !iv) Py_RETURN_NONE;
     for (npy_intp i = 0; i < n; i++) fq[iq[i]] = q[i];
-    const Eigen::VectorXd &g = pinocchio::computeGeneralizedGravity(*self->model, *self->data,
-                                                                   CVec(fq, nv));
-    double *out;
-    PyObject *o = new_vec(n, &out);
-    if (o)
-        for (npy_intp i = 0; i < n; i++) out[i] = g[iv[i]];
-    return o;
+    return gathered(pinocchio::computeGeneralizedGravity(*self->model, *self->data, CVec(fq, nv)),
+                    iv, n);
 }
 
 /* observe(q0, v0, acc, armature, arm, tau_meas, r, k) -> True: the momentum observer's step
