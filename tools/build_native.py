@@ -48,7 +48,15 @@ def _definitions(prefix):
 
 def _build(name, cmd):
     out = _output(name)
-    result = subprocess.run(cmd + ['-o', out + '.tmp'])
+    if os.path.exists(out):
+        # (a module left from older sources must not outlive a failed build: the tick would
+        # call it with arguments it does not take; without it, the Python path runs)
+        os.remove(out)
+    try:
+        result = subprocess.run(cmd + ['-o', out + '.tmp'])
+    except OSError as exc:                       # no compiler
+        print('build_native: %s: %s: %s' % (name, cmd[0], exc), file=sys.stderr)
+        return False
     if result.returncode != 0:
         print('build_native: %s: %s failed (exit %d)' % (name, ' '.join(cmd), result.returncode),
               file=sys.stderr)
@@ -65,6 +73,8 @@ def main():
         defs = _definitions(prefix)
     except (ImportError, OSError) as exc:
         print('build_native: _dynamics: Pinocchio\'s build files not found (%s)' % exc, file=sys.stderr)
+        if os.path.exists(_output('_dynamics')):
+            os.remove(_output('_dynamics'))     # (not one from older sources)
         return 1
     lib = os.path.join(prefix, 'lib')
     ok = _build('_dynamics', [os.environ.get('CXX', 'c++'), '-std=c++17', '-DNDEBUG'] + defs + _common()

@@ -14,11 +14,11 @@ import pinocchio as pin
 from scipy.linalg.blas import dsymv
 from scipy.linalg.lapack import dposv
 
+from intera_rt import native
 from intera_rt.boards.base import CAPABILITIES, BackendOption, SimulatedPlant, check_obstacle
 from intera_rt.boards.embedded_contact import CONTACT_DAMPING, CONTACT_STIFFNESS, ObstacleContacts
 from intera_rt.boards.embedded_world import EmbeddedWorld
 from intera_rt.model.joint_frames import JointFrames, pose_matrix
-from intera_rt import native
 from intera_rt.native import kernels
 from intera_rt.numeric import clip as _clip
 from intera_rt.robot import ARM_JOINTS, HARD_STOP_MARGIN, HEAD_JOINTS
@@ -320,7 +320,6 @@ class EmbeddedBoards(ObstacleContacts, SimulatedPlant):
         moved = None if kernels is None else kernels.plant_integrate(*args)
         q_new, self.tau_transmitted = _plant_integrate(*args) if moved is None else moved
         self.q, self.qd = q_new, qd_new
-
 
     def _not_positive_definite(self):
         self.report_fault('embedded plant: mass matrix not positive definite at q = %s'

@@ -5,7 +5,8 @@
   tick's profile names are C;
 - `dynamics` (_dynamics.cpp, against the venv's Pinocchio): its `Rigid(model, data)` runs
   Pinocchio's algorithms the tick calls (the embedded plant's step, inverse dynamics,
-  gravity) from C++, without a Python call into each and the numpy around it.
+  gravity, the momentum observer's step) from C++, without a Python call into each and
+  the numpy around it.
 
 Each has a Python twin with identical results. Either is None when its module is missing or
 stale (not built, another numpy or Pinocchio) or switched off (INTERA_RT_NATIVE=0 in the
@@ -18,7 +19,8 @@ SWITCH = 'INTERA_RT_NATIVE'
 
 if os.environ.get(SWITCH, '1').strip() == '0':
     kernels = dynamics = None
-    why_not = 'compiled kernels switched off (%s=0): the realtime tick runs its Python path' % SWITCH
+    why_not = ('compiled kernels and dynamics switched off (%s=0): the realtime tick runs its '
+               'Python path' % SWITCH)
 else:
     missing = []
     try:

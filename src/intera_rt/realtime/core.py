@@ -19,7 +19,6 @@ import math
 import numpy as np
 
 from intera_rt import native
-from intera_rt.native import kernels
 from intera_rt.boards import make_boards
 from intera_rt.control import commands as cmds
 from intera_rt.control.arm import Arm
@@ -29,6 +28,7 @@ from intera_rt.control.homing import JointHoming
 from intera_rt.control.joint_command import MODE_NAMES
 from intera_rt.control.registry import ADDITIVES, CONTROLLERS, MONITORS
 from intera_rt.control.state_machine import RobotStateMachine
+from intera_rt.native import kernels
 from intera_rt.numeric import clip
 from intera_rt.realtime.inputs import CommandInputs
 from intera_rt.realtime.state import INDEX as STATE_INDEX
