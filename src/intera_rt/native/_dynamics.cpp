@@ -123,7 +123,7 @@ static PyObject *plant_step(Rigid *self, PyObject *const *args, Py_ssize_t nargs
             || !damping || !coulomb || !lo || !hi || !arm || !floats(args + 14, 1, &h)
             || !lapack_posv || !blas_symv)
         Py_RETURN_NONE;
-    const npy_int64 *idx = indices(args[4], n, nv);
+    const npy_int64 *idx = n <= nv ? indices(args[4], n, nv) : NULL;   /* (n ≤ MAX_NV) */
     if (!idx) Py_RETURN_NONE;
     pinocchio::Data &data = *self->data;
     for (npy_intp i = 0; i < n; i++) fv[idx[i]] = qd[i];
