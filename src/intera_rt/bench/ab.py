@@ -24,6 +24,8 @@ import sys
 import tempfile
 import time
 
+from intera_rt.bench.realtime import measure_args
+
 PLANTS = (('embedded', 'lockstep'), ('mujoco', 'lockstep_mujoco'))
 RUN_TIMEOUT = 300.0           # s: boot, the run, shutdown of one measurement on a slow hour
 
@@ -86,9 +88,8 @@ def run_once(checkout, measure, duration, log_dir, tag):
     lockstep_mujoco, tick, ...) by `checkout`'s own code, on a robot of its own: its result
     dict, or {'error': ...} when it failed."""
     result = os.path.join(log_dir, '%s.json' % tag)
-    cmd = [os.path.join(checkout, 'scripts', 'env'), 'python', '-m', 'intera_rt.bench.realtime',
-           'measure', measure, '--result', result, '--log', os.path.join(log_dir, tag + '.log'),
-           '--duration', repr(float(duration))]
+    cmd = [os.path.join(checkout, 'scripts', 'env'), 'python'] + measure_args(
+        measure, result, os.path.join(log_dir, tag + '.log'), duration)
     try:
         proc = subprocess.run(cmd, cwd=checkout, env=_clean_env(), stdout=subprocess.PIPE,
                               stderr=subprocess.STDOUT, timeout=RUN_TIMEOUT)

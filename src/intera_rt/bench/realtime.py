@@ -46,16 +46,22 @@ def _child(argv):
 
 
 # --- the section ---------------------------------------------------------------------------
+def measure_args(name, result, log, duration=None, samples=None):
+    """The arguments after `python` that run one measurement in a process of its own
+    (`-m intera_rt.bench.realtime measure NAME ...`; bench.ab runs a revision's own)."""
+    args = ['-m', 'intera_rt.bench.realtime', 'measure', name, '--result', result, '--log', log]
+    if duration is not None:
+        args += ['--duration', repr(float(duration))]
+    if samples is not None:
+        args += ['--samples', str(samples)]
+    return args
+
+
 def _measure(name, out_dir, duration=None, samples=None):
     result = os.path.join(out_dir, '.%s.json' % name)
     log = os.path.join(out_dir, 'logs', '%s_robot.log' % name)
     os.makedirs(os.path.dirname(log), exist_ok=True)
-    cmd = [sys.executable, '-m', 'intera_rt.bench.realtime', 'measure', name,
-           '--result', result, '--log', log]
-    if duration is not None:
-        cmd += ['--duration', repr(duration)]
-    if samples is not None:
-        cmd += ['--samples', str(samples)]
+    cmd = [sys.executable] + measure_args(name, result, log, duration, samples)
     if os.path.exists(result):
         os.remove(result)
     limit = BOOT_TIMEOUT + 60.0 + 3.0 * (duration or 0.0) + 0.1 * (samples or 0)

@@ -22,7 +22,7 @@ import pinocchio as pin
 from scipy.linalg.lapack import dposv
 
 from intera_rt.control.base import Halt, Monitor
-from intera_rt.control.momentum_observer import GAIN_MEMO, MomentumObserver
+from intera_rt.control.momentum_observer import MomentumObserver, remembered
 from intera_rt.native import kernels
 from intera_rt.numeric import clip, count_nonzero
 from intera_rt.options import Option, per_joint
@@ -172,14 +172,11 @@ class CollisionDetection(Monitor):
         their cost, and h takes few values: n ms less (n − 1) ms differs in its last bits
         from one n to the next, among some twenty values over an hour)."""
         self._h_cached = h
-        gains = self._gain_memo.get(h)
-        if gains is None:
-            k_slow = 1.0 - math.exp(-h / self.slow_time)
-            gains = (k_slow, (1.0 - k_slow) * self._inv_scale)
-            if len(self._gain_memo) >= GAIN_MEMO:
-                self._gain_memo.clear()
-            self._gain_memo[h] = gains
-        self._k_slow, self._band_gain = gains
+        self._k_slow, self._band_gain = remembered(self._gain_memo, h, lambda: self._step_gains(h))
+
+    def _step_gains(self, h):
+        k_slow = 1.0 - math.exp(-h / self.slow_time)
+        return k_slow, (1.0 - k_slow) * self._inv_scale
 
     def _judged(self, controller, h):
         """What of r counts as a collision: all of it, or, while the controller expects an

@@ -26,6 +26,18 @@ STOP_TOLERANCE = 1e-9   # rad: a joint this close to its mechanical stop is on i
 GAIN_MEMO = 256         # step lengths whose gain is remembered (then forgotten all at once)
 
 
+def remembered(memo, key, compute):
+    """memo[key], from compute() the first time it is asked for (the memo is emptied when it
+    holds GAIN_MEMO entries)."""
+    value = memo.get(key)
+    if value is None:
+        value = compute()
+        if len(memo) >= GAIN_MEMO:
+            memo.clear()
+        memo[key] = value
+    return value
+
+
 class MomentumObserver:
     """r, updated in place from one reading to the next (`restart`, then `update` each
     reading). `pin`, `data`, `arm` (the arm joints' velocity indices) and `q` (the latest
@@ -125,14 +137,8 @@ class MomentumObserver:
         if h != self._h_cached:
             # (remembered per gain and h, as collision detection's gains are)
             self._h_cached = h
-            key = (self.gain, h)
-            k_fast = self._gain_memo.get(key)
-            if k_fast is None:
-                k_fast = 1.0 - math.exp(-self.gain * h)
-                if len(self._gain_memo) >= GAIN_MEMO:
-                    self._gain_memo.clear()
-                self._gain_memo[key] = k_fast
-            self._k_fast = k_fast
+            gain = self.gain
+            self._k_fast = remembered(self._gain_memo, (gain, h), lambda: 1.0 - math.exp(-gain * h))
         acc = self._acc
         if not compiled:
             np.subtract(self._v1, self._v0, out=acc)

@@ -174,18 +174,12 @@ static PyObject *observer_load(PyObject *self, PyObject *const *args, Py_ssize_t
     const double *q = vec(args[2], &na), *qd = vec(args[3], &na);
     const double *upper = vec(args[8], &nv), *lower = vec(args[9], &nv), *v0 = vec(args[10], &nv);
     double *acc = (double *)vec(args[11], &nv);
-    PyObject *arm_o = args[4];
-    if (!q1 || !v1 || !q || !qd || !upper || !lower || !v0 || !acc || !PyArray_Check(arm_o))
+    if (!q1 || !v1 || !q || !qd || !upper || !lower || !v0 || !acc || !PyLong_Check(args[5])
+            || !PyFloat_Check(args[12]))
         Py_RETURN_NONE;
-    PyArrayObject *arm_a = (PyArrayObject *)arm_o;
-    if (PyArray_NDIM(arm_a) != 1 || PyArray_TYPE(arm_a) != NPY_INT64 || PyArray_DIM(arm_a, 0) != na
-            || !PyArray_IS_C_CONTIGUOUS(arm_a) || !PyLong_Check(args[5]) || !PyFloat_Check(args[12]))
-        Py_RETURN_NONE;
-    const npy_int64 *arm = PyArray_DATA(arm_a);
+    const npy_int64 *arm = indices(args[4], na, nv);
     long head = PyLong_AsLong(args[5]);
-    for (npy_intp i = 0; i < na; i++)
-        if (arm[i] < 0 || arm[i] >= nv) Py_RETURN_NONE;
-    if (head >= nv) Py_RETURN_NONE;
+    if (!arm || head >= nv) Py_RETURN_NONE;
     double qh = 0.0, vh = 0.0;
     if (head >= 0) {
         if (args[6] != Py_None && !PyFloat_Check(args[6])) Py_RETURN_NONE;
@@ -220,15 +214,9 @@ static PyObject *observer_step(PyObject *self, PyObject *const *args, Py_ssize_t
     const double *tau = vec(args[0], &nv), *acc = vec(args[1], &nv), *arma = vec(args[2], &nv);
     const double *meas = vec(args[4], &na);
     double *r = (double *)vec(args[5], &na);
-    if (!tau || !acc || !arma || !meas || !r || !PyArray_Check(args[3]) || !PyFloat_Check(args[6]))
-        Py_RETURN_NONE;
-    PyArrayObject *arm_a = (PyArrayObject *)args[3];
-    if (PyArray_NDIM(arm_a) != 1 || PyArray_TYPE(arm_a) != NPY_INT64 || PyArray_DIM(arm_a, 0) != na
-            || !PyArray_IS_C_CONTIGUOUS(arm_a))
-        Py_RETURN_NONE;
-    const npy_int64 *arm = PyArray_DATA(arm_a);
-    for (npy_intp i = 0; i < na; i++)
-        if (arm[i] < 0 || arm[i] >= nv) Py_RETURN_NONE;
+    if (!tau || !acc || !arma || !meas || !r || !PyFloat_Check(args[6])) Py_RETURN_NONE;
+    const npy_int64 *arm = indices(args[3], na, nv);
+    if (!arm) Py_RETURN_NONE;
     observer_step_raw(na, tau, acc, arma, arm, meas, r, PyFloat_AS_DOUBLE(args[6]));
     Py_RETURN_TRUE;
 }
