@@ -297,6 +297,11 @@ class EmbeddedWorld:
         on_surface = bottom - support <= CONTACT_SLACK
         v = placed.velocity + dt * force / placed.mass
         if on_surface and v[2] <= 0.0:
+            # Touching (within the slack) and not lifting off: on the surface itself, not
+            # hovering where this step's fall happened to end.
+            placed.frame = placed.frame.copy()
+            placed.frame[2, 3] -= bottom - support
+            bottom = support
             normal = max(0.0, -force[2])
             v[2] = 0.0
             horizontal = v[:2]
