@@ -125,6 +125,52 @@ def test_a_core_ahead_of_the_adapter_watches_the_page_before_it_sleeps():
     assert not never.watch(shared, tick + 1) and never.budget == 0.0
 
 
+def test_a_late_stream_is_waited_for_within_a_wall_time_budget(model):
+    """process.StreamWait with RealtimeCore.command_gap: a stream of joint commands quiet
+    for 2 /clock steps of sim time (at most 0.75 of its timeout) is waited for until
+    STREAM_BUDGET s of wall time after its last command came; a new command restarts the
+    count; no stream, no wait."""
+    core = booted(model)
+    core.tick()                                # (the brakes released: holding)
+    stats = process.TickStats()
+    budget = process.STREAM_BUDGET
+    stream = process.StreamWait(budget, 0.02, stats)                      # /clock every 20 ms
+    assert core.command_gap() is None and stream.due(core.command_gap(), 0.0) == 0.0   # holding
+    command = cmds.JointCommand(mode=1, names=('right_j0',), position=(NEUTRAL[0],))
+
+    def run(ticks):
+        for _ in range(ticks):
+            core.tick()
+    core.apply(command)
+    since, timeout, _ = core.command_gap()
+    assert since == 0.0 and timeout == pytest.approx(0.2)
+    assert stream.due(core.command_gap(), 10.0) == 0.0                   # (seen at wall 10 s)
+    run(39)
+    assert stream.due(core.command_gap(), 10.001) == 0.0                 # 39 ms: on time
+    run(2)                                     # 41 ms: late after 2 steps
+    assert stream.due(core.command_gap(), 10.01) == pytest.approx(budget - 0.01)
+    assert stream.due(core.command_gap(), 10.02) == pytest.approx(budget - 0.02)
+    assert stream.due(core.command_gap(), 10.0 + budget) == 0.0          # given up
+    assert stats.stream_waits == 1
+    # The next command: late again 2 steps after it.
+    core.apply(command)
+    assert stream.due(core.command_gap(), 20.0) == 0.0
+    run(39)
+    assert stream.due(core.command_gap(), 20.001) == 0.0
+    run(2)
+    assert stream.due(core.command_gap(), 20.001) == pytest.approx(budget - 0.001)
+    assert stats.stream_waits == 2
+    # A short timeout: late at 0.75 of it (at 30 ms of 40).
+    core.arm.set_timeout(0.04)
+    core.apply(command)
+    assert stream.due(core.command_gap(), 30.0) == 0.0
+    run(29)
+    assert stream.due(core.command_gap(), 30.001) == 0.0
+    run(2)
+    assert stream.due(core.command_gap(), 30.001) == pytest.approx(budget - 0.001)
+    assert process.StreamWait(0.0).due(core.command_gap(), 20.001) == 0.0   # real time
+
+
 def test_lockstep_waits_for_the_published_state_and_wakes_on_the_shared_page():
     """Under sim time the core runs RUN_AHEAD ticks past the last state the adapter marked
     published, then waits; marking it in the shared page alone lets it go on (the pipe

@@ -3,7 +3,7 @@ per tick, and stamps its state topics with sim time (lockstep)."""
 import numpy as np
 import pytest
 
-from rosharness import latest, wait_for
+from rosharness import latest, wait_for, wait_for_message
 
 SAWYER_ARGS = ['--sim-time', '--speed', 'max']
 
@@ -106,3 +106,78 @@ def test_action_servers_publish_their_status_at_5_hz_of_sim_time(robot, action):
     gaps = np.diff(stamps[1:26])          # (the first may be the latched one)
     assert np.median(gaps) == pytest.approx(0.2, abs=0.021), gaps
     assert gaps.min() > 0.15 and gaps.max() < 0.45, gaps
+
+
+def _loop_diagnostics(msg):
+    status = next(s for s in msg.status if s.name == 'Realtime Control Loop')
+    values = {kv.key: kv.value for kv in status.values}
+    return int(values['command_timeouts']), int(values['stream_waits'])
+
+
+def _stream(stall_at, stall_s, count=120):
+    """Stream POSITION_MODE commands at 100 Hz of sim time (as intera_interface's
+    move_to_joint_positions does) turning right_j6 by 0.05 rad, the client stalled once on
+    the wall clock for `stall_s` (a process that did not get a CPU: the condition under
+    test, hence a wall-clock sleep) before command `stall_at`. Returns (right_j6's target,
+    the sim time of the last command)."""
+    import time
+
+    import rospy
+    from intera_core_msgs.msg import JointCommand
+    from sensor_msgs.msg import JointState
+    js = wait_for_message('/robot/joint_states', JointState, 10.0)
+    q0 = dict(zip(js.name, js.position))
+    names = ['right_j%d' % i for i in range(7)]
+    start = [q0[n] for n in names]
+    target = start[6] + (0.05 if start[6] < 0 else -0.05)
+    pub = rospy.Publisher('/robot/limb/right/joint_command', JointCommand, queue_size=10)
+    wait_for(lambda: pub.get_num_connections() > 0, 10.0, 'joint_command connection')
+    rate = rospy.Rate(100)
+    for k in range(count):
+        if k == stall_at:
+            time.sleep(stall_s)
+        q = list(start)
+        q[6] += (target - start[6]) * min(1.0, k / (count / 2))
+        pub.publish(JointCommand(mode=JointCommand.POSITION_MODE, names=names, position=q))
+        rate.sleep()
+    t_last = rospy.get_time()
+    pub.unregister()
+    return target, t_last
+
+
+def test_a_client_slow_on_the_wall_clock_keeps_its_stream(robot):
+    """Faster than real time, a client that streams commands runs in a process of its own:
+    15 ms without a CPU are ~0.3 s of sim time at 20x, past the command timeout. The loop
+    waits for a late stream (up to 30 ms of wall time from its last command), so the arm
+    follows it without a timeout; the end of the stream times out once, as on the robot.
+    A client stalled longer than that (0.3 s: gone, as far as the loop can tell) times out
+    as it would on the robot."""
+    import rospy
+    from diagnostic_msgs.msg import DiagnosticArray
+    from sensor_msgs.msg import JointState
+    from std_msgs.msg import Float64
+    timeout = rospy.Publisher('/robot/limb/right/joint_command_timeout', Float64, queue_size=1,
+                              latch=True)
+    wait_for(lambda: timeout.get_num_connections() > 0, 10.0, 'joint_command_timeout connection')
+    timeout.publish(Float64(0.1))          # late from 0.05 s of sim time: 2.5 /clock steps
+    try:
+        with latest('/diagnostics', DiagnosticArray) as diag:
+            timeouts0, waits0 = _loop_diagnostics(diag.wait(10))
+            target, t_last = _stream(stall_at=40, stall_s=0.015)
+            # every timeout up to 1 s of sim time after the stream's end is counted
+            after = diag.wait(30, lambda m: m.header.stamp.to_sec() > t_last + 1.5,
+                              'diagnostics 1.5 s of sim time after the stream')
+            timeouts, waits = _loop_diagnostics(after)
+            assert timeouts == timeouts0 + 1, '%d timeouts, 1 expected (the end of the stream)' % (
+                timeouts - timeouts0)
+            assert waits > waits0
+            js = wait_for_message('/robot/joint_states', JointState, 10.0)
+            assert abs(js.position[js.name.index('right_j6')] - target) < 5e-3
+            # A client gone for 0.3 s of wall time: the loop waits no longer than its budget.
+            _, t_last = _stream(stall_at=40, stall_s=0.3)
+            after = diag.wait(30, lambda m: m.header.stamp.to_sec() > t_last + 1.5,
+                              'diagnostics 1.5 s of sim time after the second stream')
+            assert _loop_diagnostics(after)[0] == timeouts + 2      # the stall, the end
+    finally:
+        timeout.publish(Float64(0.2))
+        timeout.unregister()

@@ -156,6 +156,14 @@ class RealtimeCore(CommandInputs):
         line per `key` every few seconds."""
         self._logs.append((level, key, text))
 
+    def command_gap(self):
+        """While the active controller follows a stream of joint commands (it times out
+        without one): (loop s since the last command, the command timeout, that command's
+        loop time). None otherwise, and while a stamped command waits to take effect."""
+        if self._ahead or not (self.active.command_timeout and self.state.motion_allowed):
+            return None
+        return self.now - self._last_command, self.arm.timeout, self._last_command
+
     def take_logs(self):
         """The lines logged since the last call, oldest first."""
         logs, self._logs = self._logs, []

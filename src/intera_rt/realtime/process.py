@@ -48,6 +48,13 @@ WAIT_SLICE = 0.002                    # s: a core waiting for the adapter looks 
 # to this long before it sleeps on the pipe (SpinWait), where another CPU runs the adapter
 SPIN_WAIT = 0.001
 SPIN_WAIT_MIN = 0.00005
+# Faster than real time, a stream of joint commands is waited for once it has been quiet for
+# STREAM_STEPS /clock steps (a client on sim time sends when /clock passes its deadline; the
+# SDK's and the robot's own clients stream at 100 Hz or more), at most STREAM_LATE of its
+# timeout; for up to STREAM_BUDGET s of wall time from when its last command came (StreamWait).
+STREAM_STEPS = 2
+STREAM_LATE = 0.75
+STREAM_BUDGET = 0.03
 PAUSED_STATE_EVERY = 0.1              # s of wall time between the states of a paused core
 GRIPPER_KEEPALIVE = PLANT_LAPSE / 4   # s of loop time: the plant's gripper state at least this
                                       # often (the device follows it until PLANT_LAPSE without)
@@ -66,6 +73,7 @@ class TickStats:
         self.late = np.zeros(window)
         self.count = 0
         self.overruns = 0
+        self.stream_waits = 0          # late streams of joint commands waited for (StreamWait)
         self.max_ever = 0.0
         self.log_path = log_path
         if log_path:
@@ -88,7 +96,7 @@ class TickStats:
             return {}
         return {'mean_us': 1e6 * float(w.mean()), 'p99_us': 1e6 * float(np.percentile(w, 99)),
                 'max_us': 1e6 * float(w.max()), 'max_since_boot_us': 1e6 * self.max_ever,
-                'overruns': self.overruns, 'ticks': self.count}
+                'overruns': self.overruns, 'ticks': self.count, 'stream_waits': self.stream_waits}
 
 
 def start(config):
@@ -222,6 +230,8 @@ def _loop(conn, core, stats, sim_time, clock_every, wall_period, lockstep):
     published = inbox.published            # the last tick whose state the adapter has out
     shared = lockstep.slots
     spin = SpinWait(SPIN_WAIT if len(os.sched_getaffinity(0)) > 1 else 0.0)
+    stream = StreamWait(STREAM_BUDGET if sim_time and wall_period < PERIOD and not core.boards.owns_clock
+                        else 0.0, clock_every * PERIOD, stats)
     boards_clock = core.boards.owns_clock  # wait for the boards' next state, tick on it
     sim_clock = core.boards.sim_clock      # ... a simulator that publishes /clock itself
     slot, quiet_until = -1, 0.0            # (sim_clock) the state period last published,
@@ -253,6 +263,14 @@ def _loop(conn, core, stats, sim_time, clock_every, wall_period, lockstep):
             shared[Lockstep.WAITING] = 0
             pacer.restart()                         # (paced sim time restarts its clock)
             continue
+        if stream.budget:
+            wait = stream.due(core.command_gap(), time.monotonic())
+            if wait > 0.0:
+                # A late stream: its next command, if it comes within the budget.
+                if not inbox.receive(timeout=min(wait, WAIT_SLICE)):
+                    return
+                pacer.restart()
+                continue
         t0 = time.perf_counter()
         if not inbox.receive():
             return
@@ -294,6 +312,51 @@ def _loop(conn, core, stats, sim_time, clock_every, wall_period, lockstep):
             conn.send(pipe.Stats(summary=summary))
         if wall_period > 0.0:
             pacer.wait()
+
+
+class StreamWait:
+    """Faster than real time, the clients that stream joint commands (SDK scripts, the
+    motion controller, the JTAS) follow sim time from processes of their own: a few ms
+    without a CPU are the command timeout's worth of sim time at 20×, and the arm would drop
+    to hold, or lurch after a gap, under a client that is only slow. So once a stream is late
+    (STREAM_STEPS, STREAM_LATE) the core waits for its next command, up to `budget` s of wall
+    time counted from when its last one came: sim time then runs at the pace of the slowest
+    streaming client. A client that has stopped (its motion done, the script gone) times out
+    in sim time as on the robot, having cost that wall time once; one that streams slower
+    than STREAM_STEPS /clock steps costs it at each command. Budget 0: never wait (at real
+    time or slower a late client is late on the robot too; boards that own the clock pace it
+    themselves).
+
+    Args:
+        budget: wall s (0: off).
+        clock_step: sim s between two /clock messages.
+        stats: a TickStats whose stream_waits counts the waits (or None).
+    """
+
+    def __init__(self, budget, clock_step=PERIOD, stats=None):
+        self.budget, self.clock_step, self.stats = budget, clock_step, stats
+        self._last, self._seen, self._waited = None, 0.0, None
+
+    def due(self, gap, wall_now):
+        """Wall s to wait for the stream before the next tick (0: tick now).
+
+        Args:
+            gap: RealtimeCore.command_gap() (None: no stream).
+            wall_now: the wall clock now (s, monotonic).
+        """
+        if gap is None or not self.budget:
+            return 0.0
+        since, timeout, last = gap
+        if last != self._last:
+            self._last, self._seen = last, wall_now
+        if since < min(STREAM_STEPS * self.clock_step, STREAM_LATE * timeout):
+            return 0.0
+        left = self._seen + self.budget - wall_now
+        if left > 0.0 and self._waited != last:
+            self._waited = last
+            if self.stats is not None:
+                self.stats.stream_waits += 1
+        return max(0.0, left)
 
 
 class SpinWait:
