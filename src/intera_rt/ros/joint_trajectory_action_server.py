@@ -190,7 +190,11 @@ class JointTrajectoryActionServer:
             return
         with self._joints_cond:
             self._joints = (msg.header.stamp.to_sec(), q, qd, time.monotonic())
-            self._joints_cond.notify_all()
+            if self.active is not None or self.stopping is not None:
+                # (idle, the loop is not woken for every state: it looks every 0.1 s of wall
+                # time, and a goal takes the collision count itself; at --speed max those
+                # wakes were thousands a second)
+                self._joints_cond.notify_all()
 
     def _on_speed_ratio(self, msg):
         if math.isfinite(msg.data):
@@ -243,6 +247,8 @@ class JointTrajectoryActionServer:
                           gh.get_goal_id().id, ', '.join(self.yielded_to))
             return
         goal = gh.get_goal()
+        if self.active is None and self.stopping is None:
+            self._collisions_seen = self.conditions.collisions     # (as an idle cycle does)
         why = self._robot_why_not()
         if why is None and self._joints is None:
             why = 'no /robot/joint_states received yet'

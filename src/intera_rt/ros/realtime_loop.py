@@ -525,7 +525,7 @@ class RealtimeLoop:
         if key == self._homing_key and t - self._homing_at < HOMING_STATES_PERIOD - 1e-9:
             return
         self._homing_key, self._homing_at = key, t
-        self.pub_homing.publish(msgs.homing_msg(key))
+        self.pub_homing.publish(msgs.homing_msg(self.state))
 
 
 def main(argv=None):

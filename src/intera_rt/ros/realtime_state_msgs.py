@@ -28,7 +28,7 @@ from intera_rt.control.high_speed_scaling import HighSpeedScaling
 from intera_rt.control.interaction import InteractionController
 from intera_rt.control.safety_status import SafetyStatus as SafetyStatusStage
 from intera_rt.model.avoidance import objects_from_mask
-from intera_rt.realtime.state import CONTROLLER_NAMES, StateView
+from intera_rt.realtime.state import CONTROLLER_NAMES, INDEX, StateView
 from intera_rt.robot import ARM_JOINTS, BOARD_JOINTS, HEAD_JOINTS, LOOP_PERIOD, SUPPRESS_TOPICS
 from intera_rt.ros.direct import SerializedMessage, wire_string
 
@@ -46,14 +46,45 @@ HAS_SAFETY_STATUS = StateView.has(SafetyStatusStage.name)
 _ZEROS7 = np.zeros(7)
 
 
+def _at(names):
+    """The state vector's indices of one-element fields `names`."""
+    out = [INDEX[n] for n in names]
+    if not all(isinstance(k, int) for k in out):
+        raise ValueError('not one-element state fields: %s' % names)
+    return np.array(out)
+
+
+# What each message built on change reads of the state vector: its key is their bytes (the
+# adapter compares them every state; a tuple of Python values cost several µs more).
+_ROBOT_STATE = _at(['homed', 'enabled', 'stopped', 'error', 'low_voltage', 'estop_button',
+                    'estop_source'])
+_REALTIME_KEY = _at(['controller', 'cuff'] + ['suppress.' + w for w in SUPPRESS_TOPICS.values()]
+                    + ['collision', 'contacts', 'contact_at']
+                    + (['%s.active' % CollisionAvoidance.name] if HAS_AVOIDANCE else [])
+                    + (['%s.%s' % (CollisionDetection.name, f) for f in
+                        ('impact', 'squish', 'hand_overwrench', 'detected_at')] if HAS_DETECTION else [])
+                    + (['%s.active' % HighSpeedScaling.name] if HAS_HIGH_SPEED else []))
+if HAS_SAFETY_STATUS:
+    # (rounded to what is worth a new message: mm of clearance, a percent of scale, 0.1 s)
+    _SAFETY_KEY = _at(['%s.%s' % (SafetyStatusStage.name, f) for f in
+                       ('min_clearance', 'speed_scale', 'bypassed', 'bypass_left')]
+                      + (['%s.scale' % HighSpeedScaling.name] if HAS_HIGH_SPEED else []))
+    _SAFETY_ROUND = np.array([1e3, 1e2, 1.0, 10.0] + ([1e2] if HAS_HIGH_SPEED else []))
+    _PAIR = INDEX['%s.pair' % SafetyStatusStage.name]
+# /robot/joint_states' positions, velocities and efforts in the vector, in its joint order
+_JS_VALUES = np.concatenate([np.arange(INDEX[f].start, INDEX[f].stop)[_JS_INDEX]
+                             for f in ('q', 'qd', 'effort')])
+_ROBOT_STATES = {}                    # wire forms of /robot/state by key (few ever occur)
+
+
 def joint_state_msg(view, stamp, seq):
     """/robot/joint_states in its wire form (the most listened-to state: its latency is
     every client's): header, the constant names, then positions, velocities, efforts."""
+    values = view.vector[_JS_VALUES].astype('<f8').tobytes()
+    n = 8 * len(JOINT_STATE_ORDER)
     return SerializedMessage(JointState, b''.join((
-        struct.pack('<IIII', seq, stamp.secs, stamp.nsecs, 0),
-        _JS_NAMES, _JS_COUNT, view.q[_JS_INDEX].astype('<f8').tobytes(),
-        _JS_COUNT, view.qd[_JS_INDEX].astype('<f8').tobytes(),
-        _JS_COUNT, view.effort[_JS_INDEX].astype('<f8').tobytes())))
+        struct.pack('<IIII', seq, stamp.secs, stamp.nsecs, 0), _JS_NAMES,
+        _JS_COUNT, values[:n], _JS_COUNT, values[n:2 * n], _JS_COUNT, values[2 * n:])))
 
 
 def endpoint_msg(view, model, dynamics, tip, stamp):
@@ -81,12 +112,17 @@ def endpoint_msg(view, model, dynamics, tip, stamp):
 
 
 def robot_state_msg(view):
-    stopped, error = bool(view.stopped), bool(view.error)
-    return RobotAssemblyState(homed=bool(view.homed), ready=not stopped and not error,
-                              enabled=bool(view.enabled), stopped=stopped, error=error,
-                              lowVoltage=bool(view.low_voltage),
-                              estop_button=int(view.estop_button),
-                              estop_source=int(view.estop_source))
+    """/robot/state in its wire form (100 Hz, and the same few values almost always)."""
+    key = view.vector[_ROBOT_STATE].tobytes()
+    msg = _ROBOT_STATES.get(key)
+    if msg is None:
+        homed, enabled, stopped, error, low, button, source = view.vector[_ROBOT_STATE].tolist()
+        msg = SerializedMessage(RobotAssemblyState, struct.pack(
+            '<8B', bool(homed), not stopped and not error, bool(enabled), bool(stopped),
+            bool(error), bool(low), int(button), int(source)))
+        if len(_ROBOT_STATES) < 256:
+            _ROBOT_STATES[key] = msg
+    return msg
 
 
 def sea_msg(view, header, dynamics, armature):
@@ -127,18 +163,9 @@ def avoidance_objects(view, links):
 
 
 def realtime_state_key(view):
-    """What /intera_rt/realtime_state reports that may change (NaN as None: equal to
+    """What /intera_rt/realtime_state reports that may change, as bytes (NaN equal to
     itself)."""
-    key = (view.controller, view.cuff, _suppressed(view), view.collision, view.contacts,
-           view.contact_at)
-    if HAS_AVOIDANCE:
-        key += (view.collision_avoidance.active,)
-    if HAS_DETECTION:
-        d = view.collision_detection
-        key += (d.impact, d.squish, d.hand_overwrench, d.detected_at)
-    if HAS_HIGH_SPEED:
-        key += (view.high_speed_scaling.active,)
-    return tuple(None if isinstance(k, float) and math.isnan(k) else k for k in key)
+    return view.vector[_REALTIME_KEY].tobytes()
 
 
 def _suppressed(view):
@@ -175,14 +202,12 @@ def realtime_state_msg(view, header, loop_stamp):
 
 def safety_status_key(view, links):
     """What /intera_rt/safety_status reports, rounded to what is worth a new message (mm of
-    clearance, a percent of scale, 0.1 s of bypass left); None without the stage."""
+    clearance, a percent of scale, 0.1 s of bypass left; the closest pair's links); None
+    without the stage."""
     if not HAS_SAFETY_STATUS:
         return None
-    st = view.safety_status
-    clearance = st.min_clearance
-    high = view.high_speed_scaling.scale if HAS_HIGH_SPEED else 1.0
-    return (None if math.isnan(clearance) else round(clearance, 3), closest_pair(view, links),
-            round(st.speed_scale, 2), round(high, 2), bool(st.bypassed), round(st.bypass_left, 1))
+    v = view.vector
+    return np.round(v[_SAFETY_KEY] * _SAFETY_ROUND).tobytes(), v[_PAIR].tobytes(), links
 
 
 def closest_pair(view, links):
@@ -219,11 +244,11 @@ def interaction_state_msg(view, header):
 
 
 def homing_key(view):
-    return tuple(int(s) for s in view.homing)
+    return view.homing.tobytes()
 
 
-def homing_msg(key):
-    return HomingState(name=list(ARM_JOINTS), state=list(key))
+def homing_msg(view):
+    return HomingState(name=list(ARM_JOINTS), state=[int(s) for s in view.homing])
 
 
 def joint_limits_msg(model):
