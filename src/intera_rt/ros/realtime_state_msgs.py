@@ -8,7 +8,6 @@ Fields of a stage the registry may leave out (collision detection and avoidance,
 interaction control) are read only when the state has that stage (StateView.has), and
 then by attribute: a misspelt field raises instead of reading a default.
 """
-import math
 import struct
 
 import numpy as np
