@@ -147,7 +147,7 @@ def _stream(stall_at, stall_s, count=120):
 
 def test_a_client_slow_on_the_wall_clock_keeps_its_stream(robot):
     """Faster than real time, a client that streams commands runs in a process of its own:
-    15 ms without a CPU are ~0.3 s of sim time at 20x, past the command timeout. The loop
+    10 ms without a CPU are ~0.2 s of sim time at 20x, past a 50 ms command timeout. The loop
     waits for a late stream (up to 30 ms of wall time from its last command), so the arm
     follows it without a timeout; the end of the stream times out once, as on the robot.
     A client stalled longer than that (0.3 s: gone, as far as the loop can tell) times out
@@ -159,11 +159,11 @@ def test_a_client_slow_on_the_wall_clock_keeps_its_stream(robot):
     timeout = rospy.Publisher('/robot/limb/right/joint_command_timeout', Float64, queue_size=1,
                               latch=True)
     wait_for(lambda: timeout.get_num_connections() > 0, 10.0, 'joint_command_timeout connection')
-    timeout.publish(Float64(0.1))          # late from 0.05 s of sim time: 2.5 /clock steps
+    timeout.publish(Float64(0.05))         # 10 ms of wall time is ≥ 0.1 s of sim time at ≥ 10×
     try:
         with latest('/diagnostics', DiagnosticArray) as diag:
             timeouts0, waits0 = _loop_diagnostics(diag.wait(10))
-            target, t_last = _stream(stall_at=40, stall_s=0.015)
+            target, t_last = _stream(stall_at=40, stall_s=0.01)
             # every timeout up to 1 s of sim time after the stream's end is counted
             after = diag.wait(30, lambda m: m.header.stamp.to_sec() > t_last + 1.5,
                               'diagnostics 1.5 s of sim time after the stream')
