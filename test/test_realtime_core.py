@@ -152,22 +152,18 @@ def test_a_late_stream_is_waited_for_within_a_wall_time_budget(model):
     assert stream.due(core.command_gap(), 10.02) == pytest.approx(budget - 0.02)
     assert stream.due(core.command_gap(), 10.0 + budget) == 0.0          # given up
     assert stats.stream_waits == 1
-    # The next command: late again 2 steps after it.
-    core.apply(command)
-    assert stream.due(core.command_gap(), 20.0) == 0.0
-    run(39)
-    assert stream.due(core.command_gap(), 20.001) == 0.0
-    run(2)
-    assert stream.due(core.command_gap(), 20.001) == pytest.approx(budget - 0.001)
+    def late_after(ticks, wall):
+        """A command at wall time `wall`: on time for `ticks` ticks, late 2 ticks later."""
+        core.apply(command)
+        assert stream.due(core.command_gap(), wall) == 0.0
+        run(ticks)
+        assert stream.due(core.command_gap(), wall + 0.001) == 0.0
+        run(2)
+        assert stream.due(core.command_gap(), wall + 0.001) == pytest.approx(budget - 0.001)
+    late_after(39, 20.0)                       # the next command: late again 2 steps after it
     assert stats.stream_waits == 2
-    # A short timeout: late at 0.75 of it (at 30 ms of 40).
     core.arm.set_timeout(0.04)
-    core.apply(command)
-    assert stream.due(core.command_gap(), 30.0) == 0.0
-    run(29)
-    assert stream.due(core.command_gap(), 30.001) == 0.0
-    run(2)
-    assert stream.due(core.command_gap(), 30.001) == pytest.approx(budget - 0.001)
+    late_after(29, 30.0)                       # a short timeout: late at 0.75 of it (30 ms of 40)
     assert process.StreamWait(0.0).due(core.command_gap(), 20.001) == 0.0   # real time
 
 
