@@ -128,6 +128,42 @@ def test_partial_position_command_keeps_other_targets(model):
     assert q[1] == pytest.approx(NEUTRAL[1], abs=1e-3)
 
 
+@pytest.mark.parametrize('gaps, spread, least', [((10,), 0.01, 0.95), ((9, 11, 20, 0), 0.3, 0.4)],
+                         ids=['even', 'jittery'])
+def test_a_stream_of_position_targets_is_followed_smoothly(model, gaps, spread, least):
+    """Targets streamed at 100 Hz along a line (file playback, a Cartesian approach by IK)
+    move the arm at the line's speed without braking to rest at each one, and it lands on
+    the last: an even stream, and one as a client paced by a coarse /clock sends it (ms
+    between points: 9, 11, then two in one tick after 20). Chased point by point, right_j0's
+    speed swung between 0.07 and 0.13 rad/s (even: std 0.16 of the stream's speed; now
+    none) and stopped (jittery: std 0.55; now 0.2). `spread`: the std allowed, `least`: the lowest
+    speed, as fractions of the stream's."""
+    sim = Sim(model)
+    start = NEUTRAL.copy()
+    t0 = round(sim.t / DT)
+    sends = iter(t0 + np.cumsum(gaps * 300))
+    due, last = [next(sends)], []
+
+    def stream(s):
+        k = round(s.t / DT)
+        while k == due[0] and s.t <= 2.0:
+            point = 0.001 * (len(last) + 1)         # rad: one step of the line per point
+            last.append(start + (point, 0, 0, 0, 0, 0, -point))
+            s.command(1, JOINTS, position=last[-1])
+            due[0] = next(sends)
+    seen = []
+    sim.run(2.0, lambda s: (stream(s), seen.append((s.t, s.state.qd[0], s.state.qd[6]))))
+    t, v0, v6 = np.array(seen).T
+    cruise = t > 0.5
+    pace = 0.001 * len(last) / (t[-1] - t[0])       # rad/s: the stream's own speed (~0.1)
+    for v in (v0[cruise], -v6[cruise]):
+        assert abs(v.mean() - pace) < 0.05 * pace, (v.mean(), pace)
+        assert v.std() < spread * pace and v.min() > least * pace, (v.std(), v.min(), pace)
+    sim.run(1.0)
+    assert np.abs(sim.q - last[-1]).max() < 1e-3
+    assert np.abs(sim.state.qd[:7]).max() < 1e-3
+
+
 def test_timeout_exits_every_mode_to_hold_and_the_arm_comes_to_rest(model):
     arm = Arm(model)
     for mode, name, arrays in [(1, 'position', {'position': NEUTRAL + 0.3}),
