@@ -91,17 +91,24 @@ def now():
     return max(rospy.get_time(), _robot_time_seen[0])
 
 
-def pace(rate, body, duration, wall_limit=None):
+def pace(rate, body, duration, wall_limit=None, clock='wall'):
     """Call body(t) at `rate` Hz until body returns truthy or `duration` s of robot time
     have passed (t = now()). Returns (t of the first call, t of the last call, body's
-    value). Paced by the wall clock (the robot runs at 1x), not by this node's /clock
-    subscription, which a loaded machine delivers in bursts; the wall-clock limit only
+    value). clock 'wall': paced by the wall clock, for a robot at 1x (this node's /clock
+    subscription, which a loaded machine delivers in bursts, is not waited on); 'robot':
+    paced by the robot's time, as rospy.Rate paces an SDK script under /use_sim_time — for a
+    robot slower than real time, whose time a wall-clock pace would outrun (more than 2
+    periods late, it carries on from now, as rospy.Rate does). The wall-clock limit only
     guards against a stopped robot."""
     period = 1.0 / rate
     limit = wall_limit or (3.0 * duration + 10.0)
+    if clock == 'robot':
+        limit = wall_limit or (10.0 * duration + 10.0)
+    elif clock != 'wall':
+        raise ValueError('pace: clock must be wall or robot, got %r' % (clock,))
     wall_end = time.monotonic() + limit
     t0 = now()
-    t_next = time.monotonic()
+    t_next = time.monotonic() if clock == 'wall' else t0
     while True:
         t = now()
         result = body(t)
@@ -111,6 +118,12 @@ def pace(rate, body, duration, wall_limit=None):
             raise AssertionError('the robot\'s clock advanced only %.2f s in %.1f wall s'
                                  % (t - t0, limit))
         t_next += period
+        if clock == 'robot':
+            while now() < t_next and time.monotonic() < wall_end:
+                time.sleep(0.001)
+            if now() - t_next > 2.0 * period:
+                t_next = now()
+            continue
         delay = t_next - time.monotonic()
         if delay > 0:
             time.sleep(delay)

@@ -7,11 +7,9 @@ the fingers as Gazebo drives them: the gripper device commands gripper_controlle
 effort_controllers/JointGroupPositionController over the finger joints, a PID each) through
 the gazebo backend, and reads them back from the stand-in's joint_states. The block is held
 by the fingers' squeeze and friction in the stand-in's physics (MuJoCo as Gazebo sees the
-URDF and the SDF), not attached. The stand-in runs at a quarter of real time and the client
-moves at half test_pick_place_mujoco's speed: the arm tracks less closely on Gazebo's
-armature-free joints (docs/backends.md), and on a loaded machine its false collision stops
-(the same with the fingers welded) and catch-ups made a pad knock the block on the way
-down at the MuJoCo test's pace."""
+URDF and the SDF), not attached. The stand-in runs at a quarter of real time, so the client
+paces its 100 Hz stream by the robot's clock, as rospy.Rate does under /use_sim_time, and
+moves at test_pick_place_mujoco's speed in the robot's time."""
 import numpy as np
 
 from rosharness import wait_for
@@ -23,9 +21,8 @@ SAWYER_ARGS = ['--sim-time', '--backend', 'gazebo', '--backend-option', 'standin
 
 
 def test_an_sdk_client_picks_a_block_carries_it_and_places_it(cell):
-    """test_pick_place_mujoco's client and judgement, aimed at the block's centre, each move
-    taking twice as long."""
-    pick_and_place(cell, aim_off=np.zeros(3), slower=2.0)
+    """test_pick_place_mujoco's client and judgement, aimed at the block's centre."""
+    pick_and_place(cell, aim_off=np.zeros(3), clock='robot')
 
 
 def _closing_rate(series, t0, upper, lower):

@@ -98,9 +98,10 @@ def ik(cell, x, y, z, seed):
     return np.array(resp.joints[0].position)
 
 
-def move(cell, start, goal, seconds):
-    """Stream IK solutions along the straight line start → goal (world) at 100 Hz, as a
-    demo script's Cartesian approach does, then hold the last one until the arm is there."""
+def move(cell, start, goal, seconds, clock='wall'):
+    """Stream IK solutions along the straight line start → goal (world) at 100 Hz (paced by
+    `clock`, as clients.pace), as a demo script's Cartesian approach does, then hold the
+    last one until the arm is there."""
     arm = cell['arm']
     start, goal = np.asarray(start, float), np.asarray(goal, float)
     q = arm_positions(arm.js.last())
@@ -116,7 +117,7 @@ def move(cell, start, goal, seconds):
         arm.set_positions(dict(zip(ARM, path[-1] if target is None else target)))
         return target is None and np.abs(arm_positions(arm.js.last()) - path[-1]).max() < 2e-3
 
-    pace(100.0, body, seconds + 5.0)
+    pace(100.0, body, seconds + 5.0, clock=clock)
 
 
 def grip(cell, position, done, what):
@@ -128,38 +129,38 @@ def grip(cell, position, done, what):
     return g
 
 
-def pick_and_place(cell, aim_off=AIM_OFF, slower=1.0):
+def pick_and_place(cell, aim_off=AIM_OFF, clock='wall'):
     """The SDK-style client's pick-and-place: to the approach pose, down around the block
     (aimed `aim_off` from its centre), grip, lift 20 cm, carry to PLACE, lower, release,
-    retreat; each move taking `slower` x its time. Judged on the way (stopped on the block,
-    carried, still gripping when lowered, open when released) and at the end (the block at
-    rest on the table within 1 cm of PLACE). Returns the robot time (t0, t1) from just
-    before the descent to the retreat's end."""
+    retreat; each move's stream paced by `clock` (clients.pace). Judged on the way (stopped
+    on the block, carried, still gripping when lowered, open when released) and at the end
+    (the block at rest on the table within 1 cm of PLACE). Returns the robot time (t0, t1)
+    from just before the descent to the retreat's end."""
     wait_for(lambda: block(cell)[1] < 1e-6, TIMEOUT, 'the block at rest on the table')
     at, _ = block(cell)
     assert abs(at[2] - (TABLE_TOP + BLOCK / 2)) < 2e-3
     above = at + aim_off + (0, 0, 0.15)
     cell['arm'].tolerate_stalls()
-    move(cell, above, above, 3.0 * slower)                   # to the approach pose
+    move(cell, above, above, 3.0, clock)                     # to the approach pose
     detection = cell['detection']
     t0 = detection.last().header.stamp.to_sec()
     aim = at + aim_off
-    move(cell, above, aim, 1.5 * slower)                     # down around the block
+    move(cell, above, aim, 1.5, clock)                       # down around the block
     g = grip(cell, CLOSED, lambda g: g.value('is_gripping') is True, 'the block gripped')
     # stopped on the block, not closed (the compliant pads give ~0.7 mm each under the squeeze)
     assert 0.018 < g.value('position_response_m') < 0.04
     lifted = aim + (0, 0, 0.20)
-    move(cell, aim, lifted, 1.5 * slower)
+    move(cell, aim, lifted, 1.5, clock)
     now, _ = block(cell)
     assert abs(now[2] - lifted[2]) < 0.01 and np.hypot(*(now[:2] - at[:2])) < 0.01   # carried 20 cm
     place = np.array((PLACE[0], PLACE[1], lifted[2]))
-    move(cell, lifted, place, 2.0 * slower)
+    move(cell, lifted, place, 2.0, clock)
     down = np.array((PLACE[0], PLACE[1], at[2] + 0.003))
-    move(cell, place, down, 1.5 * slower)
+    move(cell, place, down, 1.5, clock)
     assert g.value('is_gripping') is True
     g = grip(cell, OPEN, lambda g: g.value('position_response_m') > OPEN - 0.002, 'the fingers open')
     assert g.value('is_gripping') is False
-    move(cell, down, down + (0, 0, 0.15), 1.0 * slower)
+    move(cell, down, down + (0, 0, 0.15), 1.0, clock)
     t1 = detection.last().header.stamp.to_sec()
     wait_for(lambda: block(cell)[1] < 1e-6, TIMEOUT, 'the block at rest')
     final, _ = block(cell)
