@@ -153,6 +153,25 @@ def sync_publisher(topic, msg_type, **kwargs):
         return rospy.Publisher(topic, msg_type, queue_size=None, **kwargs)
 
 
+def subscribed(make, what, timeout=10.0, tries=3):
+    """The publisher make() returns, once a subscriber has connected to it. A subscribing
+    node tries a new publisher once, when the master tells it (rospy's RegManager: a failed
+    first connection is logged at debug level and never retried), so a publisher nobody
+    connected to within `timeout` s is advertised anew, `tries` times in all, and said."""
+    import rospy
+    for attempt in range(1, tries + 1):
+        pub = make()
+        try:
+            wait_for(lambda: pub.get_num_connections() > 0, timeout, what)
+            return pub
+        except AssertionError:
+            if attempt == tries:
+                raise
+            rospy.logwarn('no subscriber connected to %s in %.0f s: advertised anew'
+                          % (pub.resolved_name, timeout))
+            pub.unregister()
+
+
 class Arm:
     """What intera_interface.Limb does on the wire: one JointCommand object, reused for
     every command; each setter assigns only its mode's arrays, so the arrays of earlier
@@ -166,16 +185,17 @@ class Arm:
         self.cmd = JointCommand()
         # queue_size=None (synchronous, as the JTAS publishes): a message is on the wire
         # when publish() returns, so the times this client records are the send times.
-        self.pub = sync_publisher(NS + 'joint_command', JointCommand, tcp_nodelay=True)
+        self.pub = subscribed(lambda: sync_publisher(NS + 'joint_command', JointCommand,
+                                                     tcp_nodelay=True),
+                              'a joint_command subscriber')
         self.pub_timeout = sync_publisher(NS + 'joint_command_timeout', Float64, latch=True)
-        self.pub_suppress = sync_publisher(NS + 'suppress_gravity_compensation', Empty)
+        self.pub_suppress = subscribed(lambda: sync_publisher(NS + 'suppress_gravity_compensation',
+                                                              Empty),
+                                       'a suppress_gravity_compensation subscriber')
         self._pub_speed = None        # created on first use (see test_speed_ratio_...)
         self.timeout = 0.2
         self.js = Series('/robot/joint_states', JointState)
         self.sea = Series(NS + 'gravity_compensation_torques', SEAJointState)
-        wait_for(lambda: self.pub.get_num_connections() > 0, 10.0, 'a joint_command subscriber')
-        wait_for(lambda: self.pub_suppress.get_num_connections() > 0, 10.0,
-                 'a suppress_gravity_compensation subscriber')
         self.js.last()
         self.sea.last()
 
