@@ -178,7 +178,6 @@ class Arm:
     commands (of other lengths) ride along."""
 
     def __init__(self):
-        import rospy
         from intera_core_msgs.msg import JointCommand, SEAJointState
         from sensor_msgs.msg import JointState
         from std_msgs.msg import Empty, Float64
