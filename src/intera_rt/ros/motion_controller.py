@@ -401,7 +401,7 @@ class MotionController:
                 if sp is not None:
                     self.pub_cmd.publish(messages.joint_command(sp.position, sp.velocity, sp.acceleration,
                                                                 self.model.planner.lower,
-                                                                self.model.planner.upper))
+                                                                self.model.planner.upper, now))
                     if not np.any(sp.velocity):
                         self.last_command = (now, sp.position.copy())
                 active.ticks += 1

@@ -72,12 +72,16 @@ def interpolated_path(model, planned, label):
     return msg
 
 
-def joint_command(p, v, a, lower, upper):
-    """A TRAJECTORY_MODE setpoint. (A spline can graze a joint limit by float noise; the
-    loop refuses positions beyond, so positions are clipped to [lower, upper].)"""
+def joint_command(p, v, a, lower, upper, t):
+    """A TRAJECTORY_MODE setpoint of the plan at time t (s), stamped t: the loop takes the
+    stamp as the time the sample refers to and extrapolates it from there, so a later
+    reading of the clock (a millisecond or more further under sim time on a loaded machine)
+    would put the reference behind the plan by that much of its speed, a ripple from one
+    setpoint to the next. (A spline can graze a joint limit by float noise; the loop refuses
+    positions beyond, so positions are clipped to [lower, upper].)"""
     msg = JointCommand(mode=JointCommand.TRAJECTORY_MODE, names=list(ARM_JOINTS),
                        position=list(np.clip(p, lower, upper)), velocity=list(v), acceleration=list(a))
-    msg.header.stamp = rospy.Time.now()
+    msg.header.stamp = rospy.Time.from_sec(t)
     return msg
 
 
