@@ -100,12 +100,10 @@ def pace(rate, body, duration, wall_limit=None, clock='wall'):
     robot slower than real time, whose time a wall-clock pace would outrun (more than 2
     periods late, it carries on from now, as rospy.Rate does). The wall-clock limit only
     guards against a stopped robot."""
-    period = 1.0 / rate
-    limit = wall_limit or (3.0 * duration + 10.0)
-    if clock == 'robot':
-        limit = wall_limit or (10.0 * duration + 10.0)
-    elif clock != 'wall':
+    if clock not in ('wall', 'robot'):
         raise ValueError('pace: clock must be wall or robot, got %r' % (clock,))
+    period = 1.0 / rate
+    limit = wall_limit or ((10.0 if clock == 'robot' else 3.0) * duration + 10.0)
     wall_end = time.monotonic() + limit
     t0 = now()
     t_next = time.monotonic() if clock == 'wall' else t0

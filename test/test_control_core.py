@@ -136,8 +136,8 @@ def test_a_stream_of_position_targets_is_followed_smoothly(model, gaps, spread, 
     the last: an even stream, and one as a client paced by a coarse /clock sends it (ms
     between points: 9, 11, then two in one tick after 20). Chased point by point, right_j0's
     speed swung between 0.07 and 0.13 rad/s (even: std 0.16 of the stream's speed; now
-    none) and stopped (jittery: std 0.55; now 0.2). `spread`: the std allowed, `least`: the lowest
-    speed, as fractions of the stream's."""
+    none) and stopped (jittery: std 0.55; now 0.2). `spread`: the std allowed, `least`: the
+    lowest speed, as fractions of the stream's."""
     sim = Sim(model)
     start = NEUTRAL.copy()
     t0 = round(sim.t / DT)
