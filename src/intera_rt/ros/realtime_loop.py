@@ -49,6 +49,7 @@ from intera_rt.robot import ARM_JOINTS, HEAD_NAMED_POSES, NAMED_POSES, SUPPRESS_
 from intera_rt.ros import realtime_state_msgs as msgs
 from intera_rt.ros import robot_commands
 from intera_rt.ros.carried_tool import CarriedTool
+from intera_rt.ros.clock_timers import be_the_clock
 from intera_rt.ros.direct import Throttle, joint_command_key, periodic_publisher, raw_class
 from intera_rt.ros.node import init_node
 from intera_rt.ros.gazebo_world import GazeboWorld
@@ -249,6 +250,8 @@ class RealtimeLoop:
         self.pub_diag = pub('/diagnostics', DiagnosticArray, queue_size=10)
         self.pub_limits = pub('/robot/joint_limits', JointLimits, queue_size=1, latch=True)
         self.pub_clock = periodic('/clock', Clock) if self.sim_time and not self._sim_clock else None
+        # (this node's own ROS time is set as it publishes /clock, not heard back)
+        self._set_time = be_the_clock() if self.pub_clock is not None else None
         self.pub_limits.publish(msgs.joint_limits_msg(self.model))
         self._publish_homing()
 
@@ -381,8 +384,13 @@ class RealtimeLoop:
             return
         rospy.loginfo('realtime_loop: world %s: %s', self._world_file, ', '.join(loaded.names()))
 
+    def _publish_clock(self, t):
+        stamp = rospy.Time.from_sec(t)
+        self._set_time(stamp)
+        self.pub_clock.publish(Clock(clock=stamp))
+
     def _on_clock(self, msg):
-        self.pub_clock.publish(Clock(clock=rospy.Time.from_sec(msg.t)))
+        self._publish_clock(msg.t)
 
     def _on_state(self, msg):
         if self._published_any and self.gazebo is not None and self.gazebo.paused \
@@ -390,14 +398,14 @@ class RealtimeLoop:
             # Physics paused: the same state again, to show the robot is alive (/robot/state
             # only: the others would repeat their stamps on /tf and to their listeners).
             if msg.clock:                # (the clock stands, as Gazebo's does paused)
-                self.pub_clock.publish(Clock(clock=rospy.Time.from_sec(self.state.t)))
+                self._publish_clock(self.state.t)
             self.pub_state.publish(msgs.robot_state_msg(self.state))
             return
         state = StateView(msg.state)
         self._wall_offset, self.state = msg.wall_time - state.t, state
         self._published_any = True
         if msg.clock:                    # /clock first: the state's stamp is not in the future
-            self.pub_clock.publish(Clock(clock=rospy.Time.from_sec(self.state.t)))
+            self._publish_clock(self.state.t)
         self._publish_state()
         if self.gazebo is not None:
             self.gazebo.publish()
