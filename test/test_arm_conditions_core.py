@@ -1,5 +1,6 @@
 """ArmConditions without ROS traffic: the reasons the three action servers (motion controller,
-JTAS, calibration) give for a robot that cannot move, from the robot's state messages."""
+JTAS, calibration) give for a robot that cannot move, from the robot's state messages
+(/intera_rt/realtime_state, which carries the robot's state as /robot/state reports it)."""
 import json
 
 from intera_core_msgs.msg import IODataStatus, IODeviceStatus, RobotAssemblyState
@@ -10,9 +11,10 @@ from intera_rt.ros.arm_conditions import (COLLISION, CUFF, DISABLED, ERROR, ESTO
 
 
 def _state(enabled=True, stopped=False, error=False, estop=False):
-    return RobotAssemblyState(
+    """A realtime_state carrying the robot's state (as /robot/state reports it)."""
+    return RealtimeState(controller='hold', robot=RobotAssemblyState(
         enabled=enabled, stopped=stopped, error=error,
-        estop_button=RobotAssemblyState.ESTOP_BUTTON_PRESSED if estop else RobotAssemblyState.ESTOP_BUTTON_UNPRESSED)
+        estop_button=RobotAssemblyState.ESTOP_BUTTON_PRESSED if estop else RobotAssemblyState.ESTOP_BUTTON_UNPRESSED))
 
 
 def test_the_robots_own_state_says_why_in_one_order():
@@ -25,10 +27,10 @@ def test_the_robots_own_state_says_why_in_one_order():
              (_state(enabled=False, stopped=True, error=True), ERROR),
              (_state(enabled=False, stopped=True, error=True, estop=True), ESTOP)]
     for msg, kind in cases:
-        view.on_robot_state(msg)
+        view.on_realtime_state(msg)
         why = view.why_not()
         assert (why and why.kind) == kind, (msg, why)
-    view.on_robot_state(_state(enabled=False))
+    view.on_realtime_state(_state(enabled=False))
     assert 'disabled' in view.why_not().text and '/robot/set_super_enable' in view.why_not().text
 
 

@@ -42,6 +42,8 @@ def test_realtime_state_key_follows_what_the_message_reports():
     view.halt_left = 0.2
     assert msgs.realtime_state_key(view) == key
     for change in (lambda v: setattr(v, 'controller', 2.0), lambda v: setattr(v, 'cuff', 1.0),
+                   lambda v: setattr(v, 'enabled', 1.0), lambda v: setattr(v, 'stopped', 1.0),
+                   lambda v: setattr(v, 'estop_button', 1.0),
                    lambda v: setattr(v.suppress, 'contact_safety', 1.0),
                    lambda v: setattr(v, 'contact_at', 1.5),
                    lambda v: setattr(v.collision_detection, 'squish', 1.0),
@@ -50,6 +52,19 @@ def test_realtime_state_key_follows_what_the_message_reports():
         other = StateView(view.vector.copy())
         change(other)
         assert msgs.realtime_state_key(other) != key
+
+
+def test_realtime_state_carries_the_robot_state_as_robot_state_reports_it():
+    """The action servers read the robot's state (enabled, stopped, error, E-stop) from
+    /intera_rt/realtime_state: the same fields /robot/state sends."""
+    import rospy
+    from std_msgs.msg import Header
+    view = StateView()
+    view.homed, view.enabled, view.stopped, view.error = 1, 0, 1, 0
+    view.estop_button, view.estop_source = 1, 2
+    msg = msgs.realtime_state_msg(view, Header(), lambda t: rospy.Time())
+    assert genpy_bytes(msg.robot) == msgs.robot_state_msg(view).data
+    assert msg.robot.stopped and not msg.robot.enabled and msg.robot.estop_button == 1
 
 
 def test_safety_status_key_changes_by_what_is_worth_a_message():

@@ -2,11 +2,14 @@
 (motion controller, joint trajectory action server, calibration), so that each refuses or
 ends a goal for the same reasons, in the same words.
 
-Fed by /robot/state (E-stop, error, stopped, disabled), /intera_rt/realtime_state (zero-G,
-the collision stop that collision_detection_state also reports, the active controller) and,
-for a server that watches the cuff as the SDK's JTAS does, /io/robot/cuff/state. Each
-server keeps a view of its own (its callbacks run in its node's threads); a reason reads
-the latest messages only.
+Fed by /intera_rt/realtime_state (the robot's state as /robot/state reports it: E-stop,
+error, stopped, disabled; zero-G, the collision stop that collision_detection_state also
+reports, the active controller) and, for a server that watches the cuff as the SDK's JTAS
+does, /io/robot/cuff/state. Not /robot/state itself: that comes at 100 Hz, and each message
+woke the servers' process for what changes a few times a run (a third of its CPU in
+lockstep); realtime_state comes at once on a change and at 10 Hz otherwise. Each server
+keeps a view of its own (its callbacks run in its node's threads); a reason reads the latest
+messages only.
 """
 import json
 from dataclasses import dataclass
@@ -36,7 +39,7 @@ class CannotMove:
 
 
 _ROBOT = {
-    NO_STATE: CannotMove(NO_STATE, 'no /robot/state received yet'),
+    NO_STATE: CannotMove(NO_STATE, 'no robot state received yet (/intera_rt/realtime_state)'),
     ESTOP: CannotMove(ESTOP, 'the E-stop button is pressed'),
     ERROR: CannotMove(ERROR, 'the robot is in error'),
     STOPPED: CannotMove(STOPPED, 'the robot is stopped'),
@@ -53,7 +56,7 @@ class ArmConditions:
     """The latest robot and realtime state, fed by on_* (listen() subscribes them)."""
 
     def __init__(self):
-        self.robot = None            # the latest RobotAssemblyState
+        self.robot = None            # the robot's latest RobotAssemblyState
         self.zero_g = False
         self.collision = False       # the latest realtime_state's collision flag
         self.collisions = 0          # collision reports so far (compare counts: one since?)
@@ -65,17 +68,14 @@ class ArmConditions:
         """A view fed by the robot's topics; cuff: also watch the cuff's right_cuff signal
         (a grasp is then a hazard)."""
         view = cls()
-        rospy.Subscriber('/robot/state', RobotAssemblyState, view.on_robot_state, queue_size=1)
         rospy.Subscriber('/intera_rt/realtime_state', RealtimeState, view.on_realtime_state,
                          queue_size=1)
         if cuff:
             rospy.Subscriber('/io/robot/cuff/state', IODeviceStatus, view.on_cuff, queue_size=10)
         return view
 
-    def on_robot_state(self, msg):
-        self.robot = msg
-
     def on_realtime_state(self, msg):
+        self.robot = msg.robot
         self.zero_g = bool(msg.zero_g)
         self.controller = msg.controller
         self.collision = bool(msg.collision)

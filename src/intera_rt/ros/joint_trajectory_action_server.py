@@ -117,7 +117,8 @@ class JointTrajectoryActionServer:
             if time.monotonic() > next_log:
                 next_log += 10.0
                 rospy.logwarn('joint_trajectory_action_server: still waiting for %s',
-                              '/robot/state' if self.conditions.robot is None else '/robot/joint_states')
+                              '/intera_rt/realtime_state' if self.conditions.robot is None
+                              else '/robot/joint_states')
             time.sleep(0.02)
         if rospy.is_shutdown():
             raise rospy.ROSInterruptException('shut down before the robot state arrived')

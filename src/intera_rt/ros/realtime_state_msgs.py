@@ -55,9 +55,11 @@ def _at(names):
 
 # What each message built on change reads of the state vector: its key is their bytes (the
 # adapter compares them every state; a tuple of Python values cost several µs more).
-_ROBOT_STATE = _at(['homed', 'enabled', 'stopped', 'error', 'low_voltage', 'estop_button',
-                    'estop_source'])
-_REALTIME_KEY = _at(['controller', 'cuff'] + ['suppress.' + w for w in SUPPRESS_TOPICS.values()]
+_ROBOT_STATE_FIELDS = ['homed', 'enabled', 'stopped', 'error', 'low_voltage', 'estop_button',
+                       'estop_source']
+_ROBOT_STATE = _at(_ROBOT_STATE_FIELDS)
+_REALTIME_KEY = _at(_ROBOT_STATE_FIELDS + ['controller', 'cuff']
+                    + ['suppress.' + w for w in SUPPRESS_TOPICS.values()]
                     + ['collision', 'contacts', 'contact_at']
                     + (['%s.active' % CollisionAvoidance.name] if HAS_AVOIDANCE else [])
                     + (['%s.%s' % (CollisionDetection.name, f) for f in
@@ -110,15 +112,24 @@ def endpoint_msg(view, model, dynamics, tip, stamp):
         wrench=Wrench(force=Vector3(*wrench[:3]), torque=Vector3(*wrench[3:])))
 
 
+def _robot_state_values(view):
+    """RobotAssemblyState's fields in their order, from the state vector."""
+    homed, enabled, stopped, error, low, button, source = view.vector[_ROBOT_STATE].tolist()
+    return (bool(homed), not stopped and not error, bool(enabled), bool(stopped), bool(error),
+            bool(low), int(button), int(source))
+
+
+def robot_state(view):
+    """The robot's state as /robot/state reports it, a RobotAssemblyState."""
+    return RobotAssemblyState(*_robot_state_values(view))
+
+
 def robot_state_msg(view):
     """/robot/state in its wire form (100 Hz, and the same few values almost always)."""
     key = view.vector[_ROBOT_STATE].tobytes()
     msg = _ROBOT_STATES.get(key)
     if msg is None:
-        homed, enabled, stopped, error, low, button, source = view.vector[_ROBOT_STATE].tolist()
-        msg = SerializedMessage(RobotAssemblyState, struct.pack(
-            '<8B', bool(homed), not stopped and not error, bool(enabled), bool(stopped),
-            bool(error), bool(low), int(button), int(source)))
+        msg = SerializedMessage(RobotAssemblyState, struct.pack('<8B', *_robot_state_values(view)))
         if len(_ROBOT_STATES) < 256:
             _ROBOT_STATES[key] = msg
     return msg
@@ -175,7 +186,7 @@ def realtime_state_msg(view, header, loop_stamp):
     """/intera_rt/realtime_state; loop_stamp: a loop time → a ROS time (0 for none)."""
     controller = CONTROLLER_NAMES[int(view.controller)]
     msg = RealtimeState(
-        header=header, controller=controller, zero_g=controller == 'zero_g', cuff=bool(view.cuff),
+        header=header, robot=robot_state(view), controller=controller, zero_g=controller == 'zero_g', cuff=bool(view.cuff),
         suppressed=list(_suppressed(view)), collision=bool(view.collision),
         halt_remaining=view.halt_left, sim_contacts=int(view.contacts),
         sim_contact_began=loop_stamp(view.contact_at), last_detection=loop_stamp(0.0),
