@@ -384,13 +384,12 @@ class RealtimeLoop:
             return
         rospy.loginfo('realtime_loop: world %s: %s', self._world_file, ', '.join(loaded.names()))
 
-    def _publish_clock(self, t):
-        stamp = rospy.Time.from_sec(t)
+    def _publish_clock(self, stamp):
         self._set_time(stamp)
         self.pub_clock.publish(Clock(clock=stamp))
 
     def _on_clock(self, msg):
-        self._publish_clock(msg.t)
+        self._publish_clock(rospy.Time.from_sec(msg.t))
 
     def _on_state(self, msg):
         if self._published_any and self.gazebo is not None and self.gazebo.paused \
@@ -398,15 +397,16 @@ class RealtimeLoop:
             # Physics paused: the same state again, to show the robot is alive (/robot/state
             # only: the others would repeat their stamps on /tf and to their listeners).
             if msg.clock:                # (the clock stands, as Gazebo's does paused)
-                self._publish_clock(self.state.t)
+                self._publish_clock(self.stamp())
             self.pub_state.publish(msgs.robot_state_msg(self.state))
             return
         state = StateView(msg.state)
         self._wall_offset, self.state = msg.wall_time - state.t, state
         self._published_any = True
+        stamp = self.stamp()             # (one ROS time a state: /clock's is the stamp, sim time)
         if msg.clock:                    # /clock first: the state's stamp is not in the future
-            self._publish_clock(self.state.t)
-        self._publish_state()
+            self._publish_clock(stamp)
+        self._publish_state(stamp)
         if self.gazebo is not None:
             self.gazebo.publish()
         if self.sim_time:                # lockstep: the core may go on (process.RUN_AHEAD)
@@ -463,12 +463,12 @@ class RealtimeLoop:
         """A loop time (s) as a ROS time."""
         return rospy.Time.from_sec(t if self.sim_time else t + self._wall_offset)
 
-    def _publish_state(self):
+    def _publish_state(self, stamp):
         # A publisher nobody listens to is skipped: building its message is the cost.
         def wanted(pub):
             return pub.get_num_connections() > 0
         view = self.state
-        header = Header(stamp=self.stamp())
+        header = Header(stamp=stamp)
         if wanted(self.pub_joints):
             self._joint_state_seq += 1
             self.pub_joints.publish(msgs.joint_state_msg(view, header.stamp, self._joint_state_seq))

@@ -217,7 +217,8 @@ def safety_status_key(view, links):
     if not HAS_SAFETY_STATUS:
         return None
     v = view.vector
-    return np.round(v[_SAFETY_KEY] * _SAFETY_ROUND).tobytes(), v[_PAIR].tobytes(), links
+    # (np.rint: np.round's result, without its Python wrapper)
+    return np.rint(v[_SAFETY_KEY] * _SAFETY_ROUND).tobytes(), v[_PAIR].tobytes(), links
 
 
 def closest_pair(view, links):
