@@ -125,8 +125,8 @@ def _timers():
 def be_the_clock():
     """For the node that publishes /clock itself: stop hearing it back. rospy subscribes
     every node under /use_sim_time to /clock, so each /clock this node sent came back to it
-    through a socket, a wake-up of its receive thread (~60 µs of CPU on the 2-core VM, a
-    sixth of the realtime_loop node's CPU in lockstep), to set the time it had just sent.
+    through a socket, a wake-up of its receive thread (~15 % of the realtime_loop node's
+    CPU in lockstep on the 2-core VM), to set the time it had just sent.
     Drops rospy's own /clock subscription and returns set_time(stamp), which sets this
     process's ROS time to a rospy.Time as a /clock message does (waking its sleepers);
     call it before publishing that /clock. Uses rospy's internals (Noetic's rospy is

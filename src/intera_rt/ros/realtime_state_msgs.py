@@ -137,7 +137,8 @@ def robot_state_msg(view):
 
 def sea_msg(view, header, dynamics, armature):
     """SEAJointState as seed 000 defines its fields: gravity_only is the model's gravity
-    torque (`dynamics`: an ArmDynamics carrying the robot's tool, as the core does) (even while suppressed), gravity_model_effort what was applied of the model
+    torque (`dynamics`: an ArmDynamics carrying the robot's tool, as the core does) (even
+    while suppressed), gravity_model_effort what was applied of the model
     terms, interaction_torque the interaction controller's torques and what the plugins
     added (collision avoidance, ...)."""
     q, qd, eff = view.q[:7], view.qd[:7], view.effort[:7]
@@ -186,7 +187,8 @@ def realtime_state_msg(view, header, loop_stamp):
     """/intera_rt/realtime_state; loop_stamp: a loop time → a ROS time (0 for none)."""
     controller = CONTROLLER_NAMES[int(view.controller)]
     msg = RealtimeState(
-        header=header, robot=robot_state(view), controller=controller, zero_g=controller == 'zero_g', cuff=bool(view.cuff),
+        header=header, robot=robot_state(view), controller=controller,
+        zero_g=controller == 'zero_g', cuff=bool(view.cuff),
         suppressed=list(_suppressed(view)), collision=bool(view.collision),
         halt_remaining=view.halt_left, sim_contacts=int(view.contacts),
         sim_contact_began=loop_stamp(view.contact_at), last_detection=loop_stamp(0.0),
