@@ -406,14 +406,20 @@ class RealtimeLoop:
         stamp = self.stamp()             # (one ROS time a state: /clock's is the stamp, sim time)
         if msg.clock:                    # /clock first: the state's stamp is not in the future
             self._publish_clock(stamp)
-        self._publish_state(stamp)
-        if self.gazebo is not None:
-            self.gazebo.publish()
-        if self.sim_time:                # lockstep: the core may go on (process.RUN_AHEAD)
+        header = Header(stamp=stamp)
+        self._publish_joint_states(header)
+        if self.sim_time:
+            # Lockstep: the core may go on (process.RUN_AHEAD) once the nodes have the
+            # state's time and its joints, what a client keeps time and closes a loop with;
+            # the state's other topics go out as it ticks on (waiting for them too held it
+            # back a fifth of its time: issue 24).
             tick = int(self.state.tick)
             if self.proc.lockstep.published(tick):      # it waits for this: wake it
                 with self._send_lock:
                     self.conn.send(pipe.Published(tick=tick))
+        self._publish_state(header)
+        if self.gazebo is not None:
+            self.gazebo.publish()
 
     def _on_world(self, msg):
         if self.gazebo is not None:
@@ -463,15 +469,18 @@ class RealtimeLoop:
         """A loop time (s) as a ROS time."""
         return rospy.Time.from_sec(t if self.sim_time else t + self._wall_offset)
 
-    def _publish_state(self, stamp):
+    def _publish_joint_states(self, header):
+        # (a publisher nobody listens to is skipped: building its message is the cost)
+        if self.pub_joints.get_num_connections() > 0:
+            self._joint_state_seq += 1
+            self.pub_joints.publish(msgs.joint_state_msg(self.state, header.stamp, self._joint_state_seq))
+
+    def _publish_state(self, header):
+        """The state's topics but /robot/joint_states (_publish_joint_states)."""
         # A publisher nobody listens to is skipped: building its message is the cost.
         def wanted(pub):
             return pub.get_num_connections() > 0
         view = self.state
-        header = Header(stamp=stamp)
-        if wanted(self.pub_joints):
-            self._joint_state_seq += 1
-            self.pub_joints.publish(msgs.joint_state_msg(view, header.stamp, self._joint_state_seq))
         if wanted(self.pub_sea):
             self.pub_sea.publish(msgs.sea_msg(view, header, self.tool.dynamics, self._armature))
         all_tips = wanted(self.pub_tips)
