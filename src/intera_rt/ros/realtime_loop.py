@@ -411,8 +411,8 @@ class RealtimeLoop:
         if self.sim_time:
             # Lockstep: the core may go on (process.RUN_AHEAD) once the nodes have the
             # state's time and its joints, what a client keeps time and closes a loop with;
-            # the state's other topics go out as it ticks on (waiting for them too held it
-            # back a fifth of its time: issue 24).
+            # the state's other topics go out as it ticks on (waiting for them too cost
+            # lockstep 12-16 % of its speed: issue 24).
             tick = int(self.state.tick)
             if self.proc.lockstep.published(tick):      # it waits for this: wake it
                 with self._send_lock:
