@@ -1,7 +1,6 @@
 """The arm calibration routine (/calibration_command), through ROS as the SDK's
 calibrate_arm.py uses it (enable, move_to_neutral at speed 0.1 within 25 s, no gripper,
 "start" and a wait for the result with no timeout, "stop" on Ctrl-C), and its pure plan."""
-import math
 import threading
 import time
 

@@ -63,6 +63,12 @@ BOOT_TIMEOUT = 60.0                   # s the core may take to build its model
 LOGS = {'warn': rospy.logwarn, 'error': rospy.logerr, 'info': rospy.loginfo}
 
 
+def _wanted(pub):
+    """Has the state topic `pub` a subscriber? One nobody listens to is skipped: building
+    its message is the cost."""
+    return pub.get_num_connections() > 0
+
+
 def parse_pose(text, named=NAMED_POSES):
     """'neutral' / 'shipping' / 7 comma- or space-separated angles → 7 floats."""
     text = str(text).strip()
@@ -470,21 +476,17 @@ class RealtimeLoop:
         return rospy.Time.from_sec(t if self.sim_time else t + self._wall_offset)
 
     def _publish_joint_states(self, header):
-        # (a publisher nobody listens to is skipped: building its message is the cost)
-        if self.pub_joints.get_num_connections() > 0:
+        if _wanted(self.pub_joints):
             self._joint_state_seq += 1
             self.pub_joints.publish(msgs.joint_state_msg(self.state, header.stamp, self._joint_state_seq))
 
     def _publish_state(self, header):
         """The state's topics but /robot/joint_states (_publish_joint_states)."""
-        # A publisher nobody listens to is skipped: building its message is the cost.
-        def wanted(pub):
-            return pub.get_num_connections() > 0
         view = self.state
-        if wanted(self.pub_sea):
+        if _wanted(self.pub_sea):
             self.pub_sea.publish(msgs.sea_msg(view, header, self.tool.dynamics, self._armature))
-        all_tips = wanted(self.pub_tips)
-        if all_tips or wanted(self.pub_endpoint):
+        all_tips = _wanted(self.pub_tips)
+        if all_tips or _wanted(self.pub_endpoint):
             model, names = self.tips.view
             names = names if all_tips else names[:1]
             tips = [msgs.endpoint_msg(view, model, self.tool.dynamics, tip, header.stamp) for tip in names]
@@ -493,21 +495,21 @@ class RealtimeLoop:
                 self.pub_tips.publish(EndpointStates(header=Header(stamp=header.stamp, frame_id='base'),
                                                      names=list(names), states=tips))
         self.pub_state.publish(msgs.robot_state_msg(view))
-        if wanted(self.pub_head):
+        if _wanted(self.pub_head):
             self.pub_head.publish(msgs.head_state_msg(view))
-        if wanted(self.pub_collision):
+        if _wanted(self.pub_collision):
             self.pub_collision.publish(CollisionDetectionState(
                 header=header, collision_state=bool(view.collision)))
-        if wanted(self.pub_avoidance):
+        if _wanted(self.pub_avoidance):
             self.pub_avoidance.publish(CollisionAvoidanceState(
                 header=header, other_arm=False,
                 collision_object=msgs.avoidance_objects(view, self.tool.avoidance_links)))
-        if wanted(self.pub_realtime):
+        if _wanted(self.pub_realtime):
             self._publish_realtime_state(header)
         if self.pub_safety is not None:
             self._publish_safety_status(header)
         self._publish_homing()
-        if self.pub_interaction is not None and wanted(self.pub_interaction):
+        if self.pub_interaction is not None and _wanted(self.pub_interaction):
             self.pub_interaction.publish(msgs.interaction_state_msg(view, header))
 
     def _loop_stamp(self, t):
