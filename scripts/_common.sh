@@ -74,7 +74,7 @@ ir_msgs_sha() {
 ir_native_sha() {
     (
         cd "$IR_REPO"
-        cat src/intera_rt/native/_kernels.c src/intera_rt/native/_dynamics.cpp \
+        cat src/intera_rt/native/_kernels.c src/intera_rt/native/_dynamics.cpp src/intera_rt/native/_mujoco.c \
             src/intera_rt/native/arith.h src/intera_rt/native/args.h tools/build_native.py \
             "$IR_VENV_STAMP" 2>/dev/null
     ) | sha256sum | cut -d' ' -f1

@@ -486,3 +486,85 @@ def test_the_tick_s_small_kernels_match_numpy_bit_for_bit():
     assert kernels.any_above(x[:3], bound) is None
     assert kernels.safe_torque([1.0] * 8, lo, hi) is None
     assert kernels.board_torques(tau, lo[:7], hi[:7], 1) is None
+
+
+def test_mujoco_boards_step_the_same_on_both_paths(monkeypatch):
+    """The MuJoCo backend with its gripper, driven hard (random torques up to the effort
+    limits, onto a hard stop), pushed by a wrench, pressed on an obstacle, braked, gripping,
+    and finally made unstable: the same states, bit for bit, with its compiled step
+    (native.mujoco_step) and on its Python path (the friction rows' shortcut, and the
+    general sum)."""
+    from intera_rt.boards import mujoco_boards
+    from intera_rt.boards.base import GripperCommand
+    from intera_rt.model import RobotModel
+    model = RobotModel.from_file()
+    q0 = np.array([0.0, -0.5, 0.0, 1.2, 0.0, 0.5, 0.0, 0.0])
+    bound = native.mujoco_step
+    runs = []
+    for path in ('compiled', 'shortcut', 'general'):
+        steps = []
+
+        def counted(*args):
+            step, why = bound(*args) if path == 'compiled' else (None, 'test: Python path')
+            if step is None:
+                return step, why
+
+            class Counting:
+                def step(self, tau):
+                    steps.append(1)
+                    return step.step(tau)
+            return Counting(), why
+        monkeypatch.setattr(native, 'mujoco_step', counted)
+        boards = mujoco_boards.MujocoBoards(model, gripper=True)
+        if path == 'compiled' and boards.native_note:
+            pytest.skip(boards.native_note)
+        boards.reset_pose(q0)
+        boards.set_brakes(False)
+        tip = model.arm_dynamics.tip('right_hand', q0[:7])[0]
+        boards.add_obstacle('block', 'box', (tip[0], tip[1], tip[2] - 0.25), (0, 0, 0, 1),
+                            (0.2, 0.2, 0.2))
+        if path == 'general':
+            boards._friction_rows = -1
+        rng = np.random.default_rng(5)
+        states, touched = [], 0
+        for i in range(1500):
+            if i % 50 == 0:
+                torque = rng.uniform(-1, 1, 8) * boards.effort_limit * (0.3 if i < 700 else 1.0)
+            if i == 300:
+                boards.apply_wrench('right_hand', (0.0, 0.0, -60.0, 0.0, 1.0, 0.0), 0.3)
+            if i == 500:
+                boards.set_gripper(GripperCommand(separation=0.0, speed=0.05, force=20.0))
+            if i == 1100:                        # right_j0 driven onto its upper stop
+                boards.reset_pose(np.concatenate(([boards.upper[0] - 0.005], boards.q[1:])))
+            if i >= 1100:
+                torque[0] = boards.effort_limit[0]
+            if i == 1300:
+                boards.set_brakes(True)
+            if i == 1400:
+                boards.set_brakes(False)
+            if i == 1490:                        # MuJoCo finds the step unstable
+                boards.apply_wrench('right_hand', (1e14, 0.0, 0.0, 0.0, 0.0, 0.0), 0.1)
+            boards.write(torque)
+            boards.advance(0.001)
+            states.append(np.concatenate((boards.q, boards.qd, boards.tau_transmitted,
+                                          [boards.brakes], boards.d.qpos)))
+            touched += bool(boards.contacts())
+        runs.append(np.array(states))
+        assert touched > 10 and 'unstable' in boards.fault
+        assert (len(steps) > 1000) == (path == 'compiled')
+    np.testing.assert_array_equal(runs[0], runs[1])
+    np.testing.assert_array_equal(runs[0], runs[2])
+
+
+def test_the_core_says_once_when_the_compiled_mujoco_step_is_missing(monkeypatch):
+    from intera_rt.model import RobotModel
+    from intera_rt.realtime.core import RealtimeCore
+    monkeypatch.setattr(native, 'why_not', '')
+    monkeypatch.setattr(native, 'mujoco_step', lambda *args: (None, 'compiled MuJoCo step '
+                                                              'unavailable (test)'))
+    core = RealtimeCore(RobotModel.from_file(), 'mujoco')
+    for _ in range(5):
+        core.tick()
+    assert core.boards._native is None
+    said = [entry for entry in core.take_logs() if entry[1] == 'native']
+    assert said == [('warn', 'native', 'compiled MuJoCo step unavailable (test)')]

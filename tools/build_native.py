@@ -1,10 +1,13 @@
 """Build the realtime tick's compiled modules in place, for the Python running this script
-and its numpy: intera_rt.native._kernels (_kernels.c, with the system C compiler) and
+and its numpy: intera_rt.native._kernels (_kernels.c, with the system C compiler),
 intera_rt.native._dynamics (_dynamics.cpp, with the system C++ compiler against the venv's
 Pinocchio: its headers, libraries and compile definitions, from the cmeel prefix pip
-installed; Eigen from Debian). Run by scripts/setup; exits non-zero (saying which failed and
+installed; Eigen from Debian) and intera_rt.native._mujoco (_mujoco.c, against the headers
+and library of the venv's `mujoco` package). Run by scripts/setup; exits non-zero (saying which failed and
 why) when a compiler, headers or libraries are missing: the tick then runs the Python path of
 what did not build."""
+import glob
+import importlib.util
 import os
 import re
 import subprocess
@@ -66,8 +69,35 @@ def _build(name, cmd):
     return True
 
 
+def _mujoco_dir():
+    """The venv's `mujoco` package: its include/ and libmujoco.so.* (not imported here)."""
+    spec = importlib.util.find_spec('mujoco')
+    if spec is None or not spec.submodule_search_locations:
+        raise ImportError('no mujoco package')
+    return list(spec.submodule_search_locations)[0]
+
+
+def _build_mujoco():
+    try:
+        where = _mujoco_dir()
+        libs = sorted(glob.glob(os.path.join(where, 'libmujoco.so.*')))
+        if not libs or not os.path.isdir(os.path.join(where, 'include', 'mujoco')):
+            raise ImportError('no headers or library in %s' % where)
+    except ImportError as exc:
+        print('build_native: _mujoco: MuJoCo\'s headers and library not found (%s)' % exc,
+              file=sys.stderr)
+        if os.path.exists(_output('_mujoco')):
+            os.remove(_output('_mujoco'))       # (not one from older sources)
+        return False
+    # (linked by file name, the library the bindings load: one MuJoCo in the process)
+    return _build('_mujoco', [os.environ.get('CC', 'cc')] + _common()
+                  + ['-I', os.path.join(where, 'include'), os.path.join(SRC, '_mujoco.c'),
+                     '-L' + where, '-l:' + os.path.basename(libs[-1]), '-Wl,-rpath,' + where])
+
+
 def main():
     ok = _build('_kernels', [os.environ.get('CC', 'cc')] + _common() + [os.path.join(SRC, '_kernels.c')])
+    ok = _build_mujoco() and ok
     try:
         prefix = _cmeel_prefix()
         defs = _definitions(prefix)

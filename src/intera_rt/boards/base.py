@@ -196,6 +196,9 @@ class JointBoards:
     # simulation's (0: stepped with the command of the state it starts from). The controllers
     # keep their damping stable for it (control.arm.Arm's latency).
     plant_latency = 0
+    # Why a compiled path of this backend's runs its Python twin instead ('' when it has
+    # none, or it runs compiled): the core says it once at boot, as for intera_rt.native.
+    native_note = ''
 
     @classmethod
     def configure_timeout(cls, options):

@@ -29,6 +29,7 @@ import mujoco
 import numpy as np
 from urdf_parser_py.urdf import URDF
 
+from intera_rt import native
 from intera_rt.boards import mujoco_world
 from intera_rt.boards.base import (CAPABILITIES, BackendOption, BodyState, BoardsError, Contact,
                                    GripperCommand, GripperState, SimulatedPlant, check_obstacle)
@@ -190,11 +191,16 @@ class MujocoBoards(SimulatedPlant):
             else:
                 self._hold()
         else:
-            self._ctrl[:] = self.tau_cmd
             q_before = self.q
-            bad = self._bad_qacc.number
-            mujoco.mj_step(self.m, d, self.substeps)
-            if self._bad_qacc.number != bad:
+            if self._native is not None:
+                stepped = self._native.step(self.tau_cmd)
+            else:
+                self._ctrl[:] = self.tau_cmd
+                bad = self._bad_qacc.number
+                mujoco.mj_step(self.m, d, self.substeps)
+                stepped = None if self._bad_qacc.number != bad else \
+                    (self._qpos.take(self._qadr), self._qvel.take(self._dof), self._transmitted())
+            if stepped is None:
                 # MuJoCo has reset its state: put the arm back where it was, braked.
                 self.report_fault('MuJoCo: simulation unstable (bad accelerations) at t = %.3f s'
                                   % self.time)
@@ -202,9 +208,7 @@ class MujocoBoards(SimulatedPlant):
                 self.brakes = True
                 self._hold()
             else:
-                self.q = self._qpos.take(self._qadr)
-                self.qd = self._qvel.take(self._dof)
-                self.tau_transmitted = self._transmitted()
+                self.q, self.qd, self.tau_transmitted = stepped
         self._steps += 1
         self.time += dt
         if self._wrenches:
@@ -230,7 +234,8 @@ class MujocoBoards(SimulatedPlant):
             tau += d.efc_force[ne:ne + nf]
         elif nf:
             full = d.qfrc_actuator + d.qfrc_passive
-            rows = slice(d.ne, d.ne + nf)
+            rows = np.arange(d.ne, d.ne + nf)
+            rows = rows[d.efc_type[rows] == mujoco.mjtConstraint.mjCNSTR_FRICTION_DOF]
             full[d.efc_id[rows]] += d.efc_force[rows]
             tau = full[dof]
         return tau
@@ -546,6 +551,9 @@ class MujocoBoards(SimulatedPlant):
         self._n = len(self.joint_names)
         self._scratch = np.zeros(m.nv)
         self._bad_qacc = d.warning[mujoco.mjtWarning.mjWARN_BADQACC]    # (a live view)
+        # The compiled step (intera_rt.native), bound to this MjModel and MjData
+        self._native, self.native_note = native.mujoco_step(m, d, self._qadr, self._dof,
+                                                            self.substeps)
         # Views the step reads and writes (MjData's arrays stay where they are for its life;
         # each attribute access builds a new view)
         self._ctrl, self._qpos, self._qvel = d.ctrl[:self._n], d.qpos, d.qvel

@@ -6,10 +6,13 @@
 - `dynamics` (_dynamics.cpp, against the venv's Pinocchio): its `Rigid(model, data)` runs
   Pinocchio's algorithms the tick calls (the embedded plant's step, inverse dynamics,
   gravity, the momentum observer's step) from C++, without a Python call into each and
-  the numpy around it.
+  the numpy around it;
+- `_mujoco` (_mujoco.c, against the venv's MuJoCo): the MuJoCo backend's step and the reads
+  after it in one call (`mujoco_step`). Imported only by that backend: the others do not
+  load MuJoCo.
 
 Each has a Python twin with identical results. Either is None when its module is missing or
-stale (not built, another numpy or Pinocchio) or switched off (INTERA_RT_NATIVE=0 in the
+stale (not built, another numpy, Pinocchio or MuJoCo) or switched off (INTERA_RT_NATIVE=0 in the
 environment, for A/B measurements), and `why_not` then says why: the robot logs it once
 and runs the Python path of what is missing.
 """
@@ -46,3 +49,24 @@ def rigid(model, data):
         return dynamics.Rigid(model, data)
     except (TypeError, ValueError):
         return None
+
+
+def mujoco_step(model, data, qadr, dof, nstep):
+    """_mujoco.Step bound to an MjModel and its MjData (the boards' joints' qpos and dof
+    addresses, MuJoCo steps a call), or (None, why) when the compiled step is missing, stale
+    or switched off: the MuJoCo backend then runs its Python path.
+
+    Returns:
+        (step, why): step a _mujoco.Step or None; why '' or the reason it is None.
+    """
+    if os.environ.get(SWITCH, '1').strip() == '0':
+        return None, ('compiled MuJoCo step switched off (%s=0): the MuJoCo backend runs its '
+                      'Python path' % SWITCH)
+    try:
+        from intera_rt.native import _mujoco
+    except ImportError as exc:
+        return None, ('compiled MuJoCo step unavailable (%s): the MuJoCo backend runs its '
+                      'Python path' % exc)
+    import numpy as np
+    return _mujoco.Step(model, data, np.asarray(qadr, np.int64), np.asarray(dof, np.int64),
+                        int(nstep)), ''

@@ -128,8 +128,9 @@ class RealtimeCore(CommandInputs):
         for stage in self._stages:
             for kind in stage.COMMANDS:
                 self._apply[kind] = lambda c, stage=stage: stage.take(c, self.now, self.suppressions)
-        if native.why_not:
-            self.log('warn', 'native', native.why_not)
+        for why in (native.why_not, self.boards.native_note):
+            if why:
+                self.log('warn', 'native', why)
         reading = self.boards.read()
         # Loop time starts at boot; boards that own the clock may count from anywhere.
         # A simulator's clock (sim_clock) is ROS time: loop time is that time.
