@@ -488,7 +488,7 @@ def test_the_tick_s_small_kernels_match_numpy_bit_for_bit():
     assert kernels.board_torques(tau, lo[:7], hi[:7], 1) is None
 
 
-def test_mujoco_boards_step_the_same_on_both_paths(monkeypatch):
+def test_mujoco_boards_step_the_same_on_both_paths(monkeypatch, tmp_path):
     """The MuJoCo backend with its gripper, driven hard (random torques up to the effort
     limits, onto a hard stop), pushed by a wrench, pressed on an obstacle, braked, gripping,
     and finally made unstable: the same states, bit for bit, with its compiled step
@@ -498,6 +498,7 @@ def test_mujoco_boards_step_the_same_on_both_paths(monkeypatch):
     from intera_rt.boards.base import GripperCommand
     from intera_rt.model import RobotModel
     model = RobotModel.from_file()
+    monkeypatch.chdir(tmp_path)                 # (where MuJoCo logs the unstable step)
     q0 = np.array([0.0, -0.5, 0.0, 1.2, 0.0, 0.5, 0.0, 0.0])
     bound = native.mujoco_step
     runs = []
