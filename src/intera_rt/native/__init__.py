@@ -11,10 +11,11 @@
   after it in one call (`mujoco_step`). Imported only by that backend: the others do not
   load MuJoCo.
 
-Each has a Python twin with identical results. Either is None when its module is missing or
+Each has a Python twin with identical results. Each is off when its module is missing or
 stale (not built, another numpy, Pinocchio or MuJoCo) or switched off (INTERA_RT_NATIVE=0 in the
-environment, for A/B measurements), and `why_not` then says why: the robot logs it once
-and runs the Python path of what is missing.
+environment, for A/B measurements): `kernels` or `dynamics` is then None and `why_not` says
+why, `mujoco_step` answers why; the robot logs it once and runs the Python path of what is
+missing.
 """
 import os
 
