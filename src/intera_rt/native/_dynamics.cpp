@@ -246,14 +246,5 @@ PyMODINIT_FUNC PyInit__dynamics(void)
     RigidType.tp_init = (initproc)rigid_init;
     RigidType.tp_dealloc = (destructor)rigid_dealloc;
     RigidType.tp_methods = rigid_methods;
-    if (PyType_Ready(&RigidType) < 0) return NULL;
-    PyObject *m = PyModule_Create(&module);
-    if (!m) return NULL;
-    Py_INCREF(&RigidType);
-    if (PyModule_AddObject(m, "Rigid", (PyObject *)&RigidType) < 0) {
-        Py_DECREF(&RigidType);
-        Py_DECREF(m);
-        return NULL;
-    }
-    return m;
+    return module_with_type(&module, &RigidType, "Rigid");
 }

@@ -47,15 +47,9 @@ static PyObject *trapezoid_step(PyObject *self, PyObject *const *args, Py_ssize_
                  *amax = vmax ? vec(args[4], &n) : NULL;
     if (!amax || !PyFloat_Check(args[5]) || !PyFloat_Check(args[6])) Py_RETURN_NONE;
     double dt = PyFloat_AS_DOUBLE(args[5]), snap = PyFloat_AS_DOUBLE(args[6]);
-    PyObject *po = PyArray_SimpleNew(1, &n, NPY_DOUBLE);
-    PyObject *vo = PyArray_SimpleNew(1, &n, NPY_DOUBLE);
-    PyObject *ao = PyArray_SimpleNew(1, &n, NPY_DOUBLE);
-    if (!po || !vo || !ao) {
-        Py_XDECREF(po); Py_XDECREF(vo); Py_XDECREF(ao);
-        return NULL;
-    }
-    double *pn = PyArray_DATA((PyArrayObject *)po), *vn = PyArray_DATA((PyArrayObject *)vo),
-           *an = PyArray_DATA((PyArrayObject *)ao);
+    double *pn = NULL, *vn = NULL, *an = NULL;
+    PyObject *out = triple(new_vec(n, &pn), new_vec(n, &vn), new_vec(n, &an));
+    if (!out) return NULL;
     for (npy_intp i = 0; i < n; i++) {
         double d = target[i] - p[i];
         double v_des = sign(d) * minimum(vmax[i], sqrt(2.0 * amax[i] * fabs(d)));
@@ -73,14 +67,6 @@ static PyObject *trapezoid_step(PyObject *self, PyObject *const *args, Py_ssize_
         vn[i] = v_new;
         an[i] = (v_new - v[i]) / dt;
     }
-    PyObject *out = PyTuple_New(3);
-    if (!out) {
-        Py_DECREF(po); Py_DECREF(vo); Py_DECREF(ao);
-        return NULL;
-    }
-    PyTuple_SET_ITEM(out, 0, po);
-    PyTuple_SET_ITEM(out, 1, vo);
-    PyTuple_SET_ITEM(out, 2, ao);
     return out;
 }
 
@@ -137,15 +123,9 @@ static PyObject *velocity_step(PyObject *self, PyObject *const *args, Py_ssize_t
     if (!cmd || !p || !v || !acc || !lo || !hi || !floats(args + 1, 1, &scale)
             || !floats(args + 5, 1, &dt))
         Py_RETURN_NONE;
-    double *pn, *vn, *an;
-    PyObject *po = new_vec(n, &pn);
-    PyObject *vo = po ? new_vec(n, &vn) : NULL;
-    PyObject *ao = vo ? new_vec(n, &an) : NULL;
-    PyObject *out = ao ? PyTuple_New(3) : NULL;
-    if (!out) {
-        Py_XDECREF(po); Py_XDECREF(vo); Py_XDECREF(ao);
-        return NULL;
-    }
+    double *pn = NULL, *vn = NULL, *an = NULL;
+    PyObject *out = triple(new_vec(n, &pn), new_vec(n, &vn), new_vec(n, &an));
+    if (!out) return NULL;
     for (npy_intp i = 0; i < n; i++) {
         double c = scale == 1.0 ? cmd[i] : cmd[i] * scale;
         double dv = clip(c - v[i], -acc[i] * dt, acc[i] * dt);
@@ -156,9 +136,6 @@ static PyObject *velocity_step(PyObject *self, PyObject *const *args, Py_ssize_t
         vn[i] = v1;
         an[i] = dv / dt;
     }
-    PyTuple_SET_ITEM(out, 0, po);
-    PyTuple_SET_ITEM(out, 1, vo);
-    PyTuple_SET_ITEM(out, 2, ao);
     return out;
 }
 

@@ -136,13 +136,9 @@ static PyObject *step_step(Step *self, PyObject *const *args, Py_ssize_t nargs)
     for (int k = 0; k < self->nstep; k++) mj_step(m, d);
     mju_user_error = previous;
     if (d->warning[mjWARN_BADQACC].number != bad) Py_RETURN_NONE;
-    double *q, *qd, *out;
-    PyObject *qo = new_vec(n, &q), *qdo = new_vec(n, &qd), *outo = new_vec(n, &out);
-    PyObject *result = PyTuple_New(3);
-    if (!qo || !qdo || !outo || !result) {
-        Py_XDECREF(qo); Py_XDECREF(qdo); Py_XDECREF(outo); Py_XDECREF(result);
-        return NULL;
-    }
+    double *q = NULL, *qd = NULL, *out = NULL;
+    PyObject *result = triple(new_vec(n, &q), new_vec(n, &qd), new_vec(n, &out));
+    if (!result) return NULL;
     for (npy_intp k = 0; k < n; k++) {
         int v = self->dof[k];
         q[k] = d->qpos[self->qadr[k]];
@@ -154,9 +150,6 @@ static PyObject *step_step(Step *self, PyObject *const *args, Py_ssize_t nargs)
         int k = self->joint_of[d->efc_id[r]];
         if (k >= 0) out[k] += d->efc_force[r];
     }
-    PyTuple_SET_ITEM(result, 0, qo);
-    PyTuple_SET_ITEM(result, 1, qdo);
-    PyTuple_SET_ITEM(result, 2, outo);
     return result;
 }
 
@@ -188,14 +181,5 @@ PyMODINIT_FUNC PyInit__mujoco(void)
         return NULL;
     }
     import_array();
-    if (PyType_Ready(&StepType) < 0) return NULL;
-    PyObject *mod = PyModule_Create(&module);
-    if (!mod) return NULL;
-    Py_INCREF(&StepType);
-    if (PyModule_AddObject(mod, "Step", (PyObject *)&StepType) < 0) {
-        Py_DECREF(&StepType);
-        Py_DECREF(mod);
-        return NULL;
-    }
-    return mod;
+    return module_with_type(&module, &StepType, "Step");
 }

@@ -88,6 +88,35 @@ static inline PyObject *pair(PyObject *a, PyObject *b)
     return out;
 }
 
+/* (a, b, c), taking the three references; NULL (all released) when one is NULL. */
+static inline PyObject *triple(PyObject *a, PyObject *b, PyObject *c)
+{
+    PyObject *out = a && b && c ? PyTuple_New(3) : NULL;
+    if (!out) {
+        Py_XDECREF(a); Py_XDECREF(b); Py_XDECREF(c);
+        return NULL;
+    }
+    PyTuple_SET_ITEM(out, 0, a);
+    PyTuple_SET_ITEM(out, 1, b);
+    PyTuple_SET_ITEM(out, 2, c);
+    return out;
+}
+
+/* A module `def` holding the type `type` as `name` (readied here), or NULL. */
+static inline PyObject *module_with_type(PyModuleDef *def, PyTypeObject *type, const char *name)
+{
+    if (PyType_Ready(type) < 0) return NULL;
+    PyObject *mod = PyModule_Create(def);
+    if (!mod) return NULL;
+    Py_INCREF(type);
+    if (PyModule_AddObject(mod, name, (PyObject *)type) < 0) {
+        Py_DECREF(type);
+        Py_DECREF(mod);
+        return NULL;
+    }
+    return mod;
+}
+
 /* A function pointer a Cython module exports (its __pyx_capi__), or NULL. */
 static inline void *capi_pointer(const char *module, const char *name)
 {
