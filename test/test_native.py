@@ -376,6 +376,64 @@ def test_velocity_step_matches_python_bit_for_bit():
 
 
 @needs_kernels
+def test_line_target_matches_python_bit_for_bit():
+    """kernels.line_target against PositionController's Python twin: lines running, arrived
+    and none, each joint its own; the same target, ends of lines and whether any is left."""
+    from intera_rt.control.position import PositionController
+    rng = np.random.default_rng(17)
+    twin = PositionController.__new__(PositionController)
+    for case in range(3000):
+        goal, start = rng.uniform(-3, 3, 7), rng.uniform(-3, 3, 7)
+        t0 = rng.uniform(0.0, 1.0, 7)
+        span = np.where(rng.random(7) < 0.3, 0.0, rng.uniform(0.001, 0.2, 7))
+        now = float(rng.uniform(0.0, 1.3)) if case % 5 else float(t0[0] + span[0])  # (arrives exactly)
+        twin._goal, twin._from, twin._t0, twin._span = goal, start, t0, span.copy()
+        twin._ramping = True
+        twin._move_target_python(now)
+        ours_span = span.copy()
+        target, ramping = kernels.line_target(goal, start, t0, ours_span, now)
+        np.testing.assert_array_equal(target, twin.target)
+        np.testing.assert_array_equal(ours_span, twin._span)
+        assert ramping is twin._ramping
+    assert kernels.line_target(goal[:3], start, t0, span, now) is None
+    frozen = span.copy()
+    frozen.flags.writeable = False
+    assert kernels.line_target(goal, start, t0, frozen, now) is None
+
+
+@needs_kernels
+def test_position_streams_run_the_same_on_both_paths(monkeypatch):
+    """A core following a 100 Hz stream of position targets (the lines between its points,
+    a jump after a pause, one joint at a time): the same joint angles, bit for bit, on the
+    compiled and the Python path of the moving target."""
+    import math
+    from intera_rt.control import commands as cmds
+    from intera_rt.control import position
+    from intera_rt.model import RobotModel
+    from intera_rt.realtime.core import RealtimeCore
+    from intera_rt.robot import ARM_JOINTS, NEUTRAL
+    model = RobotModel.from_file()
+    runs = []
+    for path in (kernels, None):
+        monkeypatch.setattr(position, 'kernels', path)
+        core = RealtimeCore(model, q_arm=list(NEUTRAL))
+        core.tick()
+        core.apply(cmds.SetSpeedRatio(ratio=1.0))
+        angles = []
+        for i in range(2000):
+            if i % 10 == 0 and not 800 <= i < 1100:          # (a pause: the next point jumps)
+                target = np.array(NEUTRAL) + 0.4 * math.sin(0.003 * i)
+                names = ARM_JOINTS if i < 1500 else ARM_JOINTS[2:3]
+                core.apply(cmds.JointCommand(mode=1, names=names, position=tuple(
+                    target[[ARM_JOINTS.index(n) for n in names]])))
+            core.tick()
+            angles.append(core.boards.read().position[:7].copy())
+        runs.append(np.array(angles))
+    np.testing.assert_array_equal(runs[0], runs[1])
+    assert np.abs(runs[0] - runs[0][0]).max() > 0.2          # (it moved)
+
+
+@needs_kernels
 def test_avoidance_push_matches_python_bit_for_bit():
     from intera_rt.control.collision_avoidance import _push_law
     rng = np.random.default_rng(17)

@@ -15,6 +15,7 @@ import numpy as np
 
 from intera_rt.control import joint_command
 from intera_rt.control.hold import HoldController
+from intera_rt.native import kernels
 from intera_rt.numeric import count_nonzero
 
 STREAM_GAP = 0.1            # s: a joint's targets closer than this are one stream (≥ 10 Hz)
@@ -80,7 +81,17 @@ class PositionController(HoldController):
 
     def _move_target(self, now):
         """The target where the streams' lines put it at `now` (an Output may hold the old
-        array: a new one)."""
+        array: a new one). While a stream's lines run this is every tick's work: the
+        compiled kernels' line_target (~10 µs of numpy's masks less) when they are there."""
+        if self._ramping and kernels is not None:
+            moved = kernels.line_target(self._goal, self._from, self._t0, self._span, now)
+            if moved is not None:
+                self.target, self._ramping = moved
+                return
+        self._move_target_python(now)
+
+    def _move_target_python(self, now):
+        """_move_target's Python twin (kernels.line_target computes exactly this)."""
         target = self._goal.copy()
         span = self._span
         ramp = span > 0.0

@@ -139,6 +139,38 @@ static PyObject *velocity_step(PyObject *self, PyObject *const *args, Py_ssize_t
     return out;
 }
 
+/* line_target(goal, from, t0, span, now) -> (target, ramping): control.position's
+ * _move_target while a stream's lines run. A new target: each joint with a line (span > 0)
+ * where its line puts it at `now`, from + (goal − from)·min((now − t0)/span, 1), the others
+ * at their goal; a line that has arrived (now − t0 ≥ span) ends, its span set to 0 in
+ * place; ramping: whether a line is left. None for arguments it does not take. */
+static PyObject *line_target(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    NARGS(5, "line_target")
+    const double *x[4];
+    double now;
+    npy_intp n;
+    if (!vecs(args, 4, x, &n) || !floats(args + 4, 1, &now)
+            || !PyArray_ISWRITEABLE((PyArrayObject *)args[3]))
+        Py_RETURN_NONE;
+    const double *goal = x[0], *from = x[1], *t0 = x[2];
+    double *span = (double *)x[3], *target = NULL;
+    PyObject *out = new_vec(n, &target);
+    if (!out) return NULL;
+    int ramping = 0;
+    for (npy_intp i = 0; i < n; i++) {
+        double g = goal[i];
+        if (span[i] > 0.0) {
+            double since = now - t0[i];
+            g = from[i] + (g - from[i]) * minimum(since / span[i], 1.0);
+            if (since >= span[i]) span[i] = 0.0;
+        }
+        target[i] = g;
+        ramping |= span[i] != 0.0;          /* (count_nonzero: NaN counts) */
+    }
+    return pair(out, PyBool_FromLong(ramping));
+}
+
 /* observer_load(q1, v1, q, qd, arm, head, q_head, qd_head, upper, lower, v0, acc, inv_h) ->
  * on_stop (control.momentum_observer: the reading into Pinocchio's order; whether a joint
  * is on its mechanical stop; acc = (v1 − v0)·inv_h). arm: the arm joints' indices (int64),
@@ -643,6 +675,7 @@ static PyMethodDef methods[] = {
     {"track_accel", (PyCFunction)(void (*)(void))track_accel, METH_FASTCALL, NULL},
     {"track_torque", (PyCFunction)(void (*)(void))track_torque, METH_FASTCALL, NULL},
     {"velocity_step", (PyCFunction)(void (*)(void))velocity_step, METH_FASTCALL, NULL},
+    {"line_target", (PyCFunction)(void (*)(void))line_target, METH_FASTCALL, NULL},
     {"observer_load", (PyCFunction)(void (*)(void))observer_load, METH_FASTCALL, NULL},
     {"observer_step", (PyCFunction)(void (*)(void))observer_step, METH_FASTCALL, NULL},
     {"slow_step", (PyCFunction)(void (*)(void))slow_step, METH_FASTCALL, NULL},
