@@ -376,6 +376,71 @@ def test_velocity_step_matches_python_bit_for_bit():
 
 
 @needs_kernels
+def test_extrapolate_step_matches_python_bit_for_bit():
+    """kernels.extrapolate_step against extrapolate then Arm.stop_at_limits: forwards and
+    backwards, velocities running into their caps (from below, from beyond, with no
+    acceleration), joints run into a position limit; the same (p, v, a) bit for bit."""
+    from intera_rt.control import trajectory
+    from intera_rt.control.arm import Arm
+    from intera_rt.model import RobotModel
+    arm = Arm(RobotModel.from_file())
+    rng = np.random.default_rng(19)
+    seen = {'capped': 0, 'at_limit': 0, 'backwards': 0}
+    for case in range(4000):
+        p = rng.uniform(arm.lower - 0.1, arm.upper + 0.1)
+        v = rng.uniform(-1.2, 1.2, 7) * arm.vel_limit
+        a = rng.uniform(-1.0, 1.0, 7) * arm.acc_limit
+        a[rng.random(7) < 0.1] = 0.0
+        dt = float(rng.choice([0.001, 0.01, 0.2, -0.002, 0.0]))
+        ref = arm.stop_at_limits(*trajectory.extrapolate(p, v, a, dt, arm.vel_limit))
+        ours = kernels.extrapolate_step(p, v, a, dt, arm.vel_limit, arm.lower, arm.upper)
+        for x, y in zip(ours, ref):
+            np.testing.assert_array_equal(x, y)
+        seen['capped'] += dt > 0 and bool((np.abs(v + a * dt) > arm.vel_limit).any())
+        seen['at_limit'] += bool(((ref[0] <= arm.lower) | (ref[0] >= arm.upper)).any())
+        seen['backwards'] += dt < 0
+    assert min(seen.values()) > 100, seen
+    assert kernels.extrapolate_step(p[:3], v, a, 0.001, arm.vel_limit, arm.lower, arm.upper) is None
+
+
+@needs_kernels
+def test_trajectory_streams_run_the_same_on_both_paths(monkeypatch):
+    """A core following a 100 Hz TRAJECTORY_MODE stream (stamped samples extrapolated
+    between them, one running a joint into its limit, then a stream that stops): the same
+    joint angles, bit for bit, on the compiled and the Python path of the extrapolation."""
+    import math
+    from intera_rt.control import commands as cmds
+    from intera_rt.control import trajectory
+    from intera_rt.model import RobotModel
+    from intera_rt.realtime.core import RealtimeCore
+    from intera_rt.robot import ARM_JOINTS, NEUTRAL
+    model = RobotModel.from_file()
+    runs, references = [], []
+    for path in (kernels, None):
+        monkeypatch.setattr(trajectory, 'kernels', path)
+        core = RealtimeCore(model, q_arm=list(NEUTRAL))
+        core.tick()
+        angles = []
+        for i in range(2500):
+            if i % 10 == 0 and i < 2000:
+                t = core.now
+                p = np.array(NEUTRAL) + 0.5 * math.sin(2.0 * t)
+                v, a = np.full(7, math.cos(2.0 * t)), np.full(7, -2.0 * math.sin(2.0 * t))
+                if i >= 1200:              # right_j6 pushed past its limit at full speed
+                    p[6], v[6], a[6] = core.arm.upper[6] - 0.01, 3.4, 40.0
+                core.apply(cmds.JointCommand(mode=4, names=ARM_JOINTS, position=tuple(p),
+                                             velocity=tuple(v), acceleration=tuple(a),
+                                             stamp=t - 0.003))
+            core.tick()
+            angles.append(core.boards.read().position[:7].copy())
+            references.append(core.controllers['trajectory'].p[6])
+        runs.append(np.array(angles))
+    np.testing.assert_array_equal(runs[0], runs[1])
+    assert np.abs(runs[0] - runs[0][0]).max() > 0.3          # (it moved)
+    assert max(references) == core.arm.upper[6]               # (the reference stopped there)
+
+
+@needs_kernels
 def test_line_target_matches_python_bit_for_bit():
     """kernels.line_target against PositionController's Python twin: lines running, arrived
     and none, each joint its own; the same target, ends of lines and whether any is left."""

@@ -28,7 +28,7 @@ from intera_rt.control.commands import InteractionCommand
 from intera_rt.control.interaction_params import (D_SCALE, ENDPOINT, FORCE_WITH_MOTION_LIMIT,
                                                   IMPEDANCE, IMPEDANCE_WITH_FORCE_LIMIT, K_CAP,
                                                   K_MAX_RANGE, describe, parse)
-from intera_rt.control.trajectory import TrajectoryController, extrapolate, sample_reference
+from intera_rt.control.trajectory import TrajectoryController, extrapolate_within_limits, sample_reference
 from intera_rt.native import kernels
 from intera_rt.numeric import clip, count_nonzero
 from intera_rt.robot import LOOP_PERIOD
@@ -162,8 +162,8 @@ class InteractionController(Controller):
             return self._q_ns, self._jv, self._ja
         t_end = min(now, self._j_last + self.arm.timeout)
         if t_end > self._jt and (count_nonzero(self._jv) or count_nonzero(self._ja)):
-            self._jp, self._jv, self._ja = self.arm.stop_at_limits(*extrapolate(
-                self._jp, self._jv, self._ja, t_end - self._jt, self.arm.vel_limit))
+            self._jp, self._jv, self._ja = extrapolate_within_limits(
+                self._jp, self._jv, self._ja, t_end - self._jt, self.arm)
             self._ref_dirty = True
         self._jt = t_end
         if now >= self._j_last + self.arm.timeout and (count_nonzero(self._jv) or

@@ -8,6 +8,7 @@ import numpy as np
 
 from intera_rt.control import joint_command
 from intera_rt.control.base import Controller, Output
+from intera_rt.native import kernels
 from intera_rt.numeric import clip, count_nonzero
 
 STAMP_WINDOW = 0.1      # s: a header.stamp further from now is ignored (the sample is "now")
@@ -33,6 +34,17 @@ def extrapolate(p, v, a, dt, vmax):
     return p_new, v_cap, np.where(capped, 0.0, a)
 
 
+def extrapolate_within_limits(p, v, a, dt, arm):
+    """arm.stop_at_limits(*extrapolate(p, v, a, dt, arm.vel_limit)): every tick's work of a
+    TRAJECTORY_MODE stream, in one call to the compiled kernels' extrapolate_step (the same
+    results) when they are there."""
+    if kernels is not None:
+        out = kernels.extrapolate_step(p, v, a, dt, arm.vel_limit, arm.lower, arm.upper)
+        if out is not None:
+            return out
+    return arm.stop_at_limits(*extrapolate(p, v, a, dt, arm.vel_limit))
+
+
 def sample_reference(parsed, base, now, arm):
     """The joint reference (p, v, a) a TRAJECTORY_MODE sample sets at `now`: its joints'
     values over `base` (the reference in force: the joints it leaves out keep their
@@ -45,7 +57,7 @@ def sample_reference(parsed, base, now, arm):
         v[idx] = parsed.velocity
     if parsed.acceleration is not None:
         a[idx] = parsed.acceleration
-    return arm.stop_at_limits(*extrapolate(p, v, a, now - parsed.stamp, arm.vel_limit))
+    return extrapolate_within_limits(p, v, a, now - parsed.stamp, arm)
 
 
 def _saturated(label, values, limit, parsed, warnings):
@@ -97,8 +109,8 @@ class TrajectoryController(Controller):
 
     def _advance(self, now):
         if now != self.t:
-            self.p, self.v, self.a = self.arm.stop_at_limits(*extrapolate(self.p, self.v, self.a, now - self.t,
-                                                                self.arm.vel_limit))
+            self.p, self.v, self.a = extrapolate_within_limits(self.p, self.v, self.a, now - self.t,
+                                                               self.arm)
             self.t = now
         return self.p, self.v, self.a
 

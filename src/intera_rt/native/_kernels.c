@@ -139,6 +139,58 @@ static PyObject *velocity_step(PyObject *self, PyObject *const *args, Py_ssize_t
     return out;
 }
 
+/* extrapolate_step(p, v, a, dt, vmax, lower, upper) -> (p, v, a): control.trajectory's
+ * extrapolate (dt s of constant acceleration, a joint's velocity held at ±vmax once it gets
+ * there) and then Arm.stop_at_limits (a joint at or past a position limit stops there), in
+ * one call; None for arguments it does not take. */
+static PyObject *extrapolate_step(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    NARGS(7, "extrapolate_step")
+    npy_intp n = -1;
+    const double *p = vec(args[0], &n), *v = vec(args[1], &n), *a = vec(args[2], &n),
+                 *vmax = vec(args[4], &n), *lo = vec(args[5], &n), *hi = vec(args[6], &n);
+    double dt;
+    if (!p || !v || !a || !vmax || !lo || !hi || !floats(args + 3, 1, &dt)) Py_RETURN_NONE;
+    double *pn = NULL, *vn = NULL, *an = NULL;
+    PyObject *out = triple(new_vec(n, &pn), new_vec(n, &vn), new_vec(n, &an));
+    if (!out) return NULL;
+    int capped = 0;                     /* (backwards, dt <= 0: no bounds) */
+    if (!(dt <= 0.0))
+        for (npy_intp i = 0; i < n; i++)
+            capped |= fabs(v[i] + a[i] * dt) > vmax[i];
+    for (npy_intp i = 0; i < n; i++) {
+        double v_end = v[i] + a[i] * dt;
+        if (!capped) {
+            pn[i] = p[i] + v[i] * dt + 0.5 * a[i] * dt * dt;
+            vn[i] = v_end;
+            an[i] = a[i];
+            continue;
+        }
+        /* Once any joint is capped, every joint's position takes the capped formula (a joint
+         * not capped: t_cap = dt, its last term v_end·0), as the twin's masks do. */
+        int cap_here = fabs(v_end) > vmax[i];
+        double t_cap = dt, v_cap = v_end;
+        if (cap_here) {
+            double cap = sign(a[i]) * vmax[i];
+            t_cap = maximum(0.0, (cap - v[i]) / (a[i] == 0.0 ? 1.0 : a[i]));
+            v_cap = cap;
+        }
+        t_cap = minimum(t_cap, dt);
+        pn[i] = p[i] + v[i] * t_cap + 0.5 * a[i] * t_cap * t_cap + v_cap * (dt - t_cap);
+        vn[i] = v_cap;
+        an[i] = cap_here ? 0.0 : a[i];
+    }
+    int at_limit = 0;
+    for (npy_intp i = 0; i < n; i++)
+        at_limit |= (pn[i] <= lo[i]) | (pn[i] >= hi[i]);
+    if (at_limit)
+        for (npy_intp i = 0; i < n; i++) {
+            if ((pn[i] <= lo[i]) | (pn[i] >= hi[i])) vn[i] = an[i] = 0.0;
+            pn[i] = clip(pn[i], lo[i], hi[i]);
+        }
+    return out;
+}
+
 /* line_target(goal, from, t0, span, now) -> (target, ramping): control.position's
  * _move_target while a stream's lines run. A new target: each joint with a line (span > 0)
  * where its line puts it at `now`, from + (goal − from)·min((now − t0)/span, 1), the others
@@ -675,6 +727,7 @@ static PyMethodDef methods[] = {
     {"track_accel", (PyCFunction)(void (*)(void))track_accel, METH_FASTCALL, NULL},
     {"track_torque", (PyCFunction)(void (*)(void))track_torque, METH_FASTCALL, NULL},
     {"velocity_step", (PyCFunction)(void (*)(void))velocity_step, METH_FASTCALL, NULL},
+    {"extrapolate_step", (PyCFunction)(void (*)(void))extrapolate_step, METH_FASTCALL, NULL},
     {"line_target", (PyCFunction)(void (*)(void))line_target, METH_FASTCALL, NULL},
     {"observer_load", (PyCFunction)(void (*)(void))observer_load, METH_FASTCALL, NULL},
     {"observer_step", (PyCFunction)(void (*)(void))observer_step, METH_FASTCALL, NULL},
