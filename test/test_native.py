@@ -327,6 +327,41 @@ def test_arm_dynamics_match_python_bit_for_bit():
         native.dynamics.Rigid(dyn.model, dyn.model)          # a model where its data goes
 
 
+@needs_dynamics
+def test_frame_kinematics_match_python_bit_for_bit(monkeypatch):
+    """ArmDynamics.frame_kinematics and tip from C++ (Rigid.frame_kinematics) and from
+    Pinocchio's Python calls, in its own data and in a caller's (the interaction controller
+    keeps one): the same rotation, position and Jacobian, bit for bit, for the hand and other
+    links, and the same placements left in the data."""
+    from intera_rt.model import RobotModel
+    model = RobotModel.from_file()
+    dyn = model.dynamics()
+    monkeypatch.setattr(native, 'rigid', lambda *_: None)
+    twin = model.dynamics()
+    monkeypatch.undo()
+    assert twin._rigid is None and dyn._rigid is not None
+    mine, theirs = dyn.model.createData(), twin.model.createData()
+    rng = np.random.default_rng(23)
+    frames = [dyn.frame_id(name) for name in ('right_hand', 'right_l3', 'right_l6')]
+    for case in range(1500):
+        q = rng.uniform(-3.5, 3.5, 7)
+        fid = frames[case % 3]
+        for data, twin_data in ((None, None), (mine, theirs)):
+            ref = twin.frame_kinematics(fid, q, twin_data)
+            for ours, expected in zip(dyn.frame_kinematics(fid, q, data), ref):
+                np.testing.assert_array_equal(ours, expected)
+        name = ('right_hand', 'right_l3', 'right_l6')[case % 3]
+        for ours, ref in zip(dyn.tip(name, q), twin.tip(name, q)):     # (endpoint states)
+            np.testing.assert_array_equal(ours, ref)
+    assert dyn._rigids[id(mine)] is not None                  # (the caller's data had its own)
+    for i in range(dyn.model.nframes):
+        np.testing.assert_array_equal(mine.oMf[i].homogeneous, theirs.oMf[i].homogeneous)
+    rigid = dyn._rigid
+    assert rigid.frame_kinematics(dyn.model.nframes, q, dyn._idx_q, dyn._idx, dyn._q) is None
+    assert rigid.frame_kinematics(frames[0], q[:3], dyn._idx_q, dyn._idx, dyn._q) is None
+    assert rigid.frame_kinematics(-1, q, dyn._idx_q, dyn._idx, dyn._q) is None
+
+
 @needs_kernels
 def test_posv_and_symv_match_scipy_bit_for_bit():
     """kernels.posv / symv: scipy.linalg.lapack.dposv(a, b, lower=0) and

@@ -43,6 +43,7 @@ class ArmDynamics:
         self.data = model.createData()
         # (the same algorithms on the same data from C++; None: the Python path)
         self._rigid = native.rigid(model, self.data)
+        self._rigids = {id(self.data): self._rigid}   # per data a caller passes (it keeps it alive)
 
     def inverse_dynamics(self, q, qd, qdd):
         """Joint torques for the motion (gravity included), by recursive Newton-Euler."""
@@ -61,6 +62,12 @@ class ArmDynamics:
         if not self.model.existFrame(name, pin.FrameType.BODY):
             raise KeyError('no link named %r in the robot model' % name)
         fid = self.model.getFrameId(name, pin.FrameType.BODY)
+        if self._base_inv is None and self._rigid is not None:
+            # (the endpoint states' 100 Hz: the same calls from C++, see frame_kinematics)
+            out = self._rigid.frame_kinematics(fid, q, self._idx_q, self._idx, self._q)
+            if out is not None:
+                rotation, position, jac = out
+                return position, pin.Quaternion(rotation).coeffs(), jac
         self._q[self._idx_q] = q
         pin.computeJointJacobians(self.model, self.data, self._q)   # also the placements
         pin.updateFramePlacement(self.model, self.data, fid)
@@ -84,6 +91,14 @@ class ArmDynamics:
         this object's own): (rotation 3×3, position 3, 6×7 Jacobian of its origin, linear
         rows first, base-aligned; columns right_j0..6), in base."""
         data = self.data if data is None else data
+        if self._base_inv is None:
+            rigid = self._rigids.get(id(data), False)
+            if rigid is False:
+                rigid = self._rigids[id(data)] = native.rigid(self.model, data)
+            out = None if rigid is None else rigid.frame_kinematics(fid, q, self._idx_q, self._idx,
+                                                                   self._q)
+            if out is not None:
+                return out
         full = self._q.copy()
         full[self._idx_q] = q
         pin.computeJointJacobians(self.model, data, full)        # also the placements

@@ -13,6 +13,8 @@
 
 #include <boost/python.hpp>
 #include <pinocchio/algorithm/crba.hpp>
+#include <pinocchio/algorithm/frames.hpp>
+#include <pinocchio/algorithm/jacobian.hpp>
 #include <pinocchio/algorithm/rnea.hpp>
 #include <pinocchio/multibody/data.hpp>
 #include <pinocchio/multibody/model.hpp>
@@ -217,11 +219,66 @@ static PyObject *observe(Rigid *self, PyObject *const *args, Py_ssize_t nargs)
     Py_RETURN_TRUE;
 }
 
+/* A new C-order rows×cols float64 matrix, or NULL. */
+static PyObject *new_matrix(npy_intp rows, npy_intp cols, double **data)
+{
+    npy_intp dims[2] = {rows, cols};
+    PyObject *o = PyArray_SimpleNew(2, dims, NPY_DOUBLE);
+    if (o) *data = (double *)PyArray_DATA((PyArrayObject *)o);
+    return o;
+}
+
+/* frame_kinematics(fid, q, idx_q, idx_v, neutral) -> (R, p, J): model.dynamics.ArmDynamics.
+ * frame_kinematics without a base transform: q written at idx_q into a copy of `neutral`
+ * (the full configuration), Pinocchio's computeJointJacobians and updateFramePlacement, the
+ * frame's rotation (3×3) and translation (3), and the columns idx_v of its LOCAL_WORLD_ALIGNED
+ * Jacobian (6×n); None for arguments it does not take. */
+static PyObject *frame_kinematics(Rigid *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    NARGS(5, "frame_kinematics")
+    BOUND(self)
+    const pinocchio::Model &model = *self->model;
+    npy_intp n = -1, nq = model.nq;
+    if (!PyLong_Check(args[0])) Py_RETURN_NONE;
+    long fid = PyLong_AsLong(args[0]);
+    const double *q = vec(args[1], &n), *neutral = vec(args[4], &nq);
+    if (fid < 0 || fid >= (long)model.nframes || !q || !neutral || n > MAX_NV) {
+        PyErr_Clear();
+        Py_RETURN_NONE;
+    }
+    const npy_int64 *iq = indices(args[2], n, nq), *iv = indices(args[3], n, model.nv);
+    if (!iq || !iv) Py_RETURN_NONE;
+    Eigen::VectorXd config = CVec(neutral, nq);
+    for (npy_intp i = 0; i < n; i++) config[iq[i]] = q[i];
+    pinocchio::Data &data = *self->data;
+    pinocchio::computeJointJacobians(model, data, config);      /* also the placements */
+    pinocchio::updateFramePlacement(model, data, (pinocchio::FrameIndex)fid);
+    pinocchio::Data::Matrix6x jac = pinocchio::Data::Matrix6x::Zero(6, model.nv);
+    pinocchio::getFrameJacobian(model, data, (pinocchio::FrameIndex)fid,
+                                pinocchio::LOCAL_WORLD_ALIGNED, jac);
+    const pinocchio::SE3 &pose = data.oMf[fid];
+    double *r, *t, *j;
+    PyObject *ro = new_matrix(3, 3, &r), *to = ro ? new_vec(3, &t) : NULL,
+             *jo = to ? new_matrix(6, n, &j) : NULL;
+    if (!jo) {
+        Py_XDECREF(ro); Py_XDECREF(to);
+        return NULL;
+    }
+    for (int a = 0; a < 3; a++) {
+        t[a] = pose.translation()[a];
+        for (int b = 0; b < 3; b++) r[3 * a + b] = pose.rotation()(a, b);
+    }
+    for (int a = 0; a < 6; a++)
+        for (npy_intp i = 0; i < n; i++) j[a * n + i] = jac(a, iv[i]);
+    return triple(ro, to, jo);
+}
+
 static PyMethodDef rigid_methods[] = {
     {"plant_step", (PyCFunction)(void (*)(void))plant_step, METH_FASTCALL, NULL},
     {"rnea", (PyCFunction)(void (*)(void))rnea, METH_FASTCALL, NULL},
     {"gravity", (PyCFunction)(void (*)(void))gravity, METH_FASTCALL, NULL},
     {"observe", (PyCFunction)(void (*)(void))observe, METH_FASTCALL, NULL},
+    {"frame_kinematics", (PyCFunction)(void (*)(void))frame_kinematics, METH_FASTCALL, NULL},
     {NULL, NULL, 0, NULL},
 };
 
