@@ -5,8 +5,8 @@
   tick's profile names are C;
 - `dynamics` (_dynamics.cpp, against the venv's Pinocchio): its `Rigid(model, data)` runs
   Pinocchio's algorithms the tick calls (the embedded plant's step, inverse dynamics,
-  gravity, the momentum observer's step) from C++, without a Python call into each and
-  the numpy around it;
+  gravity, the momentum observer's step, a link's pose and Jacobian) from C++, without a
+  Python call into each and the numpy around it;
 - `_mujoco` (_mujoco.c, against the venv's MuJoCo): the MuJoCo backend's step and the reads
   after it in one call (`mujoco_step`). Imported only by that backend: the others do not
   load MuJoCo.
