@@ -354,6 +354,12 @@ def test_frame_kinematics_match_python_bit_for_bit(monkeypatch):
         for ours, ref in zip(dyn.tip(name, q), twin.tip(name, q)):     # (endpoint states)
             np.testing.assert_array_equal(ours, ref)
     assert dyn._rigids[id(mine)] is not None                  # (the caller's data had its own)
+    from intera_rt.model import dynamics
+    for _ in range(3 * dynamics.MAX_RIGIDS):                  # data made per call: kept bounded
+        ref = twin.frame_kinematics(frames[0], q, twin.model.createData())
+        for ours, expected in zip(dyn.frame_kinematics(frames[0], q, dyn.model.createData()), ref):
+            np.testing.assert_array_equal(ours, expected)
+    assert len(dyn._rigids) <= dynamics.MAX_RIGIDS + 1
     for i in range(dyn.model.nframes):
         np.testing.assert_array_equal(mine.oMf[i].homogeneous, theirs.oMf[i].homogeneous)
     rigid = dyn._rigid

@@ -28,7 +28,8 @@ from intera_rt.control.commands import InteractionCommand
 from intera_rt.control.interaction_params import (D_SCALE, ENDPOINT, FORCE_WITH_MOTION_LIMIT,
                                                   IMPEDANCE, IMPEDANCE_WITH_FORCE_LIMIT, K_CAP,
                                                   K_MAX_RANGE, describe, parse)
-from intera_rt.control.trajectory import TrajectoryController, extrapolate_within_limits, sample_reference
+from intera_rt.control.trajectory import (TrajectoryController, extrapolate_within_limits,
+                                          sample_reference)
 from intera_rt.native import kernels
 from intera_rt.numeric import clip, count_nonzero
 from intera_rt.robot import LOOP_PERIOD

@@ -14,6 +14,8 @@ import pinocchio as pin
 from intera_rt import native
 from intera_rt.robot import ARM_JOINTS
 
+MAX_RIGIDS = 8      # callers' data with a compiled Rigid kept (frame_kinematics)
+
 
 class ArmDynamics:
     """Dynamics and tip kinematics of right_j0..6 on a shared model, in data of its own.
@@ -94,6 +96,8 @@ class ArmDynamics:
         if self._base_inv is None:
             rigid = self._rigids.get(id(data), False)
             if rigid is False:
+                if len(self._rigids) > MAX_RIGIDS:         # (a caller making data per call)
+                    self._rigids = {id(self.data): self._rigid}
                 rigid = self._rigids[id(data)] = native.rigid(self.model, data)
             out = None if rigid is None else rigid.frame_kinematics(fid, q, self._idx_q, self._idx,
                                                                    self._q)
