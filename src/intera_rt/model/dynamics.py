@@ -61,25 +61,8 @@ class ArmDynamics:
         """Pose and Jacobian of any link in base: (position[3], quaternion xyzw[4], 6×7
         Jacobian of its origin, linear rows first, base-aligned; columns right_j0..6).
         KeyError when the model has no such link."""
-        if not self.model.existFrame(name, pin.FrameType.BODY):
-            raise KeyError('no link named %r in the robot model' % name)
-        fid = self.model.getFrameId(name, pin.FrameType.BODY)
-        if self._base_inv is None and self._rigid is not None:
-            # (the endpoint states' 100 Hz: the same calls from C++, see frame_kinematics)
-            out = self._rigid.frame_kinematics(fid, q, self._idx_q, self._idx, self._q)
-            if out is not None:
-                rotation, position, jac = out
-                return position, pin.Quaternion(rotation).coeffs(), jac
-        self._q[self._idx_q] = q
-        pin.computeJointJacobians(self.model, self.data, self._q)   # also the placements
-        pin.updateFramePlacement(self.model, self.data, fid)
-        pose = self.data.oMf[fid]
-        jac = pin.getFrameJacobian(self.model, self.data, fid, pin.LOCAL_WORLD_ALIGNED)[:, self._idx]
-        if self._base_inv is not None:
-            pose = self._base_inv * pose
-            rot = self._base_inv.rotation
-            jac = np.vstack([rot @ jac[:3], rot @ jac[3:]])
-        return pose.translation.copy(), pin.Quaternion(pose.rotation).coeffs(), jac
+        rotation, position, jac = self.frame_kinematics(self.frame_id(name), q)
+        return position, pin.Quaternion(rotation).coeffs(), jac
 
     def frame_id(self, name):
         """The id of a link's frame, for frame_kinematics (KeyError when the model has no such

@@ -219,15 +219,6 @@ static PyObject *observe(Rigid *self, PyObject *const *args, Py_ssize_t nargs)
     Py_RETURN_TRUE;
 }
 
-/* A new C-order rows×cols float64 matrix, or NULL. */
-static PyObject *new_matrix(npy_intp rows, npy_intp cols, double **data)
-{
-    npy_intp dims[2] = {rows, cols};
-    PyObject *o = PyArray_SimpleNew(2, dims, NPY_DOUBLE);
-    if (o) *data = (double *)PyArray_DATA((PyArrayObject *)o);
-    return o;
-}
-
 /* frame_kinematics(fid, q, idx_q, idx_v, neutral) -> (R, p, J): model.dynamics.ArmDynamics.
  * frame_kinematics without a base transform: q written at idx_q into a copy of `neutral`
  * (the full configuration), Pinocchio's computeJointJacobians and updateFramePlacement, the
@@ -242,7 +233,7 @@ static PyObject *frame_kinematics(Rigid *self, PyObject *const *args, Py_ssize_t
     if (!PyLong_Check(args[0])) Py_RETURN_NONE;
     long fid = PyLong_AsLong(args[0]);
     const double *q = vec(args[1], &n), *neutral = vec(args[4], &nq);
-    if (fid < 0 || fid >= (long)model.nframes || !q || !neutral || n > MAX_NV) {
+    if (fid < 0 || fid >= (long)model.nframes || !q || !neutral) {
         PyErr_Clear();
         Py_RETURN_NONE;
     }

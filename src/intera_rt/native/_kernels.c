@@ -424,14 +424,12 @@ static PyObject *plant_system(PyObject *self, PyObject *const *args, Py_ssize_t 
     double h;
     if (!idx || !mass || !arm || !floats(args + 9, 1, &h)) Py_RETURN_NONE;
     double *solve, *rhs;
-    npy_intp dims[2] = {nv, nv};
-    PyObject *so = PyArray_SimpleNew(2, dims, NPY_DOUBLE);
+    PyObject *so = new_matrix(nv, nv, &solve);
     PyObject *ro = so ? new_vec(nv, &rhs) : NULL;
     if (!so || !ro) {
         Py_XDECREF(so);
         return NULL;
     }
-    solve = PyArray_DATA((PyArrayObject *)so);
     plant_system_raw(n, nv, tau_cmd, damping, qd, ext, idx, h, full_tau, mass, arm, bias, solve, rhs);
     return pair(so, ro);
 }

@@ -33,6 +33,15 @@ static inline PyObject *new_vec(npy_intp n, double **data)
     return o;
 }
 
+/* A new C-order rows×cols float64 matrix (*data its elements), or NULL. */
+static inline PyObject *new_matrix(npy_intp rows, npy_intp cols, double **data)
+{
+    npy_intp dims[2] = {rows, cols};
+    PyObject *o = PyArray_SimpleNew(2, dims, NPY_DOUBLE);
+    if (o) *data = (double *)PyArray_DATA((PyArrayObject *)o);
+    return o;
+}
+
 #define NARGS(k, name) \
     if (nargs != (k)) { \
         PyErr_SetString(PyExc_TypeError, name " takes " #k " arguments"); \
