@@ -163,7 +163,8 @@ def test_the_status_names_the_closest_pair_and_its_clearance(model, armnav):
 def test_the_status_names_the_nearest_pair_at_every_state_looking_at_few_pairs_held(model, armnav):
     """Each state's status names the pair and clearance that every pair's distance at that
     tick's pose names, through a fast fold toward the shoulder, a hold there and a fast move
-    out; held, it looks at one or two pairs a state, not at all of them."""
+    out; held, it looks at one or two pairs a state, not at all of them, and at none once
+    the arm rests to the bit where the last look was made."""
     core = RealtimeCore(model, q_arm=list(elbow(FOLD_FROM)))
     stage = next(s for s in core.additives if s.name == 'safety_status')
     looked = []
@@ -177,7 +178,7 @@ def test_the_status_names_the_nearest_pair_at_every_state_looking_at_few_pairs_h
     stage.model.nearest = counted
     core.apply(cmds.SetSpeedRatio(ratio=1.0))
     plan = [('fold', elbow(2.55), 700), ('hold', elbow(2.55), 1000), ('out', elbow(1.5), 700)]
-    held = []
+    held, sweeps = [], []
     for phase, target, ticks in plan:
         for i in range(ticks):
             if i % 10 == 0:
@@ -188,15 +189,19 @@ def test_the_status_names_the_nearest_pair_at_every_state_looking_at_few_pairs_h
             core.tick()
             if i % 10:
                 continue
+            calls = len(looked)
             st = StateView(core.state_vector()).safety_status
+            sweeps.append(len(looked) - calls)
             clearances = armnav.clearances(q, head)
             k = int(np.argmin(clearances))
             assert tuple(int(j) for j in st.pair) == tuple(armnav.candidates[k]), (phase, i)
             # (GJK's answers for one pair at one pose differ by ~1e-9 m from call to call)
             assert st.min_clearance == pytest.approx(clearances[k], abs=1e-6), (phase, i)
             if phase == 'hold' and i >= 200:
-                held.append(looked[-1])
-    assert len(looked) == 240 and max(looked) == len(armnav.candidates)      # the first: all
+                held.append(looked[-1] if sweeps[-1] else 0)
+    assert len(sweeps) == 240 and looked[0] == len(armnav.candidates)       # the first: all
+    assert set(sweeps) == {0, 1}           # at most one look a state; none at the same pose
+    assert sweeps.count(0) >= 10, 'the arm never rested to the bit: %s' % sweeps
     assert np.mean(held) <= 2, 'held, a state looked at %s pairs' % held
 
 

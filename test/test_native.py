@@ -118,6 +118,9 @@ def test_track_and_slow_step_match_python_bit_for_bit(monkeypatch):
                             q_head=q[7], qd_head=qd[7], dynamics=a.dynamics, suppressions=None)
         ours = a.track(state(), p, v, acc)
         assert kernels.track_accel(acc, p, q[:7], v, qd[:7], a.kp_joint, a.kd_joint) is not None
+        if native.dynamics is not None:           # (the law in one call was taken)
+            assert a.dynamics.computed_torque(q[:7], qd[:7], acc, p, v, a.kp_joint, a.kd_joint,
+                                              a.armature, state().gravity(), a.damping) is not None
         monkeypatch.setattr(arm, 'kernels', None)
         theirs = a.track(state(), p, v, acc)
         monkeypatch.setattr(arm, 'kernels', kernels)
@@ -606,6 +609,56 @@ def test_detect_step_matches_python_bit_for_bit(monkeypatch):
     assert seen == {True, False}
     assert kernels.detect_step(judged, detection.r_slow, detection._band, detection._band_gain,
                                detection._k_slow, bound, 1) is None
+
+
+@needs_kernels
+@needs_dynamics
+def test_hand_wrench_matches_python_bit_for_bit(monkeypatch):
+    """Collision detection's map r → hand wrench (Rigid.wrench_map) and the wrench from it
+    (kernels.hand_wrench) against their Python twins, over random poses and torques; a
+    mutation of either twin's order of sums shows here."""
+    from intera_rt.control import collision_detection as cd
+    from intera_rt.control.arm import Arm
+    from intera_rt.control.base import PluginContext
+    from intera_rt.model import RobotModel
+    model = RobotModel.from_file()
+    detection = cd.CollisionDetection(PluginContext(model, Arm(model)))
+    observer = detection.observer
+    rigid = observer.rigid
+    rng = np.random.default_rng(29)
+    for _ in range(300):
+        observer.q[:] = rng.uniform(-3, 3, len(observer.q))
+        ours = observer.rigid.wrench_map(detection._hand, observer.q, detection._arm,
+                                         detection.wrench_damping)
+        theirs = detection._wrench_map()
+        assert ours[1] == theirs[1] == 0
+        np.testing.assert_array_equal(ours[0], theirs[0])
+        r = rng.uniform(-40, 40, 7)
+        out_ours, out_theirs = np.zeros(6), np.zeros(6)
+        assert kernels.hand_wrench(ours[0], r, out_ours) == cd._wrench_of(theirs[0], r, out_theirs)
+        np.testing.assert_array_equal(out_ours, out_theirs)
+    # The detector's own path, both ways: the same wrench.
+    observer.restart(_arm_state(model, rng))
+    observer.r[:] = rng.uniform(-40, 40, 7)
+    results = []
+    for path in (kernels, None):
+        monkeypatch.setattr(cd, 'kernels', path)
+        if path is None:
+            monkeypatch.setattr(observer, 'rigid', None)
+        detection._map_due = -np.inf
+        results.append((detection._hand_wrench(0.0), detection.wrench.copy()))
+    assert results[0][0] == results[1][0] and results[0][0][0] > 0.0
+    np.testing.assert_array_equal(results[0][1], results[1][1])
+    # Arguments they do not take: None (the caller's Python path).
+    assert kernels.hand_wrench(np.asfortranarray(ours[0]), r, out_ours) is None
+    assert rigid.wrench_map(-1, observer.q, detection._arm, 1e-4) is None
+
+
+def _arm_state(model, rng):
+    from intera_rt.control.base import ArmState
+    return ArmState(now=0.0, period=0.001, q=rng.uniform(-1, 1, 7), qd=rng.uniform(-1, 1, 7),
+                    effort=np.zeros(7), q_head=0.1, qd_head=0.0, dynamics=model.dynamics(),
+                    suppressions=None)
 
 
 @needs_kernels

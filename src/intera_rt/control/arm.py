@@ -135,6 +135,11 @@ class Arm:
             tau = self.dynamics.inverse_dynamics(q, qd, a) - state.gravity() + fb + self.damping * v
             return tau + self.friction_feed(v) if self.feeds_friction else tau
         if kernels is not None:
+            # (the whole law in one compiled call; else the kernels around the dynamics)
+            tau = self.dynamics.computed_torque(q, qd, a, p, v, self.kp_joint, self.kd_joint,
+                                                self.armature, state.gravity(), self.damping)
+            if tau is not None:
+                return tau + self.friction_feed(v) if self.feeds_friction else tau
             u = kernels.track_accel(a, p, q, v, qd, self.kp_joint, self.kd_joint)
             if u is not None:
                 tau = kernels.track_torque(self.dynamics.inverse_dynamics(q, qd, u), self.armature,

@@ -80,6 +80,33 @@ def _per_joint(value, default):
     return out
 
 
+def _gram(jac, damping):
+    """J Jᵀ + damping·I of a 6×n J, each sum in index order (as the compiled wrench_map)."""
+    rows = jac.tolist()
+    out = np.empty((6, 6))
+    for a in range(6):
+        for b in range(a, 6):
+            total = 0.0
+            for x, y in zip(rows[a], rows[b]):
+                total += x * y
+            out[a, b] = out[b, a] = total
+        out[a, a] += damping
+    return out
+
+
+def _wrench_of(wrench_map, r, out):
+    """out = wrench_map·r, each row summed in index order; (‖force‖², ‖torque‖²) of it, as
+    the compiled kernels' hand_wrench."""
+    values = r.tolist()
+    for a, row in enumerate(wrench_map.tolist()):
+        total = 0.0
+        for x, y in zip(row, values):
+            total += x * y
+        out[a] = total
+    f0, f1, f2, t0, t1, t2 = out.tolist()
+    return f0 * f0 + f1 * f1 + f2 * f2, t0 * t0 + t1 * t1 + t2 * t2
+
+
 class CollisionDetection(Monitor):
     """The collision_detection monitor stage (see the module docstring)."""
     name = NAME
@@ -172,7 +199,10 @@ class CollisionDetection(Monitor):
         their cost, and h takes few values: n ms less (n − 1) ms differs in its last bits
         from one n to the next, among some twenty values over an hour)."""
         self._h_cached = h
-        self._k_slow, self._band_gain = remembered(self._gain_memo, h, lambda: self._step_gains(h))
+        gains = self._gain_memo.get(h)          # (the lookup first: most steps find theirs)
+        if gains is None:
+            gains = remembered(self._gain_memo, h, lambda: self._step_gains(h))
+        self._k_slow, self._band_gain = gains
 
     def _step_gains(self, h):
         k_slow = 1.0 - math.exp(-h / self.slow_time)
@@ -240,20 +270,28 @@ class CollisionDetection(Monitor):
         self._wrench_due = now + WRENCH_PERIOD
         if now >= self._map_due:
             self._map_due = now + WRENCH_MAP_PERIOD
-            jac = pin.computeFrameJacobian(self._pin, self._data, self.observer.q, self._hand,
-                                           pin.LOCAL_WORLD_ALIGNED)[:, self._arm]
-            jjt = jac @ jac.T
-            jjt.flat[::7] += self.wrench_damping
-            # (kernels.posv: scipy's dposv, bit for bit, without f2py's argument handling)
-            solved = None if kernels is None else kernels.posv(jjt, jac)
-            _, dls, info = dposv(jjt, jac, lower=0, overwrite_a=1, overwrite_b=1) \
-                if solved is None else solved
+            rigid = self.observer.rigid
+            solved = None if rigid is None else rigid.wrench_map(
+                self._hand, self.observer.q, self._arm, self.wrench_damping)
+            dls, info = self._wrench_map() if solved is None else solved
             if info == 0:                  # JJᵀ + λ²I is positive definite: always
                 self._map = dls
-        w = np.dot(self._map, self.r, out=self.wrench)
-        f, t = w[:3], w[3:]
-        self._wrench2 = float(f @ f), float(t @ t)
+        wrench2 = None if kernels is None else kernels.hand_wrench(self._map, self.r, self.wrench)
+        self._wrench2 = _wrench_of(self._map, self.r, self.wrench) if wrench2 is None else wrench2
         return self._wrench2
+
+    def _wrench_map(self):
+        """(map, info): the map r → hand wrench at the observer's pose, with dposv's info
+        (nonzero: junk) — what the compiled Rigid.wrench_map computes."""
+        jac = pin.computeFrameJacobian(self._pin, self._data, self.observer.q, self._hand,
+                                       pin.LOCAL_WORLD_ALIGNED)[:, self._arm]
+        jac = np.ascontiguousarray(jac)
+        jjt = _gram(jac, self.wrench_damping)
+        # (kernels.posv: scipy's dposv, bit for bit, without f2py's argument handling)
+        solved = None if kernels is None else kernels.posv(jjt, jac)
+        _, dls, info = dposv(jjt, jac, lower=0, overwrite_a=1, overwrite_b=1) \
+            if solved is None else solved
+        return np.ascontiguousarray(dls), info
 
     # --- the tick ---------------------------------------------------------------------
     def update(self, state, controller):

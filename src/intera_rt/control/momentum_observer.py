@@ -40,8 +40,9 @@ def remembered(memo, key, compute):
 
 class MomentumObserver:
     """r, updated in place from one reading to the next (`restart`, then `update` each
-    reading). `pin`, `data`, `arm` (the arm joints' velocity indices) and `q` (the latest
-    reading, Pinocchio's order) are shared with the caller for other terms at that pose."""
+    reading). `pin`, `data`, `rigid` (native.rigid of them, or None), `arm` (the arm joints'
+    velocity indices) and `q` (the latest reading, Pinocchio's order) are shared with the
+    caller for other terms at that pose."""
 
     def __init__(self, model, gain):
         self.gain = gain
@@ -89,6 +90,7 @@ class MomentumObserver:
         self._data = pin_model.createData()
         self.pin, self.data = self._pin, self._data
         self._rigid = native.rigid(pin_model, self._data)    # (the step from C++; None: Python)
+        self.rigid = self._rigid
 
     @property
     def q(self):
@@ -138,7 +140,9 @@ class MomentumObserver:
             # (remembered per gain and h, as collision detection's gains are)
             self._h_cached = h
             gain = self.gain
-            self._k_fast = remembered(self._gain_memo, (gain, h), lambda: 1.0 - math.exp(-gain * h))
+            k_fast = self._gain_memo.get((gain, h))     # (the lookup first: most find theirs)
+            self._k_fast = k_fast if k_fast is not None else remembered(
+                self._gain_memo, (gain, h), lambda: 1.0 - math.exp(-gain * h))
         acc = self._acc
         if not compiled:
             np.subtract(self._v1, self._v0, out=acc)

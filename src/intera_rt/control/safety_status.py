@@ -9,7 +9,9 @@ pose; the speed scale the position and velocity controllers were allowed that ti
 unscaled). The nearest pair is found when a state is reported (every 10 ms), not on every
 tick: each pair keeps a lower bound on its clearance (its last clearance less what the
 joints' travel since could have closed of it, model.closing × Σ|Δq|), and only the pairs
-whose bound does not exceed the nearest found are looked at (a held arm: one or two of 54).
+whose bound does not exceed the nearest found are looked at (a held arm: one or two of 54);
+a pose the last sweep was made at (a held arm at rest, to the bit) gives that sweep's result
+again, as a new sweep would.
 
 Bypass (control.commands.BypassSpeedScaling, the /intera_rt/bypass_speed_scaling service):
 the core applies no speed scaling for `bypass_timeout` s (seed 002's default 60 s), then
@@ -75,6 +77,7 @@ class SafetyStatus(Additive):
         self._bounds = np.full(len(self._pairs), -np.inf)   # m, at self._bound_q
         self._bound_q, self._bound_head = None, 0.0
         self._nearest = None                          # (pair, clearance) at self._q, once found
+        self._swept = None                            # (pair, clearance) at self._bound_q
 
     def set_tool_shapes(self, shapes):
         self._use(self._armnav_model if shapes is None else self._armnav_model.with_tool(shapes))
@@ -109,11 +112,14 @@ class SafetyStatus(Additive):
             self._bound_q = q.copy()
         else:
             travel = joint_travel(q, self._bound_q) + abs(head - self._bound_head)
+            if travel == 0.0 and self._swept is not None:
+                return self._swept                    # (the same pose: the same answer)
             if travel > 0.0:
                 bounds -= self.model.closing * travel
             np.copyto(self._bound_q, q)
         self._bound_head = head
-        return self.model.nearest(q, head, bounds)
+        self._swept = self.model.nearest(q, head, bounds)
+        return self._swept
 
     def report(self, put):
         if self._q is not None and self._nearest is None:

@@ -57,6 +57,15 @@ class ArmDynamics:
         self._q[self._idx_q], self._v[idx], self._a[idx] = q, qd, qdd
         return pin.rnea(self.model, self.data, self._q, self._v, self._a)[idx]
 
+    def computed_torque(self, q, qd, a, p, v, kp, kd, armature, gravity, damping):
+        """(τ + armature·u − gravity) + damping·v, τ the inverse dynamics at (q, qd, u), u = a +
+        kp·(p − q) + kd·(v − qd) (control.arm.Arm.track's law) in one compiled call; None
+        where the compiled path does not take it (the caller computes it)."""
+        if self._rigid is None:
+            return None
+        return self._rigid.track(a, p, q, v, qd, kp, kd, armature, gravity, damping,
+                                 self._idx_q, self._idx, self._q, self._v, self._a)
+
     def tip(self, name, q):
         """Pose and Jacobian of any link in base: (position[3], quaternion xyzw[4], 6×7
         Jacobian of its origin, linear rows first, base-aligned; columns right_j0..6).

@@ -178,6 +178,41 @@ static PyObject *rnea(Rigid *self, PyObject *const *args, Py_ssize_t nargs)
                                     CVec(fa, nv)), iv, n);
 }
 
+/* track(a, p, q, v, qd, kp, kd, armature, gravity, damping, idx_q, idx_v, full_q, full_v,
+ * full_a) -> τ: control.arm.Arm.track's computed torque in one call, u = a + kp·(p − q) +
+ * kd·(v − qd) (the kernels' track_accel), Pinocchio's rnea at (q, qd, u) written into the
+ * full vectors as rnea() does, then (τ + armature·u − gravity) + damping·v (track_torque);
+ * None for arguments it does not take. */
+static PyObject *track(Rigid *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    NARGS(15, "track")
+    BOUND(self)
+    npy_intp n = -1, nv = self->model->nv;
+    const double *x[10];
+    for (int k = 0; k < 10; k++)
+        if (!(x[k] = vec(args[k], &n))) Py_RETURN_NONE;
+    double *fq = full(args[12], nv), *fv = full(args[13], nv), *fa = full(args[14], nv);
+    if (!fq || !fv || !fa || n > nv) Py_RETURN_NONE;
+    const npy_int64 *iq = indices(args[10], n, nv), *iv = indices(args[11], n, nv);
+    if (!iq || !iv) Py_RETURN_NONE;
+    const double *a = x[0], *p = x[1], *q = x[2], *v = x[3], *qd = x[4], *kp = x[5], *kd = x[6],
+                 *arma = x[7], *g = x[8], *damping = x[9];
+    double u[MAX_NV], *tau;
+    for (npy_intp i = 0; i < n; i++) {
+        u[i] = a[i] + kp[i] * (p[i] - q[i]) + kd[i] * (v[i] - qd[i]);
+        fq[iq[i]] = q[i];
+        fv[iv[i]] = qd[i];
+        fa[iv[i]] = u[i];
+    }
+    const Eigen::VectorXd &t = pinocchio::rnea(*self->model, *self->data, CVec(fq, nv),
+                                               CVec(fv, nv), CVec(fa, nv));
+    PyObject *o = new_vec(n, &tau);
+    if (!o) return NULL;
+    for (npy_intp i = 0; i < n; i++)
+        tau[i] = (t[iv[i]] + arma[i] * u[i] - g[i]) + damping[i] * v[i];
+    return o;
+}
+
 /* gravity(q, idx_q, idx_v, full_q) -> g(q)[idx_v]: Pinocchio's computeGeneralizedGravity with
  * q written into full_q at idx_q (in place), or None for arguments it does not take. */
 static PyObject *gravity(Rigid *self, PyObject *const *args, Py_ssize_t nargs)
@@ -264,12 +299,57 @@ static PyObject *frame_kinematics(Rigid *self, PyObject *const *args, Py_ssize_t
     return triple(ro, to, jo);
 }
 
+/* wrench_map(fid, q, cols, damping) -> (map, info): collision detection's map from joint
+ * torques to the wrench at frame fid (control.collision_detection._wrench_map): J, the columns
+ * `cols` of Pinocchio's computeFrameJacobian at the full configuration q (LOCAL_WORLD_ALIGNED),
+ * then LAPACK's dposv (upper) of J·Jᵀ + damping·I (arith.h's ir_gram) against J: map (6×n, C
+ * order) and dposv's info (nonzero: the map is junk); None for arguments it does not take. */
+static PyObject *wrench_map(Rigid *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    NARGS(4, "wrench_map")
+    BOUND(self)
+    const pinocchio::Model &model = *self->model;
+    npy_intp nv = model.nv;
+    const double *q = vec(args[1], &nv);
+    double damping;
+    if (!PyLong_Check(args[0]) || !q || !floats(args + 3, 1, &damping) || !lapack_posv
+            || !PyArray_Check(args[2]))
+        Py_RETURN_NONE;
+    long fid = PyLong_AsLong(args[0]);
+    npy_intp n = PyArray_DIM((PyArrayObject *)args[2], 0);
+    const npy_int64 *cols = PyArray_NDIM((PyArrayObject *)args[2]) == 1 && n >= 1 && n <= MAX_NV
+        ? indices(args[2], n, nv) : NULL;
+    if (fid < 0 || fid >= (long)model.nframes || !cols) {
+        PyErr_Clear();
+        Py_RETURN_NONE;
+    }
+    pinocchio::Data::Matrix6x jac = pinocchio::Data::Matrix6x::Zero(6, nv);
+    pinocchio::computeFrameJacobian(model, *self->data, CVec(q, nv), (pinocchio::FrameIndex)fid,
+                                    pinocchio::LOCAL_WORLD_ALIGNED, jac);
+    double j[6 * MAX_NV], gram[36], b[6 * MAX_NV], *out;
+    for (int a = 0; a < 6; a++)
+        for (npy_intp i = 0; i < n; i++) j[a * n + i] = jac(a, cols[i]);
+    ir_gram(j, n, damping, gram);              /* (symmetric: Fortran order as it is) */
+    ir_fortran(j, 6, n, b);
+    char uplo = 'U';
+    int six = 6, m = (int)n, info = 0;
+    lapack_posv(&uplo, &six, &m, gram, &six, b, &six, &info);   /* b becomes the map */
+    PyObject *mo = new_matrix(6, n, &out);
+    if (!mo) return NULL;
+    for (int a = 0; a < 6; a++)
+        for (npy_intp i = 0; i < n; i++) out[a * n + i] = b[a + i * 6];
+    PyObject *io = PyLong_FromLong(info);
+    return pair(mo, io);
+}
+
 static PyMethodDef rigid_methods[] = {
     {"plant_step", (PyCFunction)(void (*)(void))plant_step, METH_FASTCALL, NULL},
     {"rnea", (PyCFunction)(void (*)(void))rnea, METH_FASTCALL, NULL},
+    {"track", (PyCFunction)(void (*)(void))track, METH_FASTCALL, NULL},
     {"gravity", (PyCFunction)(void (*)(void))gravity, METH_FASTCALL, NULL},
     {"observe", (PyCFunction)(void (*)(void))observe, METH_FASTCALL, NULL},
     {"frame_kinematics", (PyCFunction)(void (*)(void))frame_kinematics, METH_FASTCALL, NULL},
+    {"wrench_map", (PyCFunction)(void (*)(void))wrench_map, METH_FASTCALL, NULL},
     {NULL, NULL, 0, NULL},
 };
 

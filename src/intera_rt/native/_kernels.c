@@ -666,6 +666,21 @@ static PyObject *fortran_copy(const double *src, npy_intp rows, npy_intp cols)
     return o;
 }
 
+/* hand_wrench(map, r, out) -> (‖force‖², ‖torque‖²): out = map·r for a 6×n map (C order) —
+ * control.collision_detection._wrench_of; None for arguments it does not take. */
+static PyObject *hand_wrench(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    NARGS(3, "hand_wrench")
+    npy_intp n = -1, six = 6;
+    const double *r = vec(args[1], &n), *out = vec(args[2], &six);
+    const double *m = r ? mat(args[0], 6, &n) : NULL;
+    if (!m || !out || !PyArray_ISWRITEABLE((PyArrayObject *)args[2])) Py_RETURN_NONE;
+    double f2, t2;
+    ir_hand_wrench(m, r, n, (double *)out, &f2, &t2);
+    PyObject *a = PyFloat_FromDouble(f2);
+    return a ? pair(a, PyFloat_FromDouble(t2)) : NULL;
+}
+
 /* posv(a, b) -> (c, x, info): scipy.linalg.lapack.dposv(a, b, lower=0) for a C-contiguous
  * n x n a and b of n (x of n) or n x m (x Fortran-ordered, as f2py hands it back); None for
  * other arguments. */
@@ -738,6 +753,7 @@ static PyMethodDef methods[] = {
     {"plant_integrate", (PyCFunction)(void (*)(void))plant_integrate, METH_FASTCALL, NULL},
     {"avoidance_push", (PyCFunction)(void (*)(void))avoidance_push, METH_FASTCALL, NULL},
     {"detect_step", (PyCFunction)(void (*)(void))detect_step, METH_FASTCALL, NULL},
+    {"hand_wrench", (PyCFunction)(void (*)(void))hand_wrench, METH_FASTCALL, NULL},
     {"l1_distance", (PyCFunction)(void (*)(void))l1_distance, METH_FASTCALL, NULL},
     {"any_above", (PyCFunction)(void (*)(void))any_above, METH_FASTCALL, NULL},
     {"safe_torque", (PyCFunction)(void (*)(void))safe_torque, METH_FASTCALL, NULL},

@@ -108,6 +108,34 @@ static inline void ir_fortran(const double *src, long rows, long cols, double *d
             dst[i + j * rows] = src[i * cols + j];
 }
 
+/* out = m·r for a 6×n m (C order), each row's sum in index order; *f2, *t2 the squared norms
+ * of its force (0..2) and torque (3..5) parts, summed left to right: collision detection's
+ * hand wrench (control.collision_detection._wrench_of). */
+static inline void ir_hand_wrench(const double *m, const double *r, long n, double *out,
+                                  double *f2, double *t2)
+{
+    for (long a = 0; a < 6; a++) {
+        double s = 0.0;
+        for (long i = 0; i < n; i++) s += m[a * n + i] * r[i];
+        out[a] = s;
+    }
+    *f2 = out[0] * out[0] + out[1] * out[1] + out[2] * out[2];
+    *t2 = out[3] * out[3] + out[4] * out[4] + out[5] * out[5];
+}
+
+/* g = J·Jᵀ + damping·I for a 6×n J (C order), each sum in index order, g 6×6 C order (and
+ * symmetric: as Fortran order too): control.collision_detection._gram. */
+static inline void ir_gram(const double *j, long n, double damping, double *g)
+{
+    for (long a = 0; a < 6; a++)
+        for (long b = a; b < 6; b++) {
+            double s = 0.0;
+            for (long i = 0; i < n; i++) s += j[a * n + i] * j[b * n + i];
+            g[a * 6 + b] = g[b * 6 + a] = s;
+        }
+    for (long a = 0; a < 6; a++) g[a * 6 + a] += damping;
+}
+
 /* y = alpha·A·x (A's upper triangle; C order, n ≤ 64), as scipy's dsymv(alpha, a, x,
  * lower=0). */
 static inline void ir_symv(ir_symv_t *symv, double alpha, const double *a, const double *x,

@@ -265,7 +265,7 @@ class RealtimeCore(CommandInputs):
         r = self.boards.read(self.now, PERIOD) if reading is None else reading
         q, qd, eff = r.position, r.velocity, r.effort
         return ArmState(now=self.now, period=period, q=q[:7], qd=qd[:7], effort=eff[:7],
-                        q_head=q[7], qd_head=qd[7], dynamics=self.dynamics,
+                        q_head=float(q[7]), qd_head=float(qd[7]), dynamics=self.dynamics,
                         suppressions=self.suppressions)
 
     def _switch(self, controller, state, previous):
