@@ -114,10 +114,20 @@ class MomentumObserver:
         """The reading `state`, h s after the previous one: r follows, unless a joint is (or
         was) on its mechanical stop — the stop's reaction is no push from the world, and the
         model cannot tell it apart."""
+        self._tau_meas = state.effort
+        if self._rigid is not None and kernels is not None:
+            # (the load, the stop check and the step in one compiled call)
+            on_stop = self._rigid.observe_reading(
+                self._q1, self._v1, state.q, state.qd, self._arm, self._head_k, state.q_head,
+                state.qd_head, self._upper, self._lower, self._q0, self._v0, self._acc, 1.0 / h,
+                self._armature, state.effort, self.r, self._gain_at(h), self._on_stop)
+            if on_stop is not None:
+                self._on_stop = on_stop
+                self._swap()
+                return
         on_stop = None if kernels is None else kernels.observer_load(
             self._q1, self._v1, state.q, state.qd, self._arm, self._head_k, state.q_head,
             state.qd_head, self._upper, self._lower, self._v0, self._acc, 1.0 / h)
-        self._tau_meas = state.effort
         if on_stop is None:                 # the Python path
             self._load(state, self._q1, self._v1)
             q = self._q1
@@ -128,21 +138,29 @@ class MomentumObserver:
         stopped, self._on_stop = on_stop or self._on_stop, on_stop
         if not stopped:
             self._observe(h, compiled)
-        # This reading becomes the previous one.
+        self._swap()
+
+    def _swap(self):
+        """This reading becomes the previous one."""
         self._q0, self._q1 = self._q1, self._q0
         self._v0, self._v1 = self._v1, self._v0
 
-    def _observe(self, h, compiled=False):
-        """One step over h s from (q0, v0) to (q1, v1) with the transmitted torque
-        self._tau_meas (compiled: the kernels loaded the reading, the velocity step in
-        self._acc)."""
+    def _gain_at(self, h):
+        """k = 1 − exp(−K·h), the step's gain (remembered per gain and h, as collision
+        detection's gains are)."""
         if h != self._h_cached:
-            # (remembered per gain and h, as collision detection's gains are)
             self._h_cached = h
             gain = self.gain
             k_fast = self._gain_memo.get((gain, h))     # (the lookup first: most find theirs)
             self._k_fast = k_fast if k_fast is not None else remembered(
                 self._gain_memo, (gain, h), lambda: 1.0 - math.exp(-gain * h))
+        return self._k_fast
+
+    def _observe(self, h, compiled=False):
+        """One step over h s from (q0, v0) to (q1, v1) with the transmitted torque
+        self._tau_meas (compiled: the kernels loaded the reading, the velocity step in
+        self._acc)."""
+        k_fast = self._gain_at(h)
         acc = self._acc
         if not compiled:
             np.subtract(self._v1, self._v0, out=acc)
@@ -150,11 +168,11 @@ class MomentumObserver:
         # M(q0)·Δq̇/h + n(q0, q̇0): the torque the plant's step from the previous state needed.
         if compiled and self._rigid is not None and self._rigid.observe(
                 self._q0, self._v0, acc, self._armature, self._arm, self._tau_meas, self.r,
-                self._k_fast):
+                k_fast):
             return
         tau = pin.rnea(self._pin, self._data, self._q0, self._v0, acc)
         if compiled and kernels.observer_step(tau, acc, self._armature, self._arm, self._tau_meas,
-                                              self.r, self._k_fast):
+                                              self.r, k_fast):
             return
         acc *= self._armature
         tau += acc

@@ -63,7 +63,7 @@ class SafetyStatus(Additive):
         self._armnav_model = AvoidanceModel(xml)      # without a tool's shapes
         self._use(self._armnav_model)
         self._scale = 1.0
-        self._bypass_left = 0.0
+        self._bypass = None                           # (suppressions, now) of the last tick
 
     def _use(self, model):
         self.model = model
@@ -98,7 +98,7 @@ class SafetyStatus(Additive):
         self._head = state.q_head
         self._nearest = None
         self._scale = state.speed_scale
-        self._bypass_left = state.suppressions.left(BYPASS, state.now)
+        self._bypass = state.suppressions, state.now  # (what is left of it: when reported)
         return None
 
     def reset(self, state):
@@ -132,5 +132,6 @@ class SafetyStatus(Additive):
             put('min_clearance', math.nan)
             put('pair', (-1.0, -1.0))
         put('speed_scale', self._scale)
-        put('bypassed', 1.0 if self._bypass_left > 0.0 else 0.0)
-        put('bypass_left', self._bypass_left)
+        left = 0.0 if self._bypass is None else self._bypass[0].left(BYPASS, self._bypass[1])
+        put('bypassed', 1.0 if left > 0.0 else 0.0)
+        put('bypass_left', left)

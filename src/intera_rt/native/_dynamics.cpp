@@ -254,6 +254,44 @@ static PyObject *observe(Rigid *self, PyObject *const *args, Py_ssize_t nargs)
     Py_RETURN_TRUE;
 }
 
+/* observe_reading(q1, v1, q, qd, arm, head, q_head, qd_head, upper, lower, q0, v0, acc, inv_h,
+ * armature, tau_meas, r, k, stopped) -> on_stop: control.momentum_observer.MomentumObserver.
+ * update's compiled path in one call: the kernels' observer_load (the reading into q1, v1;
+ * acc; whether a joint is on its stop), then, unless it is or `stopped` (the previous
+ * reading was), observe()'s step from (q0, v0). None for arguments it does not take. */
+static PyObject *observe_reading(Rigid *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    NARGS(19, "observe_reading")
+    BOUND(self)
+    npy_intp nv = self->model->nv, na = -1;
+    double *q1 = full(args[0], nv), *v1 = full(args[1], nv), *acc = full(args[12], nv);
+    const double *q = vec(args[2], &na), *qd = vec(args[3], &na);
+    const double *upper = vec(args[8], &nv), *lower = vec(args[9], &nv), *q0 = vec(args[10], &nv),
+                 *v0 = vec(args[11], &nv), *arma = vec(args[14], &nv), *meas = vec(args[15], &na);
+    double *r = (double *)vec(args[16], &na);
+    double inv_h, k;
+    if (!q1 || !v1 || !acc || !q || !qd || !upper || !lower || !q0 || !v0 || !arma || !meas
+            || !r || !PyArray_ISWRITEABLE((PyArrayObject *)args[16]) || !PyLong_Check(args[5])
+            || !floats(args + 13, 1, &inv_h) || !floats(args + 17, 1, &k)
+            || !PyBool_Check(args[18]))
+        Py_RETURN_NONE;
+    const npy_int64 *arm = indices(args[4], na, nv);
+    long head = PyLong_AsLong(args[5]);
+    double qh = 0.0, vh = 0.0;
+    if (!arm || head >= nv || (head >= 0 && !head_reading(args[6], args[7], &qh, &vh))) {
+        PyErr_Clear();
+        Py_RETURN_NONE;
+    }
+    int on_stop = observer_load_raw(nv, na, q1, v1, q, qd, arm, head, qh, vh, upper, lower, v0,
+                                    acc, inv_h);
+    if (!on_stop && args[18] == Py_False) {
+        const Eigen::VectorXd &tau = pinocchio::rnea(*self->model, *self->data, CVec(q0, nv),
+                                                     CVec(v0, nv), CVec(acc, nv));
+        observer_step_raw(na, tau.data(), acc, arma, arm, meas, r, k);
+    }
+    return PyBool_FromLong(on_stop);
+}
+
 /* frame_kinematics(fid, q, idx_q, idx_v, neutral) -> (R, p, J): model.dynamics.ArmDynamics.
  * frame_kinematics without a base transform: q written at idx_q into a copy of `neutral`
  * (the full configuration), Pinocchio's computeJointJacobians and updateFramePlacement, the
@@ -348,6 +386,7 @@ static PyMethodDef rigid_methods[] = {
     {"track", (PyCFunction)(void (*)(void))track, METH_FASTCALL, NULL},
     {"gravity", (PyCFunction)(void (*)(void))gravity, METH_FASTCALL, NULL},
     {"observe", (PyCFunction)(void (*)(void))observe, METH_FASTCALL, NULL},
+    {"observe_reading", (PyCFunction)(void (*)(void))observe_reading, METH_FASTCALL, NULL},
     {"frame_kinematics", (PyCFunction)(void (*)(void))frame_kinematics, METH_FASTCALL, NULL},
     {"wrench_map", (PyCFunction)(void (*)(void))wrench_map, METH_FASTCALL, NULL},
     {NULL, NULL, 0, NULL},

@@ -242,27 +242,9 @@ static PyObject *observer_load(PyObject *self, PyObject *const *args, Py_ssize_t
     long head = PyLong_AsLong(args[5]);
     if (!arm || head >= nv) Py_RETURN_NONE;
     double qh = 0.0, vh = 0.0;
-    if (head >= 0) {
-        if (args[6] != Py_None && !PyFloat_Check(args[6])) Py_RETURN_NONE;
-        if (args[7] != Py_None && !PyFloat_Check(args[7])) Py_RETURN_NONE;
-        qh = args[6] == Py_None ? 0.0 : PyFloat_AS_DOUBLE(args[6]);
-        vh = args[7] == Py_None ? 0.0 : PyFloat_AS_DOUBLE(args[7]);
-    }
-    for (npy_intp i = 0; i < na; i++) {
-        q1[arm[i]] = q[i];
-        v1[arm[i]] = qd[i];
-    }
-    if (head >= 0) {
-        q1[head] = qh;
-        v1[head] = vh;
-    }
-    int on_stop = 0;
-    double inv_h = PyFloat_AS_DOUBLE(args[12]);
-    for (npy_intp i = 0; i < nv; i++) {
-        on_stop |= (q1[i] >= upper[i]) | (q1[i] <= lower[i]);
-        acc[i] = (v1[i] - v0[i]) * inv_h;
-    }
-    return PyBool_FromLong(on_stop);
+    if (head >= 0 && !head_reading(args[6], args[7], &qh, &vh)) Py_RETURN_NONE;
+    return PyBool_FromLong(observer_load_raw(nv, na, q1, v1, q, qd, arm, head, qh, vh, upper,
+                                             lower, v0, acc, PyFloat_AS_DOUBLE(args[12])));
 }
 
 /* observer_step(tau, acc, armature, arm, tau_meas, r, k): r += k·((tau + armature·acc)[arm] −

@@ -42,6 +42,16 @@ static inline PyObject *new_matrix(npy_intp rows, npy_intp cols, double **data)
     return o;
 }
 
+/* The head's reading (arith.h's observer_load_raw) from two Python objects (a float or None: 0), or
+ * 0 when one is neither. */
+static inline int head_reading(PyObject *q, PyObject *v, double *qh, double *vh)
+{
+    if ((q != Py_None && !PyFloat_Check(q)) || (v != Py_None && !PyFloat_Check(v))) return 0;
+    *qh = q == Py_None ? 0.0 : PyFloat_AS_DOUBLE(q);
+    *vh = v == Py_None ? 0.0 : PyFloat_AS_DOUBLE(v);
+    return 1;
+}
+
 #define NARGS(k, name) \
     if (nargs != (k)) { \
         PyErr_SetString(PyExc_TypeError, name " takes " #k " arguments"); \

@@ -81,6 +81,30 @@ static inline void plant_integrate_raw(long n, const double *q, double *qd, doub
 
 /* The momentum observer's step after its RNEA (control.momentum_observer._observe):
  * r += k·((tau + armature·acc)[arm] − tau_meas − r), na arm joints, r in place. */
+/* The momentum observer's reading into Pinocchio's order (q1, v1 of nv: the arm's at arm[],
+ * the head's at head unless < 0) and acc = (v1 − v0)·inv_h; returns whether a joint is on its
+ * mechanical stop (q1 ≥ upper or ≤ lower). */
+static inline int observer_load_raw(long nv, long na, double *q1, double *v1, const double *q,
+                                    const double *qd, const int64_t *arm, long head, double qh,
+                                    double vh, const double *upper, const double *lower,
+                                    const double *v0, double *acc, double inv_h)
+{
+    for (long i = 0; i < na; i++) {
+        q1[arm[i]] = q[i];
+        v1[arm[i]] = qd[i];
+    }
+    if (head >= 0) {
+        q1[head] = qh;
+        v1[head] = vh;
+    }
+    int on_stop = 0;
+    for (long i = 0; i < nv; i++) {
+        on_stop |= (q1[i] >= upper[i]) | (q1[i] <= lower[i]);
+        acc[i] = (v1[i] - v0[i]) * inv_h;
+    }
+    return on_stop;
+}
+
 static inline void observer_step_raw(long na, const double *tau, const double *acc,
                                      const double *armature, const int64_t *arm,
                                      const double *tau_meas, double *r, double k)
