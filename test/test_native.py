@@ -110,6 +110,15 @@ def test_observer_matches_python_bit_for_bit(monkeypatch):
             np.testing.assert_array_equal(fused.q, other.q)
     # every reading through the one call, some on a stop (no step), most stepped
     assert len(read) == 199 and read.count(True) and read.count(False) > 50
+    # a head index beyond a C long: refused (None), no error left set
+    state = states[-1]
+    assert kernels.observer_load(
+        fused._q1, fused._v1, state.q, state.qd, fused._arm, 10**30, state.q_head,
+        state.qd_head, fused._upper, fused._lower, fused._v0, fused._acc, 1000.0) is None
+    assert fused_rigid.observe_reading(
+        fused._q1, fused._v1, state.q, state.qd, fused._arm, 10**30, state.q_head,
+        state.qd_head, fused._upper, fused._lower, fused._q0, fused._v0, fused._acc, 1000.0,
+        fused._armature, state.effort, fused.r, 0.2, False) is None
     assert np.count_nonzero(compiled.r) and observed.count(True) > 50
 
 

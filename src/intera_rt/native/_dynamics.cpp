@@ -278,7 +278,8 @@ static PyObject *observe_reading(Rigid *self, PyObject *const *args, Py_ssize_t 
     const npy_int64 *arm = indices(args[4], na, nv);
     long head = PyLong_AsLong(args[5]);
     double qh = 0.0, vh = 0.0;
-    if (!arm || head >= nv || (head >= 0 && !head_reading(args[6], args[7], &qh, &vh))) {
+    if (!arm || head >= nv || PyErr_Occurred()
+            || (head >= 0 && !head_reading(args[6], args[7], &qh, &vh))) {
         PyErr_Clear();
         Py_RETURN_NONE;
     }

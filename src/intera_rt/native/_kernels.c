@@ -240,7 +240,10 @@ static PyObject *observer_load(PyObject *self, PyObject *const *args, Py_ssize_t
         Py_RETURN_NONE;
     const npy_int64 *arm = indices(args[4], na, nv);
     long head = PyLong_AsLong(args[5]);
-    if (!arm || head >= nv) Py_RETURN_NONE;
+    if (!arm || head >= nv || PyErr_Occurred()) {
+        PyErr_Clear();
+        Py_RETURN_NONE;
+    }
     double qh = 0.0, vh = 0.0;
     if (head >= 0 && !head_reading(args[6], args[7], &qh, &vh)) Py_RETURN_NONE;
     return PyBool_FromLong(observer_load_raw(nv, na, q1, v1, q, qd, arm, head, qh, vh, upper,

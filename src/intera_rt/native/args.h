@@ -42,8 +42,8 @@ static inline PyObject *new_matrix(npy_intp rows, npy_intp cols, double **data)
     return o;
 }
 
-/* The head's reading (arith.h's observer_load_raw) from two Python objects (a float or None: 0), or
- * 0 when one is neither. */
+/* The head's reading for arith.h's observer_load_raw from two Python objects (each a float,
+ * or None: 0); 0 when one is neither. */
 static inline int head_reading(PyObject *q, PyObject *v, double *qh, double *vh)
 {
     if ((q != Py_None && !PyFloat_Check(q)) || (v != Py_None && !PyFloat_Check(v))) return 0;

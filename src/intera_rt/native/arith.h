@@ -79,8 +79,6 @@ static inline void plant_integrate_raw(long n, const double *q, double *qd, doub
         tt[i] = tau_cmd[i] - damping[i] * qd_free[i] - friction[idx[i]];
 }
 
-/* The momentum observer's step after its RNEA (control.momentum_observer._observe):
- * r += k·((tau + armature·acc)[arm] − tau_meas − r), na arm joints, r in place. */
 /* The momentum observer's reading into Pinocchio's order (q1, v1 of nv: the arm's at arm[],
  * the head's at head unless < 0) and acc = (v1 − v0)·inv_h; returns whether a joint is on its
  * mechanical stop (q1 ≥ upper or ≤ lower). */
@@ -105,6 +103,8 @@ static inline int observer_load_raw(long nv, long na, double *q1, double *v1, co
     return on_stop;
 }
 
+/* The momentum observer's step after its RNEA (control.momentum_observer._observe):
+ * r += k·((tau + armature·acc)[arm] − tau_meas − r), na arm joints, r in place. */
 static inline void observer_step_raw(long na, const double *tau, const double *acc,
                                      const double *armature, const int64_t *arm,
                                      const double *tau_meas, double *r, double k)
