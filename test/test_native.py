@@ -64,48 +64,37 @@ def _observer_case(rng):
 @needs_dynamics
 def test_observer_matches_python_bit_for_bit(monkeypatch):
     """The momentum observer fed the same readings with its whole update from C++
-    (Rigid.observe_reading), with its step from C++ (Rigid.observe), with the kernels around
-    Pinocchio's Python call, and on the Python path."""
+    (Rigid.observe_reading), with the kernels around Pinocchio's Python call, and on the
+    Python path."""
     from intera_rt.control import momentum_observer as mo
     from intera_rt.model import RobotModel
     model = RobotModel.from_file()
-    fused, compiled, kerneled, python = (mo.MomentumObserver(model, 200.0) for _ in range(4))
-    assert compiled._rigid is not None
-    kerneled._rigid = python._rigid = None
-    observed, read = [], []
-    rigid = compiled._rigid
-
-    class Counting:
-        def observe(self, *args):
-            observed.append(rigid.observe(*args))
-            return observed[-1]
-
-        def observe_reading(self, *args):
-            return None                    # (refused: the next path)
+    fused, kerneled, python = (mo.MomentumObserver(model, 200.0) for _ in range(3))
+    assert fused.rigid is not None
+    kerneled.rigid = python.rigid = None
+    read = []
 
     class Fused:
         def observe_reading(self, *args):
             read.append(fused_rigid.observe_reading(*args))
             return read[-1]
-    compiled._rigid = Counting()
-    fused_rigid, fused._rigid = fused._rigid, Fused()
+    fused_rigid, fused.rigid = fused.rigid, Fused()
     rng = np.random.default_rng(3)
     states = [_observer_case(rng) for _ in range(200)]
-    for observer in (fused, compiled, kerneled, python):
+    for observer in (fused, kerneled, python):
         observer.restart(states[0])
     for k, state in enumerate(states[1:]):
         h = 0.001 if k % 3 else 0.001 + 1e-17 * k
         assert kernels.observer_load(
-            compiled._q1.copy(), compiled._v1.copy(), state.q, state.qd, compiled._arm,
-            compiled._head_k, state.q_head, state.qd_head, compiled._upper, compiled._lower,
-            compiled._v0, compiled._acc.copy(), 1.0 / h) is not None
+            kerneled._q1.copy(), kerneled._v1.copy(), state.q, state.qd, kerneled._arm,
+            kerneled._head_k, state.q_head, state.qd_head, kerneled._upper, kerneled._lower,
+            kerneled._v0, kerneled._acc.copy(), 1.0 / h) is not None
         fused.update(state, h)
-        compiled.update(state, h)
         kerneled.update(state, h)
         monkeypatch.setattr(mo, 'kernels', None)
         python.update(state, h)
         monkeypatch.setattr(mo, 'kernels', kernels)
-        for other in (compiled, kerneled, python):
+        for other in (kerneled, python):
             np.testing.assert_array_equal(fused.r, other.r)
             np.testing.assert_array_equal(fused.q, other.q)
     # every reading through the one call, some on a stop (no step), most stepped
@@ -119,7 +108,7 @@ def test_observer_matches_python_bit_for_bit(monkeypatch):
         fused._q1, fused._v1, state.q, state.qd, fused._arm, 10**30, state.q_head,
         state.qd_head, fused._upper, fused._lower, fused._q0, fused._v0, fused._acc, 1000.0,
         fused._armature, state.effort, fused.r, 0.2, False) is None
-    assert np.count_nonzero(compiled.r) and observed.count(True) > 50
+    assert np.count_nonzero(fused.r)
 
 
 @needs_kernels

@@ -284,8 +284,7 @@ class CollisionDetection(Monitor):
         """(map, info): the map r → hand wrench at the observer's pose, with dposv's info
         (nonzero: junk) — what the compiled Rigid.wrench_map computes."""
         jac = pin.computeFrameJacobian(self._pin, self._data, self.observer.q, self._hand,
-                                       pin.LOCAL_WORLD_ALIGNED)[:, self._arm]
-        jac = np.ascontiguousarray(jac)
+                                       pin.LOCAL_WORLD_ALIGNED)[:, self._arm]   # (a C-order copy)
         jjt = _gram(jac, self.wrench_damping)
         # (kernels.posv: scipy's dposv, bit for bit, without f2py's argument handling)
         solved = None if kernels is None else kernels.posv(jjt, jac)

@@ -89,8 +89,7 @@ class MomentumObserver:
         self._pin = pin_model
         self._data = pin_model.createData()
         self.pin, self.data = self._pin, self._data
-        self._rigid = native.rigid(pin_model, self._data)    # (the step from C++; None: Python)
-        self.rigid = self._rigid
+        self.rigid = native.rigid(pin_model, self._data)     # (the update from C++; None: Python)
 
     @property
     def q(self):
@@ -115,9 +114,9 @@ class MomentumObserver:
         was) on its mechanical stop — the stop's reaction is no push from the world, and the
         model cannot tell it apart."""
         self._tau_meas = state.effort
-        if self._rigid is not None and kernels is not None:
+        if self.rigid is not None and kernels is not None:
             # (the load, the stop check and the step in one compiled call)
-            on_stop = self._rigid.observe_reading(
+            on_stop = self.rigid.observe_reading(
                 self._q1, self._v1, state.q, state.qd, self._arm, self._head_k, state.q_head,
                 state.qd_head, self._upper, self._lower, self._q0, self._v0, self._acc, 1.0 / h,
                 self._armature, state.effort, self.r, self._gain_at(h), self._on_stop)
@@ -166,10 +165,6 @@ class MomentumObserver:
             np.subtract(self._v1, self._v0, out=acc)
             acc *= 1.0 / h
         # M(q0)·Δq̇/h + n(q0, q̇0): the torque the plant's step from the previous state needed.
-        if compiled and self._rigid is not None and self._rigid.observe(
-                self._q0, self._v0, acc, self._armature, self._arm, self._tau_meas, self.r,
-                k_fast):
-            return
         tau = pin.rnea(self._pin, self._data, self._q0, self._v0, acc)
         if compiled and kernels.observer_step(tau, acc, self._armature, self._arm, self._tau_meas,
                                               self.r, k_fast):

@@ -195,11 +195,10 @@ static PyObject *track(Rigid *self, PyObject *const *args, Py_ssize_t nargs)
     if (!fq || !fv || !fa || n > nv) Py_RETURN_NONE;
     const npy_int64 *iq = indices(args[10], n, nv), *iv = indices(args[11], n, nv);
     if (!iq || !iv) Py_RETURN_NONE;
-    const double *a = x[0], *p = x[1], *q = x[2], *v = x[3], *qd = x[4], *kp = x[5], *kd = x[6],
-                 *arma = x[7], *g = x[8], *damping = x[9];
+    const double *q = x[2], *v = x[3], *qd = x[4];
     double u[MAX_NV], *tau;
+    track_accel_raw(n, x[0], x[1], q, v, qd, x[5], x[6], u);
     for (npy_intp i = 0; i < n; i++) {
-        u[i] = a[i] + kp[i] * (p[i] - q[i]) + kd[i] * (v[i] - qd[i]);
         fq[iq[i]] = q[i];
         fv[iv[i]] = qd[i];
         fa[iv[i]] = u[i];
@@ -208,8 +207,8 @@ static PyObject *track(Rigid *self, PyObject *const *args, Py_ssize_t nargs)
                                                CVec(fv, nv), CVec(fa, nv));
     PyObject *o = new_vec(n, &tau);
     if (!o) return NULL;
-    for (npy_intp i = 0; i < n; i++)
-        tau[i] = (t[iv[i]] + arma[i] * u[i] - g[i]) + damping[i] * v[i];
+    for (npy_intp i = 0; i < n; i++) tau[i] = t[iv[i]];
+    track_torque_raw(n, tau, x[7], u, x[8], x[9], v);
     return o;
 }
 
@@ -230,35 +229,13 @@ static PyObject *gravity(Rigid *self, PyObject *const *args, Py_ssize_t nargs)
                     iv, n);
 }
 
-/* observe(q0, v0, acc, armature, arm, tau_meas, r, k) -> True: the momentum observer's step
- * (control.momentum_observer._observe with the kernels: Pinocchio's rnea at (q0, v0, acc),
- * full vectors of nv, then r += k·((τ + armature·acc)[arm] − tau_meas − r), r in place), or
- * None for arguments it does not take. */
-static PyObject *observe(Rigid *self, PyObject *const *args, Py_ssize_t nargs)
-{
-    NARGS(8, "observe")
-    BOUND(self)
-    npy_intp nv = self->model->nv, na = -1;
-    const double *q = vec(args[0], &nv), *v = vec(args[1], &nv), *acc = vec(args[2], &nv),
-                 *arma = vec(args[3], &nv), *meas = vec(args[5], &na);
-    double *r = (double *)vec(args[6], &na);
-    double k;
-    if (!q || !v || !acc || !arma || !meas || !r || !PyArray_ISWRITEABLE((PyArrayObject *)args[6])
-            || !floats(args + 7, 1, &k))
-        Py_RETURN_NONE;
-    const npy_int64 *arm = indices(args[4], na, nv);
-    if (!arm) Py_RETURN_NONE;
-    const Eigen::VectorXd &tau = pinocchio::rnea(*self->model, *self->data, CVec(q, nv),
-                                                 CVec(v, nv), CVec(acc, nv));
-    observer_step_raw(na, tau.data(), acc, arma, arm, meas, r, k);
-    Py_RETURN_TRUE;
-}
-
 /* observe_reading(q1, v1, q, qd, arm, head, q_head, qd_head, upper, lower, q0, v0, acc, inv_h,
  * armature, tau_meas, r, k, stopped) -> on_stop: control.momentum_observer.MomentumObserver.
  * update's compiled path in one call: the kernels' observer_load (the reading into q1, v1;
  * acc; whether a joint is on its stop), then, unless it is or `stopped` (the previous
- * reading was), observe()'s step from (q0, v0). None for arguments it does not take. */
+ * reading was), the step from (q0, v0): Pinocchio's rnea at (q0, v0, acc) on the full
+ * vectors of nv, then r += k·((τ + armature·acc)[arm] − tau_meas − r), r in place. None for
+ * arguments it does not take. */
 static PyObject *observe_reading(Rigid *self, PyObject *const *args, Py_ssize_t nargs)
 {
     NARGS(19, "observe_reading")
@@ -386,7 +363,6 @@ static PyMethodDef rigid_methods[] = {
     {"rnea", (PyCFunction)(void (*)(void))rnea, METH_FASTCALL, NULL},
     {"track", (PyCFunction)(void (*)(void))track, METH_FASTCALL, NULL},
     {"gravity", (PyCFunction)(void (*)(void))gravity, METH_FASTCALL, NULL},
-    {"observe", (PyCFunction)(void (*)(void))observe, METH_FASTCALL, NULL},
     {"observe_reading", (PyCFunction)(void (*)(void))observe_reading, METH_FASTCALL, NULL},
     {"frame_kinematics", (PyCFunction)(void (*)(void))frame_kinematics, METH_FASTCALL, NULL},
     {"wrench_map", (PyCFunction)(void (*)(void))wrench_map, METH_FASTCALL, NULL},

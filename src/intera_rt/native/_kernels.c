@@ -90,8 +90,7 @@ static PyObject *track_accel(PyObject *self, PyObject *const *args, Py_ssize_t n
     if (!vecs(args, 7, x, &n)) Py_RETURN_NONE;
     PyObject *o = new_vec(n, &u);
     if (!o) return NULL;
-    for (npy_intp i = 0; i < n; i++)
-        u[i] = x[0][i] + x[5][i] * (x[1][i] - x[2][i]) + x[6][i] * (x[3][i] - x[4][i]);
+    track_accel_raw(n, x[0], x[1], x[2], x[3], x[4], x[5], x[6], u);
     return o;
 }
 
@@ -104,9 +103,7 @@ static PyObject *track_torque(PyObject *self, PyObject *const *args, Py_ssize_t 
     const double *x[6];
     npy_intp n;
     if (!vecs(args, 6, x, &n) || !PyArray_ISWRITEABLE((PyArrayObject *)args[0])) Py_RETURN_NONE;
-    double *tau = (double *)x[0];
-    for (npy_intp i = 0; i < n; i++)
-        tau[i] = (tau[i] + x[1][i] * x[2][i] - x[3][i]) + x[4][i] * x[5][i];
+    track_torque_raw(n, (double *)x[0], x[1], x[2], x[3], x[4], x[5]);
     Py_INCREF(args[0]);
     return args[0];
 }

@@ -79,6 +79,22 @@ static inline void plant_integrate_raw(long n, const double *q, double *qd, doub
         tt[i] = tau_cmd[i] - damping[i] * qd_free[i] - friction[idx[i]];
 }
 
+/* Arm.track's law around its inverse dynamics: u = a + kp·(p − q) + kd·(v − qd) (before), then
+ * τ = (τ + armature·u − gravity) + damping·v (after; tau in place). n joints. */
+static inline void track_accel_raw(long n, const double *a, const double *p, const double *q,
+                                   const double *v, const double *qd, const double *kp,
+                                   const double *kd, double *u)
+{
+    for (long i = 0; i < n; i++) u[i] = a[i] + kp[i] * (p[i] - q[i]) + kd[i] * (v[i] - qd[i]);
+}
+
+static inline void track_torque_raw(long n, double *tau, const double *armature, const double *u,
+                                    const double *gravity, const double *damping, const double *v)
+{
+    for (long i = 0; i < n; i++)
+        tau[i] = (tau[i] + armature[i] * u[i] - gravity[i]) + damping[i] * v[i];
+}
+
 /* The momentum observer's reading into Pinocchio's order (q1, v1 of nv: the arm's at arm[],
  * the head's at head unless < 0) and acc = (v1 − v0)·inv_h; returns whether a joint is on its
  * mechanical stop (q1 ≥ upper or ≤ lower). */
