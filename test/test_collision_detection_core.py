@@ -466,3 +466,17 @@ def test_options(model):
     arm.monitor.report(lambda key, value: got.__setitem__(key, np.atleast_1d(value)))
     assert {k: len(v) for k, v in got.items()} == dict(CollisionDetection.state_fields)
     assert math.isnan(got['detected_at'][0])
+
+
+def test_gain_memo_computes_each_key_once_and_stays_bounded():
+    from intera_rt.control.momentum_observer import GAIN_MEMO, GainMemo
+    asked = []
+    memo = GainMemo(lambda h: asked.append(h) or 1.0 - math.exp(-h / 0.05))
+    assert memo[0.001] == 1.0 - math.exp(-0.001 / 0.05) and memo[0.001] == memo[0.001]
+    assert asked == [0.001]                     # computed once, then looked up
+    for n in range(3 * GAIN_MEMO):
+        memo[n * 1e-6]
+    assert 0 < len(memo) <= GAIN_MEMO and len(asked) == 1 + 3 * GAIN_MEMO
+    assert 0.001 not in memo                    # emptied on the way; asked again it is computed
+    memo[0.001]
+    assert asked[-1] == 0.001

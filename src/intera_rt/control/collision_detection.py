@@ -22,7 +22,7 @@ import pinocchio as pin
 from scipy.linalg.lapack import dposv
 
 from intera_rt.control.base import Halt, Monitor
-from intera_rt.control.momentum_observer import MomentumObserver, remembered
+from intera_rt.control.momentum_observer import GainMemo, MomentumObserver
 from intera_rt.native import kernels
 from intera_rt.numeric import clip, count_nonzero
 from intera_rt.options import Option, per_joint
@@ -147,7 +147,7 @@ class CollisionDetection(Monitor):
             raise ValueError('%s: the robot model has no link %r' % (NAME, HAND))
         self._hand = self._pin.getFrameId(HAND, pin.FrameType.BODY)
         self._inv_scale = 1.0 / self.impact_scale
-        self._gain_memo = {}                 # h → (k_slow, band_gain)
+        self._gain_memo = GainMemo(self._step_gains)   # h → (k_slow, band_gain)
         self._release = self.squish_release * self.squish_threshold
         self._force2 = self.overwrench_force ** 2
         self._torque2 = self.overwrench_torque ** 2
@@ -199,10 +199,7 @@ class CollisionDetection(Monitor):
         their cost, and h takes few values: n ms less (n − 1) ms differs in its last bits
         from one n to the next, among some twenty values over an hour)."""
         self._h_cached = h
-        gains = self._gain_memo.get(h)          # (the lookup first: most steps find theirs)
-        if gains is None:
-            gains = remembered(self._gain_memo, h, lambda: self._step_gains(h))
-        self._k_slow, self._band_gain = gains
+        self._k_slow, self._band_gain = self._gain_memo[h]
 
     def _step_gains(self, h):
         k_slow = 1.0 - math.exp(-h / self.slow_time)

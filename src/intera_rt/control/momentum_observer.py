@@ -26,16 +26,23 @@ STOP_TOLERANCE = 1e-9   # rad: a joint this close to its mechanical stop is on i
 GAIN_MEMO = 256         # step lengths whose gain is remembered (then forgotten all at once)
 
 
-def remembered(memo, key, compute):
-    """memo[key], from compute() the first time it is asked for (the memo is emptied when it
-    holds GAIN_MEMO entries)."""
-    value = memo.get(key)
-    if value is None:
-        value = compute()
-        if len(memo) >= GAIN_MEMO:
-            memo.clear()
-        memo[key] = value
-    return value
+class GainMemo(dict):
+    """compute(key) for each key, remembered: a hit is one dictionary lookup (memo[key]);
+    a miss computes it through __missing__. Emptied when it holds GAIN_MEMO entries, so a
+    stream of new keys cannot grow it without bound."""
+
+    __slots__ = ('_compute',)
+
+    def __init__(self, compute):
+        super().__init__()
+        self._compute = compute
+
+    def __missing__(self, key):
+        value = self._compute(key)
+        if len(self) >= GAIN_MEMO:
+            self.clear()
+        self[key] = value
+        return value
 
 
 class MomentumObserver:
@@ -78,7 +85,7 @@ class MomentumObserver:
         self._on_stop = False
         self._h_cached = None
         self._k_fast = 0.0
-        self._gain_memo = {}                 # (gain, h) → k_fast
+        self._gain_memo = GainMemo(lambda key: 1.0 - math.exp(-key[0] * key[1]))  # (gain, h) → k
 
     def set_tool(self, tool):
         """The plant carries `tool` (model.tool.Tool, None: nothing) from now on: its mass
@@ -149,10 +156,7 @@ class MomentumObserver:
         detection's gains are)."""
         if h != self._h_cached:
             self._h_cached = h
-            gain = self.gain
-            k_fast = self._gain_memo.get((gain, h))     # (the lookup first: most find theirs)
-            self._k_fast = k_fast if k_fast is not None else remembered(
-                self._gain_memo, (gain, h), lambda: 1.0 - math.exp(-gain * h))
+            self._k_fast = self._gain_memo[(self.gain, h)]
         return self._k_fast
 
     def _observe(self, h, compiled=False):
