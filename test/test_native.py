@@ -797,3 +797,89 @@ def test_the_core_says_once_when_the_compiled_mujoco_step_is_missing(monkeypatch
     assert core.boards._native is None
     said = [entry for entry in core.take_logs() if entry[1] == 'native']
     assert said == [('warn', 'native', 'compiled MuJoCo step unavailable (test)')]
+
+
+@needs_kernels
+def test_joint_commands_parse_the_same_on_both_paths(monkeypatch):
+    """joint_command.parse with the compiled joint_values and within_limits, and without:
+    the same arrays bit for bit, or the same rejection (kind and message), over commands
+    valid and not — tuples and lists, ints, NaN and infinities, lengths off by one,
+    positions a hair inside and outside the limits, names unknown, twice or missing, joint
+    subsets in any order — and the same saturation warnings through each mode's validate."""
+    from intera_rt.control import commands as cmds
+    from intera_rt.control import joint_command, trajectory
+    from intera_rt.control.arm import LIMIT_SLACK, Arm
+    from intera_rt.control.base import CommandRejected
+    from intera_rt.model import RobotModel
+    from intera_rt.robot import ARM_JOINTS
+    from intera_rt.realtime.core import RealtimeCore
+    model = RobotModel.from_file()
+    core = RealtimeCore(model)
+    core.tick()
+    state = core._arm_state()
+    rng = np.random.default_rng(5)
+    special = [np.nan, np.inf, -np.inf, 3, True, 'x', -0.0]
+    compiled = 0
+
+    def values(n, lo, hi):
+        lo, hi = np.broadcast_to(lo, n), np.broadcast_to(hi, n)
+        v = [float(x) for x in rng.uniform(lo - 0.01, hi + 0.01)]
+        if rng.random() < 0.3:                         # on a limit, or a hair past it
+            j = int(rng.integers(0, n))
+            v[j] = float(rng.choice([lo[j], hi[j], lo[j] - LIMIT_SLACK, hi[j] + 2 * LIMIT_SLACK]))
+        if rng.random() < 0.1:
+            v[int(rng.integers(0, n))] = special[int(rng.integers(0, len(special)))]
+        if rng.random() < 0.05:
+            v = v[:-1] if rng.random() < 0.5 else v + [0.0]
+        return v if rng.random() < 0.7 else tuple(v) if rng.random() < 0.5 else list(v)
+
+    for i in range(3000):
+        n = int(rng.integers(1, 8))
+        names = [str(s) for s in rng.permutation(ARM_JOINTS)[:n]]
+        arm = core.arm
+        idx = [arm.index[s] for s in names]
+        lo, hi = arm.lower[idx], arm.upper[idx]
+        vmax = arm.vel_limit[idx]
+        if rng.random() < 0.03:
+            names[-1] = str(rng.choice(['right_j9', names[0]])) if n > 1 else 'head_pan'
+        if rng.random() < 0.01:
+            names = []
+        cmd = cmds.JointCommand(
+            mode=int(rng.integers(1, 5)), names=tuple(names) if i % 2 else names,
+            position=values(n, lo, hi), velocity=values(n, -1.2 * vmax, 1.2 * vmax),
+            acceleration=values(n, -8.0, 8.0), effort=values(n, -90.0, 90.0),
+            stamp=core.now)
+        got = []
+        for path in (kernels, None):
+            monkeypatch.setattr(joint_command, 'kernels', path)
+            monkeypatch.setattr(trajectory, 'kernels', path)
+            controller = core._by_mode[cmd.mode]
+            try:
+                parsed, warnings = controller.validate(cmd, state)
+                got.append(('ok', [None if a is None else a.tolist() for a in (
+                    parsed.position, parsed.velocity, parsed.acceleration, parsed.effort)],
+                    parsed.idx.tolist(), list(parsed.names), warnings))
+            except CommandRejected as exc:
+                got.append(('rejected', exc.kind, str(exc)))
+            except ValueError as exc:                  # (a string among the values)
+                got.append(('raised', str(exc)))
+        assert got[0] == got[1], (cmd, got)
+        compiled += got[0][0] == 'ok'
+    assert compiled > 1000                             # (most were valid)
+    # The kernels' own answers for what they do not take
+    assert kernels.joint_values((1.0, 2), 2) is None and kernels.joint_values((1.0,), 2) is None
+    assert kernels.joint_values((1.0, float('nan')), 2) is None
+    assert kernels.joint_values(np.zeros(2), 2) is None
+    assert kernels.joint_values([1.5, -0.0], 2).tolist() == [1.5, -0.0]
+    lo, hi = np.zeros(2), np.ones(2)
+    assert kernels.within_limits(np.array([0.5, 1.0 + 1e-7]), lo, hi, 1e-6).tolist() == [0.5, 1.0]
+    assert kernels.within_limits(np.array([0.5, 1.0 + 2e-6]), lo, hi, 1e-6) is None
+    assert kernels.within_limits(np.array([0.5]), lo, hi, 1e-6) is None
+    # A joint list is checked once and remembered; its arrays are shared, and read-only.
+    fresh = Arm(model)
+    first = fresh.joints(('right_j1', 'right_j0'))
+    assert fresh.joints(['right_j1', 'right_j0']) is first and first.idx.tolist() == [1, 0]
+    with pytest.raises(ValueError):
+        first.lower[0] = 0.0
+    with pytest.raises(CommandRejected, match='named twice'):
+        fresh.joints(('right_j1', 'right_j1'))

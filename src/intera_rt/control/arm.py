@@ -29,6 +29,35 @@ FRICTION_DEADBAND = 2e-4       # rad
 # far from where they were (a teleport, a fast move).
 FEEDBACK_REFRESH = 0.05        # s
 FEEDBACK_JUMP = 0.05           # rad
+JOINT_LISTS = 64               # joint lists a command names, remembered (Arm.joints)
+
+
+class Joints:
+    """The joints a command names, checked once per list (Arm.joints remembers them: a
+    stream names the same joints in every command): `names` (a tuple), `idx` (their indices
+    into right_j0..6) and their `lower`, `upper`, `vel_limit`, `acc_limit` and
+    `effort_limit`. Its arrays are read-only: every command naming these joints shares them."""
+
+    __slots__ = ('names', 'idx', 'lower', 'upper', 'vel_limit', 'acc_limit', 'effort_limit')
+
+    def __init__(self, arm, names):
+        """Raises CommandRejected for an empty list, an unknown name or one named twice."""
+        if not names:
+            raise CommandRejected('names is empty', 'names')
+        idx = []
+        for name in names:
+            j = arm.index.get(name)
+            if j is None:
+                raise CommandRejected('unknown joint name %r' % (name,), 'names')
+            if j in idx:
+                raise CommandRejected('joint %r named twice' % (name,), 'names')
+            idx.append(j)
+        self.names = names
+        self.idx = _frozen(np.array(idx))
+        self.lower, self.upper = _frozen(arm.lower[self.idx]), _frozen(arm.upper[self.idx])
+        self.vel_limit = _frozen(arm.vel_limit[self.idx])
+        self.acc_limit = _frozen(arm.acc_limit[self.idx])
+        self.effort_limit = _frozen(arm.effort_limit[self.idx])
 
 
 class Arm:
@@ -88,6 +117,22 @@ class Arm:
         self.speed_ratio = DEFAULT_SPEED_RATIO
         self.speed_ratio_serial = 0
         self.timeout = DEFAULT_TIMEOUT
+        self._joint_lists = {}
+
+    def joints(self, names):
+        """Joints(self, names) for a command's names (a tuple or list), remembered.
+
+        Raises:
+            CommandRejected: an empty list, an unknown name or one named twice.
+        """
+        key = names if type(names) is tuple else tuple(names)
+        joints = self._joint_lists.get(key)
+        if joints is None:
+            joints = Joints(self, key)
+            if len(self._joint_lists) >= JOINT_LISTS:
+                self._joint_lists.clear()
+            self._joint_lists[key] = joints
+        return joints
 
     def set_timeout(self, seconds):
         """joint_command_timeout: clamped to (0, 1] s; returns the value in force."""
@@ -246,3 +291,8 @@ def damping_rate_limit(latency):
     an inertia stable when its damping acts `latency` ticks late (beyond lockstep's): v(k+1)
     = v(k) − a·v(k−n) is stable for a < 2·sin(π/(2(2n+1))): 2 in lockstep, 1 a tick late."""
     return math.sin(math.pi / (2 * (2 * int(latency) + 1)))
+
+
+def _frozen(array):
+    array.flags.writeable = False
+    return array

@@ -5,22 +5,24 @@ import numpy as np
 
 from intera_rt.control.arm import LIMIT_SLACK
 from intera_rt.control.base import CommandRejected
-from intera_rt.numeric import clip
+from intera_rt.native import kernels
+from intera_rt.numeric import clip, count_nonzero
 
 MODE_NAMES = 'POSITION_MODE=1, VELOCITY_MODE=2, TORQUE_MODE=3, TRAJECTORY_MODE=4'
 IGNORED, OPTIONAL, REQUIRED = 0, 1, 2       # how a mode reads one of a command's arrays
 
 
 class ParsedCommand:
-    """A valid command: joint indices (into right_j0..6), names, and the arrays the mode
-    reads (float arrays, one value per named joint in the command's order; None for an
-    array it ignores or an optional one left empty). `stamp` as JointCommand's."""
+    """A valid command: its `joints` (Joints; `idx` and `names` are theirs), and the arrays
+    the mode reads (float arrays, one value per named joint in the command's order; None for
+    an array it ignores or an optional one left empty). `stamp` as JointCommand's."""
 
-    __slots__ = ('idx', 'names', 'position', 'velocity', 'acceleration', 'effort', 'stamp')
+    __slots__ = ('joints', 'idx', 'names', 'position', 'velocity', 'acceleration', 'effort',
+                 'stamp')
 
-    def __init__(self, *, idx, names, position=None, velocity=None, acceleration=None,
+    def __init__(self, *, joints, position=None, velocity=None, acceleration=None,
                  effort=None, stamp=None):
-        self.idx, self.names, self.stamp = idx, names, stamp
+        self.joints, self.idx, self.names, self.stamp = joints, joints.idx, joints.names, stamp
         self.position, self.velocity = position, velocity
         self.acceleration, self.effort = acceleration, effort
 
@@ -31,31 +33,25 @@ def parse(arm, cmd, *, position=IGNORED, velocity=IGNORED, acceleration=IGNORED,
     IGNORED, OPTIONAL (may also be empty) or REQUIRED (exactly one value per name). Arrays
     the mode ignores may hold anything (the SDK reuses one message across modes); they are
     checked in field order. Returns a ParsedCommand; raises CommandRejected."""
-    names = list(cmd.names)
-    if not names:
-        raise CommandRejected('names is empty', 'names')
-    idx = []
-    for name in names:
-        j = arm.index.get(name)
-        if j is None:
-            raise CommandRejected('unknown joint name %r' % (name,), 'names')
-        if j in idx:
-            raise CommandRejected('joint %r named twice' % (name,), 'names')
-        idx.append(j)
-    idx = np.array(idx)
+    joints = arm.joints(cmd.names)
+    names = joints.names
     pos = _array('position', cmd.position, names, position)
     vel = _array('velocity', cmd.velocity, names, velocity)
     acc = _array('acceleration', cmd.acceleration, names, acceleration)
     eff = _array('effort', cmd.effort, names, effort)
     if pos is not None:
-        lo, hi = arm.lower[idx], arm.upper[idx]
-        out = (pos < lo - LIMIT_SLACK) | (pos > hi + LIMIT_SLACK)
-        if np.count_nonzero(out):
-            j = int(np.argmax(out))
-            raise CommandRejected('position %s for %s is outside its limits [%.4f, %.4f]'
-                                  % (_angle(pos[j]), names[j], lo[j], hi[j]), 'position-limit')
-        pos = clip(pos, lo, hi)
-    return ParsedCommand(idx=idx, names=names, position=pos, velocity=vel, acceleration=acc,
+        lo, hi = joints.lower, joints.upper
+        inside = None if kernels is None else kernels.within_limits(pos, lo, hi, LIMIT_SLACK)
+        if inside is None:
+            out = (pos < lo - LIMIT_SLACK) | (pos > hi + LIMIT_SLACK)
+            if count_nonzero(out):
+                j = int(np.argmax(out))
+                raise CommandRejected('position %s for %s is outside its limits [%.4f, %.4f]'
+                                      % (_angle(pos[j]), names[j], lo[j], hi[j]),
+                                      'position-limit')
+            inside = clip(pos, lo, hi)
+        pos = inside
+    return ParsedCommand(joints=joints, position=pos, velocity=vel, acceleration=acc,
                          effort=eff, stamp=cmd.stamp)
 
 
@@ -63,6 +59,10 @@ def _array(label, values, names, how):
     """One array of the command as floats; None when ignored, or optional and empty."""
     if how == IGNORED or (how == OPTIONAL and len(values) == 0):
         return None
+    # (the compiled kernels take a tuple or list of finite floats, one per name, in one call)
+    arr = None if kernels is None else kernels.joint_values(values, len(names))
+    if arr is not None:
+        return arr
     if len(values) != len(names):
         # More values than names is as ambiguous as fewer: which joint were they for?
         raise CommandRejected('%s has %d values for %d names' % (label, len(values), len(names)),

@@ -24,7 +24,7 @@ class TorqueController(Controller):
     def validate(self, cmd, state):
         parsed = joint_command.parse(self.arm, cmd, effort=joint_command.REQUIRED)
         eff, names = parsed.effort, parsed.names
-        emax = self.arm.effort_limit[parsed.idx]
+        emax = parsed.joints.effort_limit
         warnings = []
         if count_nonzero(np.abs(eff) > emax):
             j = int(np.argmax(np.abs(eff) - emax))

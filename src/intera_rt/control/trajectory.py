@@ -60,13 +60,15 @@ def sample_reference(parsed, base, now, arm):
     return extrapolate_within_limits(p, v, a, now - parsed.stamp, arm)
 
 
-def _saturated(label, values, limit, parsed, warnings):
-    """`values` (None: not sent) within ±limit of the parsed joints; a warning when
+def _saturated(label, values, lim, parsed, warnings):
+    """`values` (None: not sent) within ±lim (the parsed joints' limits); a warning when
     clipped."""
     if values is None:
         return None
-    lim = limit[parsed.idx]
-    if count_nonzero(np.abs(values) > lim):
+    over = None if kernels is None else kernels.any_above(values, lim)
+    if over is None:
+        over = count_nonzero(np.abs(values) > lim)
+    if over:
         j = int(np.argmax(np.abs(values) - lim))
         warnings.append('%s %.3f for %s saturated at %.3f' % (label, values[j], parsed.names[j], lim[j]))
         return clip(values, -lim, lim)
@@ -94,8 +96,10 @@ class TrajectoryController(Controller):
                                      velocity=joint_command.OPTIONAL,
                                      acceleration=joint_command.OPTIONAL)
         warnings = []
-        parsed.velocity = _saturated('velocity', parsed.velocity, arm.vel_limit, parsed, warnings)
-        parsed.acceleration = _saturated('acceleration', parsed.acceleration, arm.acc_limit,
+        joints = parsed.joints
+        parsed.velocity = _saturated('velocity', parsed.velocity, joints.vel_limit, parsed,
+                                     warnings)
+        parsed.acceleration = _saturated('acceleration', parsed.acceleration, joints.acc_limit,
                                          parsed, warnings)
         stamp = parsed.stamp
         parsed.stamp = stamp if stamp and abs(stamp - state.now) <= STAMP_WINDOW else state.now

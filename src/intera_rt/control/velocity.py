@@ -35,21 +35,22 @@ class VelocityController(Controller):
         arm = self.arm
         parsed = joint_command.parse(arm, cmd, velocity=joint_command.REQUIRED)
         idx, names, vel = parsed.idx, parsed.names, parsed.velocity
+        joints = parsed.joints
         warnings = []
-        vmax = arm.vel_limit[idx]
+        vmax = joints.vel_limit
         if count_nonzero(np.abs(vel) > vmax):
             j = int(np.argmax(np.abs(vel) - vmax))
             warnings.append('velocity %.3f for %s saturated at %.3f' % (vel[j], names[j], vmax[j]))
             vel = clip(vel, -vmax, vmax)
         # Where the joint would be if this command ran to its timeout and then braked.
         q = state.q[idx]
-        reach = q + vel * arm.timeout + vel * np.abs(vel) / (2.0 * arm.acc_limit[idx])
-        past = (reach < arm.lower[idx]) | (reach > arm.upper[idx])
+        reach = q + vel * arm.timeout + vel * np.abs(vel) / (2.0 * joints.acc_limit)
+        past = (reach < joints.lower) | (reach > joints.upper)
         if count_nonzero(past):
             j = int(np.argmax(past))
             raise CommandRejected('velocity %.3f would carry %s past its limit (at %.4f, limits '
                                   '[%.4f, %.4f]); command rejected, arm holds'
-                                  % (vel[j], names[j], q[j], arm.lower[idx][j], arm.upper[idx][j]),
+                                  % (vel[j], names[j], q[j], joints.lower[j], joints.upper[j]),
                                   'velocity-limit')
         parsed.velocity = vel
         return parsed, warnings

@@ -716,6 +716,52 @@ static PyObject *symv(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     return yo;
 }
 
+/* joint_values(values, n) -> a command's array as control.joint_command._array makes it
+ * (np.array(values, float)), when `values` is a tuple or list of exactly n Python floats, all
+ * finite; None otherwise: the Python path then converts the other numbers it takes, or names
+ * what is wrong. */
+static PyObject *joint_values(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    NARGS(2, "joint_values")
+    PyObject *values = args[0];
+    if (!PyLong_Check(args[1]) || !(PyTuple_Check(values) || PyList_Check(values)))
+        Py_RETURN_NONE;
+    Py_ssize_t n = PyLong_AsSsize_t(args[1]);
+    if (n == -1 && PyErr_Occurred()) {
+        PyErr_Clear();
+        Py_RETURN_NONE;
+    }
+    if (n < 0 || PySequence_Fast_GET_SIZE(values) != n) Py_RETURN_NONE;
+    PyObject **items = PySequence_Fast_ITEMS(values);
+    for (Py_ssize_t i = 0; i < n; i++)
+        if (!PyFloat_Check(items[i]) || !isfinite(PyFloat_AS_DOUBLE(items[i]))) Py_RETURN_NONE;
+    double *out;
+    PyObject *o = new_vec(n, &out);
+    if (o)
+        for (Py_ssize_t i = 0; i < n; i++) out[i] = PyFloat_AS_DOUBLE(items[i]);
+    return o;
+}
+
+/* within_limits(pos, lo, hi, slack) -> clip(pos, lo, hi) when no pos_i < lo_i - slack and
+ * no pos_i > hi_i + slack (control.joint_command.parse's position check), else None; None
+ * too for arguments it does not take (the Python path then says which joint is outside). */
+static PyObject *within_limits(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    NARGS(4, "within_limits")
+    npy_intp n = -1;
+    const double *pos = vec(args[0], &n), *lo = pos ? vec(args[1], &n) : NULL,
+                 *hi = lo ? vec(args[2], &n) : NULL;
+    if (!hi || !PyFloat_Check(args[3])) Py_RETURN_NONE;
+    double slack = PyFloat_AS_DOUBLE(args[3]);
+    for (npy_intp i = 0; i < n; i++)
+        if (pos[i] < lo[i] - slack || pos[i] > hi[i] + slack) Py_RETURN_NONE;
+    double *out;
+    PyObject *o = new_vec(n, &out);
+    if (o)
+        for (npy_intp i = 0; i < n; i++) out[i] = clip(pos[i], lo[i], hi[i]);
+    return o;
+}
+
 static PyMethodDef methods[] = {
     {"trapezoid_step", (PyCFunction)(void (*)(void))trapezoid_step, METH_FASTCALL,
      "control.arm.trapezoid_step, compiled (None: arguments it does not take)."},
@@ -742,6 +788,8 @@ static PyMethodDef methods[] = {
     {"board_torques", (PyCFunction)(void (*)(void))board_torques, METH_FASTCALL, NULL},
     {"posv", (PyCFunction)(void (*)(void))posv, METH_FASTCALL, NULL},
     {"symv", (PyCFunction)(void (*)(void))symv, METH_FASTCALL, NULL},
+    {"joint_values", (PyCFunction)(void (*)(void))joint_values, METH_FASTCALL, NULL},
+    {"within_limits", (PyCFunction)(void (*)(void))within_limits, METH_FASTCALL, NULL},
     {NULL, NULL, 0, NULL},
 };
 
