@@ -208,3 +208,38 @@ def test_lockstep_waits_for_the_published_state_and_wakes_on_the_shared_page():
         conn.close()
     proc.join(10.0)
     assert not proc.is_alive(), 'the core outlived its adapter'
+
+
+def test_the_state_vector_s_one_element_fields_each_say_their_own_fact(model):
+    """The core writes its one-element fields in one assignment (state.CORE_SCALARS' order):
+    in two states where many of them differ, each field reads its own fact."""
+    from intera_rt.control.state_machine import EstopButton, EstopSource
+    from intera_rt.realtime.state import CONTROLLER_NAMES, CORE_SCALARS
+    core = booted(model)
+    for _ in range(1234):
+        core.tick()
+    core.apply(cmds.Suppress(what='contact_safety'))
+    core.apply(cmds.Suppress(what='hand_overwrench_safety'))
+    core.apply(cmds.CuffInput(source='cuff', pressed=True))         # zero-G
+    for _ in range(3):
+        core.tick()
+    view = StateView(core.state_vector())
+    expected = dict.fromkeys(CORE_SCALARS, 0.0)
+    expected.update({'t': 1.237, 'tick': 1237, 'controlled': 1.0, 'enabled': 1.0, 'homed': 1.0,
+                     'pan_mode': 1.0, 'controller': CONTROLLER_NAMES.index('zero_g'),
+                     'cuff': 1.0, 'suppress.contact_safety': 1.0,
+                     'suppress.hand_overwrench_safety': 1.0,
+                     'contact_at': core._contact_at})              # (NaN: no contact yet)
+
+    def read(name):
+        head, _, rest = name.partition('.')
+        return getattr(getattr(view, head), rest) if rest else getattr(view, name)
+    got = {name: read(name) for name in CORE_SCALARS}
+    assert got == pytest.approx(expected, nan_ok=True), got
+    core.apply(cmds.SimEstop(pressed=True))
+    core.apply(cmds.CuffInput(source='cuff', pressed=False))
+    core.tick()
+    view = StateView(core.state_vector())
+    assert (view.stopped, view.enabled, view.cuff) == (1.0, 0.0, 0.0)
+    assert (view.estop_button, view.estop_source) == (EstopButton.PRESSED, EstopSource.USER)
+    assert view.t == pytest.approx(1.238) and view.tick == 1238

@@ -32,10 +32,12 @@ from intera_rt.native import kernels
 from intera_rt.numeric import clip
 from intera_rt.realtime.inputs import CommandInputs
 from intera_rt.realtime.state import INDEX as STATE_INDEX
-from intera_rt.realtime.state import CONTROLLER_NAMES, N_BOARD, STATE_SIZE, group_writer
+from intera_rt.realtime.state import (CONTROLLER_NAMES, N_BOARD, SCALAR_INDEX, STATE_SIZE,
+                                     group_writer)
 from intera_rt.robot import ARM_JOINTS, BOARD_JOINTS, LOOP_PERIOD, SUPPRESS_TOPICS
 
 PERIOD = LOOP_PERIOD                  # s, one tick
+SUPPRESS_WHATS = tuple(SUPPRESS_TOPICS.values())   # (state_vector's order, CORE_SCALARS')
 MAX_TICK_PERIOD = 10 * PERIOD         # s: the most a tick on boards that own the clock counts
 # s: under a simulator's clock (Gazebo), a joint command stamped at most this far ahead of
 # the loop waits for the tick at its stamp (a client hears the simulator's /clock before the
@@ -78,6 +80,9 @@ class RealtimeCore(CommandInputs):
         self.additives = [a(context) for a in ADDITIVES]
         self._stages = self.monitors + self.additives + list(self.controllers.values())
         self._scalers = [s for s in self._stages if type(s).speed_scale is not Stage.speed_scale]
+        self._state = np.zeros(STATE_SIZE)             # (state_vector's, copied out)
+        self._state_writers = [(s, group_writer(self._state, s.name)) for s in self._stages
+                               if s.state_fields]
         self._by_mode = {c.joint_command_mode: c for c in self.controllers.values()
                          if c.joint_command_mode is not None}
         by_role = {c.role: c for c in self.controllers.values() if c.role}
@@ -413,12 +418,13 @@ class RealtimeCore(CommandInputs):
 
     def state_vector(self):
         """Everything the robot's state topics need, as one float64 vector
-        (realtime.state.StateView reads it), written field by field through its index."""
-        v, i = np.zeros(STATE_SIZE), STATE_INDEX
+        (realtime.state.StateView reads it), written through its index: the core's
+        one-element fields in one assignment, then each stage's report."""
+        v, i = self._state, STATE_INDEX
+        v.fill(0.0)
         r = self.boards.read()
         st = self.state
         position = r.position
-        v[i['t']], v[i['tick']] = self.now, self.tick_count
         v[i['q']], v[i['qd']], v[i['effort']] = position, r.velocity, r.effort
         out = self._out
         if out is not None:
@@ -426,29 +432,26 @@ class RealtimeCore(CommandInputs):
             # what the joints were sent: within the effort limits, as the tick applies it
             v[i['cmd_effort']] = self._applied[:7] if out.effort is None \
                 else clip(out.effort, self._neg_effort_limit, self._effort_limit)
-            v[i['controlled']] = 1.0
             if self._interaction is not None:
                 v[i['interaction_torque']] = self._interaction
         else:                               # brakes on: nothing commanded
             v[i['cmd_p']] = position[:7]
-        v[i['enabled']], v[i['stopped']], v[i['error']] = st.enabled, st.stopped, st.error
-        v[i['low_voltage']] = st.low_voltage
-        v[i['homed']], v[i['homing']] = self.homing.all_homed, self.homing.states
-        v[i['estop_button']], v[i['estop_source']] = st.estop_button, st.estop_source
-        v[i['head_turning']] = self.head.turning(position[7])
-        v[i['pan_mode']] = self.head.pan_mode
-        v[i['controller']] = CONTROLLER_NAMES.index(self.active.name)
-        v[i['cuff']] = any(self._cuff.values())
-        halted = out is not None and self.now < self._halt_until
-        v[i['collision']] = halted and self._halt_collision
-        v[i['halt_left']] = max(0.0, self._halt_until - self.now) if halted else 0.0
-        v[i['timeouts']] = self.timeouts
-        for what in SUPPRESS_TOPICS.values():
-            v[i['suppress.' + what]] = self.suppressions.active(what, self.now)
-        if 'contacts' in self._capabilities:
-            v[i['contacts']], v[i['contact_at']] = len(self.boards.contacts()), self._contact_at
-        for stage in self._stages:
-            if stage.state_fields:
-                # (a field the stage does not declare raises AttributeError)
-                stage.report(group_writer(v, stage.name))
-        return v
+        v[i['homing']] = self.homing.states
+        now = self.now
+        halted = out is not None and now < self._halt_until
+        contacts = 'contacts' in self._capabilities
+        suppressed = self.suppressions.active
+        # (CORE_SCALARS' order)
+        v[SCALAR_INDEX] = (
+            now, self.tick_count, out is not None, st.enabled, st.stopped, st.error,
+            st.low_voltage, self.homing.all_homed, st.estop_button, st.estop_source,
+            self.head.turning(position[7]), self.head.pan_mode,
+            CONTROLLER_NAMES.index(self.active.name), any(self._cuff.values()),
+            halted and self._halt_collision, max(0.0, self._halt_until - now) if halted else 0.0,
+            self.timeouts, len(self.boards.contacts()) if contacts else 0,
+            self._contact_at if contacts else 0.0,
+            *[suppressed(what, now) for what in SUPPRESS_WHATS])
+        for stage, put in self._state_writers:
+            # (a field the stage does not declare raises AttributeError)
+            stage.report(put)
+        return v.copy()

@@ -187,7 +187,7 @@ def main(conn, config, lockstep):
                             config['q_head'], config.get('enabled', True), config.get('options'),
                             config.get('backend_options'), homed=config.get('homed', True))
     except Exception as exc:  # noqa: BLE001 - the adapter reports it and exits
-        conn.send(pipe.Failed(reason='%s: %s' % (type(exc).__name__, exc)))
+        pipe.send(conn, pipe.Failed(reason='%s: %s' % (type(exc).__name__, exc)))
         return
     core.paused = bool(config.get('paused', False))   # booted with physics paused
     try:
@@ -215,7 +215,7 @@ def _run(conn, core, config, lockstep):
         lock = not sim_time and _is_fifo()
     _quiet_runtime(bool(lock))
     priority += '; memory %s' % ('locked' if lock else 'not locked')
-    conn.send(pipe.Ready(state=core.state_vector(), priority=priority,
+    pipe.send(conn, pipe.Ready(state=core.state_vector(), priority=priority,
                          simulated=core.boards.simulated))
 
     try:
@@ -247,7 +247,7 @@ def _loop(conn, core, stats, sim_time, clock_every, wall_period, lockstep):
             now = time.monotonic()
             if now >= paused_state_at:
                 paused_state_at = now + PAUSED_STATE_EVERY
-                conn.send(pipe.StateFrame(state=core.state_vector(), wall_time=time.time(),
+                pipe.send(conn, pipe.StateFrame(state=core.state_vector(), wall_time=time.time(),
                                           clock=sim_time and not sim_clock))
             pacer.restart()
             continue
@@ -297,19 +297,19 @@ def _loop(conn, core, stats, sim_time, clock_every, wall_period, lockstep):
             # (paced: the tick's slot on the wall clock, so that ROS time minus loop time stays
             # one constant and a start_time converted once holds for every later stamp)
             wall = pacer.slot_wall() if wall_period > 0.0 else time.time()
-            conn.send(pipe.StateFrame(state=core.state_vector(), wall_time=wall, clock=clock))
+            pipe.send(conn, pipe.StateFrame(state=core.state_vector(), wall_time=wall, clock=clock))
         elif clock:
-            conn.send(pipe.Clock(t=core.now))
+            pipe.send(conn, pipe.Clock(t=core.now))
         logs = core.take_logs()
         if logs:
-            conn.send(pipe.Logs(entries=tuple(logs)))
+            pipe.send(conn, pipe.Logs(entries=tuple(logs)))
         t1 = time.perf_counter()
         late = pacer.end(t1)
         stats.add(t1 - t0, wall_period > 0 and ((t1 - t0) > PERIOD or late > PERIOD), max(0.0, late))
         if n % STATS_EVERY == 0:
             summary = stats.summary()
             summary['command_timeouts'] = core.timeouts
-            conn.send(pipe.Stats(summary=summary))
+            pipe.send(conn, pipe.Stats(summary=summary))
         if wall_period > 0.0:
             pacer.wait()
 
@@ -513,13 +513,14 @@ class Inbox:
             core.log('error', 'cmd-' + kind, '%s failed: %s' % (kind, result[1]))
         if type(command) is cmds.SimPause and result[0]:
             # The state it paused at, before the answer: what a client reads after it.
-            self.conn.send(pipe.StateFrame(state=core.state_vector(), wall_time=time.time(), clock=False))
+            pipe.send(self.conn, pipe.StateFrame(state=core.state_vector(), wall_time=time.time(),
+                                                 clock=False))
         if type(command) in WORLD_COMMANDS:
             # The world as it changed, before the answer (and while paused, when no tick
             # sends it): a client reading it back after the answer sees the change.
             self.world.send()
         if msg.reply_id is not None:
-            self.conn.send(pipe.Reply(reply_id=msg.reply_id, result=result))
+            pipe.send(self.conn, pipe.Reply(reply_id=msg.reply_id, result=result))
         return True
 
 
@@ -555,7 +556,7 @@ class WorldFrames:
         else:
             self._sent = bodies
         if bodies is not None or gripper is not None:
-            self.conn.send(pipe.WorldFrame(time=now, gripper=gripper, bodies=bodies))
+            pipe.send(self.conn, pipe.WorldFrame(time=now, gripper=gripper, bodies=bodies))
 
     def _gripper_news(self, gripper, now):
         last = self._gripper

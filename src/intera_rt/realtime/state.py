@@ -47,6 +47,15 @@ def _index(slices):
 # Where each field lies in the vector: an index for one element, else a slice (the core
 # writes its fields through it: a StateView's properties cost several times the write).
 INDEX = _index(_slices(FIELDS)[0])
+# The core's one-element fields in the order RealtimeCore.state_vector gives their values:
+# one assignment through SCALAR_INDEX writes them all (a write each costs several times it).
+CORE_SCALARS = (('t', 'tick', 'controlled', 'enabled', 'stopped', 'error', 'low_voltage', 'homed',
+                 'estop_button', 'estop_source', 'head_turning', 'pan_mode', 'controller', 'cuff',
+                 'collision', 'halt_left', 'timeouts', 'contacts', 'contact_at')
+                + tuple('suppress.' + what for what in SUPPRESS_TOPICS.values()))
+SCALAR_INDEX = np.array([INDEX[name] for name in CORE_SCALARS])
+if SCALAR_INDEX.dtype.kind != 'i':
+    raise ValueError('CORE_SCALARS names a field of more than one element')
 _GROUP_INDEX = {stage: {name.partition('.')[2]: k for name, k in INDEX.items()
                         if name.startswith(stage + '.')} for stage in STAGES}
 

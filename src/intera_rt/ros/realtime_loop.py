@@ -213,7 +213,7 @@ class RealtimeLoop:
         """Send a typed command (control.commands) to the core."""
         reply_id = next(self._reply_ids) if reply else None
         with self._send_lock:
-            self.conn.send(pipe.Apply(command=command, reply_id=reply_id))
+            pipe.send(self.conn, pipe.Apply(command=command, reply_id=reply_id))
         return reply_id
 
     def _call(self, command):
@@ -422,7 +422,7 @@ class RealtimeLoop:
             tick = int(self.state.tick)
             if self.proc.lockstep.published(tick):      # it waits for this: wake it
                 with self._send_lock:
-                    self.conn.send(pipe.Published(tick=tick))
+                    pipe.send(self.conn, pipe.Published(tick=tick))
         self._publish_state(header)
         if self.gazebo is not None:
             self.gazebo.publish()
@@ -460,7 +460,7 @@ class RealtimeLoop:
     def _quit(self):
         try:
             with self._send_lock:
-                self.conn.send(pipe.Quit())
+                pipe.send(self.conn, pipe.Quit())
         except (OSError, ValueError):
             pass
         self.proc.join(2.0)
