@@ -216,7 +216,7 @@ def _run(conn, core, config, lockstep):
     _quiet_runtime(bool(lock))
     priority += '; memory %s' % ('locked' if lock else 'not locked')
     pipe.send(conn, pipe.Ready(state=core.state_vector(), priority=priority,
-                         simulated=core.boards.simulated))
+                               simulated=core.boards.simulated))
 
     try:
         _loop(conn, core, stats, sim_time, clock_every, wall_period, lockstep)
@@ -248,7 +248,7 @@ def _loop(conn, core, stats, sim_time, clock_every, wall_period, lockstep):
             if now >= paused_state_at:
                 paused_state_at = now + PAUSED_STATE_EVERY
                 pipe.send(conn, pipe.StateFrame(state=core.state_vector(), wall_time=time.time(),
-                                          clock=sim_time and not sim_clock))
+                                                clock=sim_time and not sim_clock))
             pacer.restart()
             continue
         if boards_clock:
