@@ -85,11 +85,16 @@ def set_enabled(ros, on):
     pub.unregister()
 
 
-def teleport(q):
+def teleport(ros, q):
+    """The arm set to q through the sim-control API; returns once /robot/joint_states shows
+    it (the service answers when the core has applied it, before the next state goes out: a
+    client reading the joints at once would still see the old pose)."""
     import rospy
     from intera_rt_msgs.srv import SetJointPositions
+    from rosharness import wait_for
     resp = rospy.ServiceProxy('/intera_rt/sim/set_joint_positions', SetJointPositions)(list(ARM_JOINTS), list(q))
     assert resp.success, resp.message
+    wait_for(lambda: np.abs(angles(ros) - q).max() < 0.02, 10.0, 'the teleported pose in /robot/joint_states')
 
 
 def move_to_neutral(ros, speed=0.1, timeout=25.0):
@@ -139,7 +144,7 @@ def test_calibrate_arm_flow_succeeds_with_progress(ros):
     from actionlib_msgs.msg import GoalStatus
     from intera_core_msgs.msg import IONodeStatus
     from rosharness import wait_for_message
-    teleport(np.array(NEUTRAL) + [0.3, 0.2, -0.2, 0.2, 0.3, -0.2, 0.3])
+    teleport(ros, np.array(NEUTRAL) + [0.3, 0.2, -0.2, 0.2, 0.3, -0.2, 0.3])
     set_enabled(ros, True)
     # is_gripper_removed(): the end_effector node lists no device.
     assert wait_for_message('/io/end_effector/state', IONodeStatus, 10.0).devices == []
