@@ -5,6 +5,7 @@ carry it while the arm lifts and drop it when they open. The models are the demo
 (test/data/world: the table, the block) and a few written here."""
 import math
 import os
+import pickle
 
 import mujoco
 import numpy as np
@@ -373,9 +374,9 @@ def test_the_core_sends_the_world_as_it_changes_and_the_resting_gripper_as_a_kee
     boards, top, core = picker.boards, picker.top, picker.core
     log = []                         # every frame's (loop time, WorldFrame sent or None, plant's gripper)
 
-    class Conn:
-        def send(self, frame):
-            log[-1][1] = frame
+    class Conn:                      # (the frame as the adapter's Connection.recv reads it)
+        def send_bytes(self, data):
+            log[-1][1] = pickle.loads(data)
     frames = WorldFrames(Conn(), core)
     tick = core.tick
 
