@@ -1,7 +1,7 @@
 """scripts/bench: run the benchmark sections, write bench.json, print a summary.
 
     scripts/bench [--out DIR] [--only NAME[,NAME]] [--quick] [--duration S] [--soak S] [--list]
-    scripts/bench --ab REV [--pairs N] [--out DIR] [--quick]
+    scripts/bench --ab REV [--pairs N] [--out DIR] [--quick] [--figures]
 
 --out       output directory (default bench_out/); bench.json and the PNG plots go there
 --only      comma-separated section names (see --list); default: every section
@@ -12,7 +12,11 @@
 --ab        lockstep at --speed max, this checkout against git revision REV, alternating
             in the same minutes (intera_rt.bench.ab): each plant's speeds, the median of
             the pairs' ratios and how many pairs each code won, in DIR/ab.json
---pairs     pairs of runs per plant for --ab (default 4; --quick 2)
+--pairs     pairs of runs per plant for --ab (default 4; --quick 2; --figures 3)
+--figures   with --ab: the other figures instead of lockstep (1 kHz tick, round trip,
+            detection latency, planning, IK, JTAS tracking), each code's own
+            `scripts/bench --quick` of their sections in turn, a verdict per figure, in
+            DIR/ab_figures.json (--only: some of those sections)
 
 Each section runs in a child process (python -m intera_rt.bench --section NAME ...),
 whose result the driver puts into bench.json under the section's name. Exit code: 0 when
@@ -44,6 +48,8 @@ def parse_args(argv):
     p.add_argument('--list', action='store_true', help='list the sections and exit')
     p.add_argument('--ab', metavar='REV', help='lockstep A/B against git revision REV')
     p.add_argument('--pairs', type=int, default=None, help='pairs of runs per plant (--ab)')
+    p.add_argument('--figures', action='store_true',
+                   help="with --ab: the other figures' A/B instead of lockstep's")
     p.add_argument('--section', help=argparse.SUPPRESS)      # child: run this one section
     p.add_argument('--result', help=argparse.SUPPRESS)       # child: write its dict here
     args = p.parse_args(argv)
@@ -53,6 +59,8 @@ def parse_args(argv):
         p.error('--soak must be a positive number of seconds')
     if args.pairs is not None and (args.ab is None or args.pairs < 1):
         p.error('--pairs takes a positive number, with --ab')
+    if args.figures and args.ab is None:
+        p.error('--figures goes with --ab REV')
     return args
 
 
@@ -113,8 +121,21 @@ def _ab(args, out_dir):
     from intera_rt.bench import ab
     repo = os.environ.get('INTERA_RT_REPO') or os.path.normpath(
         os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '..', '..'))
-    pairs = args.pairs if args.pairs is not None else (2 if args.quick else 4)
     os.makedirs(out_dir, exist_ok=True)
+    if args.figures:
+        try:
+            sections = ab.FIGURE_SECTIONS if not args.only else tuple(
+                n.strip() for n in args.only.split(',') if n.strip())
+            report = ab.main_figures(repo, args.ab, out_dir,
+                                     pairs=args.pairs if args.pairs is not None else 3,
+                                     sections=sections)
+        except ValueError as exc:
+            print('scripts/bench: %s' % exc, file=sys.stderr)
+            return 2
+        print(ab.describe_figures(report))
+        print('\n[bench] wrote %s' % os.path.join(out_dir, 'ab_figures.json'))
+        return 0 if all(r['verdict'] != 'incomplete' for r in report['figures'].values()) else 1
+    pairs = args.pairs if args.pairs is not None else (2 if args.quick else 4)
     try:
         report = ab.main(repo, args.ab, out_dir, pairs=pairs, duration=5.0 if args.quick else 8.0)
     except ValueError as exc:

@@ -14,6 +14,15 @@ its own.
 Writes OUT/ab.json: every run (speed, each process's CPU per sim second, the state topics'
 rates, or the error of a failed run: counted, never dropped), and per plant the median speed
 of each code, the median of the pairs' ratios (this / REV) and how many pairs this code won.
+
+With --figures, the other figures instead (issue 24: "every other bench figure no worse in
+the same A/B"): pairs of `scripts/bench --quick --only FIGURE_SECTIONS` runs, each code's
+own bench in turn (ABBA), and per figure of FIGURES each code's median, the median of the
+pairs' ratios (this / REV) and a verdict: a time is *worse* when the median of the pairs'
+ratios exceeds 1 + TIME_SLACK, a count or a rate when this code's median is worse than the
+reference's at all; else *no worse*; *incomplete* when no pair has both values. Written to
+OUT/ab_figures.json. `--only` narrows it to some of FIGURE_SECTIONS (more pairs of a short
+section, to settle one figure).
 """
 import json
 import os
@@ -28,6 +37,34 @@ from intera_rt.bench.realtime import measure_args
 
 PLANTS = (('embedded', 'lockstep'), ('mujoco', 'lockstep_mujoco'))
 RUN_TIMEOUT = 300.0           # s: boot, the run, shutdown of one measurement on a slow hour
+
+# The figures --figures compares: (name, section, keys into its dict, which way is better,
+# kind). Sections every code since aed053a (the code before issue 24) has, with these keys.
+FIGURE_SECTIONS = ('realtime', 'plugins', 'ik', 'jtas', 'motion')
+FIGURES = (
+    ('1 kHz tick mean, µs', 'realtime', ('tick', 'mean_us'), 'lower', 'time'),
+    ('1 kHz tick p99, µs', 'realtime', ('tick', 'p99_us'), 'lower', 'time'),
+    ('1 kHz overruns', 'realtime', ('tick', 'overruns'), 'lower', 'count'),
+    ('round trip p50, ms', 'realtime', ('roundtrip', 'roundtrip_ms', 'p50'), 'lower', 'time'),
+    ('round trip p99, ms', 'realtime', ('roundtrip', 'roundtrip_ms', 'p99'), 'lower', 'time'),
+    ('detection latency max, ms (sim)', 'plugins', ('latency', 'latency_ms', 'max'), 'lower',
+     'time'),
+    ('collisions stopped', 'plugins', ('latency', 'stopped'), 'higher', 'count'),
+    ('false detections, normal use', 'plugins', ('normal_use', 'detections'), 'lower', 'count'),
+    ('planning joint_10 p99, ms', 'motion', ('latency', 'joint_10', 'p99_ms'), 'lower', 'time'),
+    ('planning cartesian_5 p99, ms', 'motion', ('latency', 'cartesian_5', 'p99_ms'), 'lower',
+     'time'),
+    ('planning through ROS joint_10 p99, ms', 'motion',
+     ('latency_through_ros', 'joint_10', 'p99_ms'), 'lower', 'time'),
+    ('planning through ROS cartesian_5 p99, ms', 'motion',
+     ('latency_through_ros', 'cartesian_5', 'p99_ms'), 'lower', 'time'),
+    ('IK p50, ms', 'ik', ('p50_ms',), 'lower', 'time'),
+    ('IK success rate', 'ik', ('success_rate',), 'higher', 'rate'),
+    ('JTAS tracking rms, rad', 'jtas', ('rms_rad',), 'lower', 'time'),
+    ('JTAS tracking max, rad', 'jtas', ('max_rad',), 'lower', 'time'),
+)
+TIME_SLACK = 0.10             # of the reference's median: runs of one code differ this much
+FIGURES_TIMEOUT = 900.0       # s: one code's five sections, --quick, on a slow hour
 
 
 def _git(repo, *args):
@@ -166,4 +203,132 @@ def describe(report):
                      'pairs, this faster in %d); %d runs failed'
                      % (plant, s['this_median'], s['reference_median'], s['ratio_median'],
                         len(s['ratios']), s['pairs_won'], s['failed_runs']))
+    return '\n'.join(lines)
+
+
+def _dig(result, section, keys):
+    """The number at result[section][keys...], or None (a failed section, a missing key)."""
+    value = result.get(section)
+    for key in keys:
+        if not isinstance(value, dict) or key not in value:
+            return None
+        value = value[key]
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) \
+        else None
+
+
+def bench_once(checkout, log_dir, tag, sections=FIGURE_SECTIONS):
+    """`checkout`'s own `scripts/bench --quick --only SECTIONS`: its bench.json as a dict (a
+    failed section holds its {"error": ...}), or {'error': ...} when no bench.json was
+    written."""
+    out = os.path.join(log_dir, tag)
+    cmd = [os.path.join(checkout, 'scripts', 'env'), 'python', '-m', 'intera_rt.bench',
+           '--quick', '--only', ','.join(sections), '--out', out]
+    try:
+        proc = subprocess.run(cmd, cwd=checkout, env=_clean_env(), stdout=subprocess.PIPE,
+                              stderr=subprocess.STDOUT, timeout=FIGURES_TIMEOUT)
+    except subprocess.TimeoutExpired:
+        return {'error': 'timed out after %.0f s' % FIGURES_TIMEOUT}
+    with open(os.path.join(log_dir, tag + '.log'), 'wb') as f:
+        f.write(proc.stdout)
+    try:
+        with open(os.path.join(out, 'bench.json')) as f:
+            return json.load(f)
+    except (OSError, ValueError):
+        tail = proc.stdout.decode('utf-8', 'replace').strip().splitlines()[-5:]
+        return {'error': 'exit %s: %s' % (proc.returncode, ' | '.join(tail))}
+
+
+def figure_values(result, sections=FIGURE_SECTIONS):
+    """{figure name: value or None} of one bench.json dict, for the figures of `sections`."""
+    return {name: _dig(result, section, keys) for name, section, keys, _, _ in FIGURES
+            if section in sections}
+
+
+def compare_figures(runs, sections=FIGURE_SECTIONS):
+    """Per figure of FIGURES in `sections`, from runs ({'pair', 'code', 'values'}): each
+    code's median and its values, the pairs' ratios (this / reference, where both are
+    non-zero), and the verdict (see the module)."""
+    out = {}
+    for name, section, _, better, kind in FIGURES:
+        if section not in sections:
+            continue
+        got = {'this': [], 'reference': []}
+        by_pair = {}
+        for run in runs:
+            value = run['values'].get(name)
+            if value is not None:
+                got[run['code']].append(value)
+                by_pair.setdefault(run['pair'], {})[run['code']] = value
+        ratios = [p['this'] / p['reference'] for p in by_pair.values()
+                  if p.get('this') and p.get('reference')]
+        complete = sum(1 for p in by_pair.values() if len(p) == 2)
+        row = {'better': better, 'kind': kind, 'this': got['this'],
+               'reference': got['reference'], 'ratios': ratios, 'complete_pairs': complete}
+        if not complete:
+            row.update(this_median=None, reference_median=None, verdict='incomplete')
+        else:
+            mine = statistics.median(got['this'])
+            theirs = statistics.median(got['reference'])
+            if kind == 'time' and ratios:
+                # (the pairs, not all runs' medians: one code's runs differ with the minutes)
+                ratio = statistics.median(ratios)
+                worse = ratio > 1.0 + TIME_SLACK if better == 'lower' else ratio < 1.0 - TIME_SLACK
+            else:
+                worse = mine > theirs if better == 'lower' else mine < theirs
+            row.update(this_median=mine, reference_median=theirs,
+                       verdict='worse' if worse else 'no worse')
+        out[name] = row
+    return out
+
+
+def main_figures(repo, rev, out_dir, pairs=3, sections=FIGURE_SECTIONS):
+    """The A/B of the other figures (see the module), of `sections` (some of
+    FIGURE_SECTIONS); writes out_dir/ab_figures.json and returns the report. ValueError on
+    an unknown REV or section."""
+    unknown = [s for s in sections if s not in FIGURE_SECTIONS]
+    if unknown or not sections:
+        raise ValueError('--figures compares the sections %s, not %s'
+                         % (', '.join(FIGURE_SECTIONS), ', '.join(unknown) or 'none'))
+    commit, reference = export(repo, rev)
+    log_dir = _mkdirs(os.path.join(out_dir, 'ab_figures_logs'))
+    head = _git(repo, 'rev-parse', 'HEAD')
+    dirty = bool(_git(repo, 'status', '--porcelain', '--untracked-files=no'))
+    codes = {'this': repo, 'reference': reference}
+    report = {'reference': commit, 'this': head + (' (with uncommitted changes)' if dirty else ''),
+              'started': time.strftime('%Y-%m-%dT%H:%M:%S%z'), 'sections': list(sections),
+              'time_slack': TIME_SLACK, 'runs': []}
+    for pair in range(pairs):
+        order = ('reference', 'this') if pair % 2 == 0 else ('this', 'reference')
+        for code in order:
+            tag = 'figures_%d_%s' % (pair, code)
+            print('[ab] figures pair %d: %s ...' % (pair + 1, code), file=sys.stderr, flush=True)
+            got = bench_once(codes[code], log_dir, tag, sections)
+            run = {'pair': pair, 'code': code, 'values': figure_values(got, sections),
+                   'errors': {name: got[name]['error'] for name in sections
+                              if isinstance(got.get(name), dict) and 'error' in got[name]}}
+            if 'error' in got:
+                run['errors']['bench'] = got['error']
+            run['platform'] = _dig(got, 'realtime', ('platform', 'python_1e7_additions_s'))
+            report['runs'].append(run)
+    report['failed_runs'] = sum(1 for r in report['runs'] if r['errors'])
+    report['figures'] = compare_figures(report['runs'], sections)
+    with open(os.path.join(out_dir, 'ab_figures.json'), 'w') as f:
+        json.dump(report, f, indent=1)
+    return report
+
+
+def describe_figures(report):
+    """The figures' A/B, a line per figure."""
+    lines = ['A/B, the other figures (scripts/bench --quick): this checkout (%s) against %s, '
+             'alternating; %d runs with a failed section'
+             % (report['this'][:12], report['reference'][:12], report['failed_runs'])]
+    for name, row in report['figures'].items():
+        if row['verdict'] == 'incomplete':
+            lines.append('  %-42s incomplete' % name)
+            continue
+        ratio = statistics.median(row['ratios']) if row['ratios'] else None
+        lines.append('  %-42s this %-10.4g reference %-10.4g ratio %-6s %s'
+                     % (name, row['this_median'], row['reference_median'],
+                        '-' if ratio is None else '%.2f' % ratio, row['verdict']))
     return '\n'.join(lines)
