@@ -9,6 +9,7 @@ import pytest
 from intera_rt.control import CommandRejected, EstopButton, RobotStateMachine
 from intera_rt.control import commands as cmds
 from intera_rt.control.arm import Arm
+from intera_rt.control.joint_command import saturate
 from intera_rt.control.trajectory import extrapolate
 from intera_rt.model import RobotModel
 from intera_rt.realtime.core import CONTROLLER_NAMES, RealtimeCore
@@ -231,6 +232,18 @@ def test_torque_beyond_effort_limit_saturates_and_reports(model):
     assert key == 'cmd-saturated' and 'right_j6' in text and 'saturated' in text
     sim.run(0.001)
     assert abs(sim.state.cmd_effort[6]) == pytest.approx(9.0)
+
+
+def test_one_saturation_for_every_mode_names_the_joint_furthest_past_its_limit():
+    lim = np.array([1.0, 2.0, 3.0])
+    names = ('right_j0', 'right_j1', 'right_j2')
+    warnings = []
+    within = np.array([1.0, -2.0, 0.5])
+    assert saturate('velocity', within, lim, names, warnings) is within and warnings == []
+    assert saturate('velocity', None, lim, names, warnings) is None
+    got = saturate('effort', np.array([1.5, -5.0, 3.0]), lim, names, warnings, digits=2)
+    assert got.tolist() == [1.0, -2.0, 3.0]
+    assert warnings == ['effort -5.00 for right_j1 saturated at 2.00']
 
 
 def test_trajectory_velocities_and_accelerations_are_bounded(model):

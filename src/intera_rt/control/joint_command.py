@@ -75,6 +75,23 @@ def _array(label, values, names, how):
     return arr
 
 
+def saturate(label, values, lim, names, warnings, digits=3):
+    """`values` (None: not sent) within ±lim (the command's joints' limits): the same
+    array when within, else clipped with a warning naming the joint furthest past its limit
+    (`digits` decimals, as the mode's unit reads)."""
+    if values is None:
+        return None
+    over = None if kernels is None else kernels.any_above(values, lim)
+    if over is None:
+        over = count_nonzero(np.abs(values) > lim)
+    if not over:
+        return values
+    j = int(np.argmax(np.abs(values) - lim))
+    warnings.append('%s %.*f for %s saturated at %.*f'
+                    % (label, digits, values[j], names[j], digits, lim[j]))
+    return clip(values, -lim, lim)
+
+
 def _angle(value):
     """An angle for a log line: 4 decimals, or 6 significant digits when huge (1e308 must
     not print 300 digits)."""

@@ -56,12 +56,12 @@ class MomentumObserver:
         # The plant's model: every inertia of the URDF, the head's too (shared; our own data).
         models = self._models = model.pinocchio
         self._use(models.full)
-        nv = self._pin.nv
+        nv = self.pin.nv
         self._arm = models.idx_v(ARM_JOINTS)
         heads = [n for n in HEAD_JOINTS if models.has_joint(n)]
         self._head = models.idx_v(heads[:1])[0] if heads else None
         self._head_k = -1 if self._head is None else int(self._head)    # (the kernels')
-        if self._pin.nq != nv:
+        if self.pin.nq != nv:
             raise ValueError('%s: the model has joints with nq != nv (only revolute joints '
                              'are supported)' % NAME)
         self._armature = np.zeros(nv)
@@ -93,10 +93,8 @@ class MomentumObserver:
         self._use(self._models.full if tool is None else tool.apply(self._models.full))
 
     def _use(self, pin_model):
-        self._pin = pin_model
-        self._data = pin_model.createData()
-        self.pin, self.data = self._pin, self._data
-        self.rigid = native.rigid(pin_model, self._data)     # (the update from C++; None: Python)
+        self.pin, self.data = pin_model, pin_model.createData()
+        self.rigid = native.rigid(pin_model, self.data)      # (the update from C++; None: Python)
 
     @property
     def q(self):
@@ -169,7 +167,7 @@ class MomentumObserver:
             np.subtract(self._v1, self._v0, out=acc)
             acc *= 1.0 / h
         # M(q0)·Δq̇/h + n(q0, q̇0): the torque the plant's step from the previous state needed.
-        tau = pin.rnea(self._pin, self._data, self._q0, self._v0, acc)
+        tau = pin.rnea(self.pin, self.data, self._q0, self._v0, acc)
         if compiled and kernels.observer_step(tau, acc, self._armature, self._arm, self._tau_meas,
                                               self.r, k_fast):
             return

@@ -5,7 +5,6 @@ import numpy as np
 
 from intera_rt.control import joint_command
 from intera_rt.control.base import Controller, Output
-from intera_rt.numeric import clip, count_nonzero
 
 
 class TorqueController(Controller):
@@ -23,13 +22,10 @@ class TorqueController(Controller):
 
     def validate(self, cmd, state):
         parsed = joint_command.parse(self.arm, cmd, effort=joint_command.REQUIRED)
-        eff, names = parsed.effort, parsed.names
-        emax = parsed.joints.effort_limit
         warnings = []
-        if count_nonzero(np.abs(eff) > emax):
-            j = int(np.argmax(np.abs(eff) - emax))
-            warnings.append('effort %.2f for %s saturated at %.2f' % (eff[j], names[j], emax[j]))
-            parsed.effort = clip(eff, -emax, emax)
+        parsed.effort = joint_command.saturate('effort', parsed.effort,
+                                               parsed.joints.effort_limit, parsed.names,
+                                               warnings, digits=2)
         return parsed, warnings
 
     def command(self, parsed, state):

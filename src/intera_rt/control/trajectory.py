@@ -9,7 +9,7 @@ import numpy as np
 from intera_rt.control import joint_command
 from intera_rt.control.base import Controller, Output
 from intera_rt.native import kernels
-from intera_rt.numeric import clip, count_nonzero
+from intera_rt.numeric import count_nonzero
 
 STAMP_WINDOW = 0.1      # s: a header.stamp further from now is ignored (the sample is "now")
 
@@ -60,21 +60,6 @@ def sample_reference(parsed, base, now, arm):
     return extrapolate_within_limits(p, v, a, now - parsed.stamp, arm)
 
 
-def _saturated(label, values, lim, parsed, warnings):
-    """`values` (None: not sent) within ±lim (the parsed joints' limits); a warning when
-    clipped."""
-    if values is None:
-        return None
-    over = None if kernels is None else kernels.any_above(values, lim)
-    if over is None:
-        over = count_nonzero(np.abs(values) > lim)
-    if over:
-        j = int(np.argmax(np.abs(values) - lim))
-        warnings.append('%s %.3f for %s saturated at %.3f' % (label, values[j], parsed.names[j], lim[j]))
-        return clip(values, -lim, lim)
-    return values
-
-
 class TrajectoryController(Controller):
     name = 'trajectory'
     joint_command_mode = 4
@@ -97,10 +82,11 @@ class TrajectoryController(Controller):
                                      acceleration=joint_command.OPTIONAL)
         warnings = []
         joints = parsed.joints
-        parsed.velocity = _saturated('velocity', parsed.velocity, joints.vel_limit, parsed,
-                                     warnings)
-        parsed.acceleration = _saturated('acceleration', parsed.acceleration, joints.acc_limit,
-                                         parsed, warnings)
+        saturate = joint_command.saturate
+        parsed.velocity = saturate('velocity', parsed.velocity, joints.vel_limit, parsed.names,
+                                   warnings)
+        parsed.acceleration = saturate('acceleration', parsed.acceleration, joints.acc_limit,
+                                       parsed.names, warnings)
         stamp = parsed.stamp
         parsed.stamp = stamp if stamp and abs(stamp - state.now) <= STAMP_WINDOW else state.now
         return parsed, warnings

@@ -37,11 +37,7 @@ class VelocityController(Controller):
         idx, names, vel = parsed.idx, parsed.names, parsed.velocity
         joints = parsed.joints
         warnings = []
-        vmax = joints.vel_limit
-        if count_nonzero(np.abs(vel) > vmax):
-            j = int(np.argmax(np.abs(vel) - vmax))
-            warnings.append('velocity %.3f for %s saturated at %.3f' % (vel[j], names[j], vmax[j]))
-            vel = clip(vel, -vmax, vmax)
+        vel = joint_command.saturate('velocity', vel, joints.vel_limit, names, warnings)
         # Where the joint would be if this command ran to its timeout and then braked.
         q = state.q[idx]
         reach = q + vel * arm.timeout + vel * np.abs(vel) / (2.0 * joints.acc_limit)
