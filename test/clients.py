@@ -162,12 +162,25 @@ def subscribed(make, what, timeout=10.0, tries=3):
         try:
             wait_for(lambda: pub.get_num_connections() > 0, timeout, what)
             return pub
-        except AssertionError:
+        except AssertionError as exc:
             if attempt == tries:
-                raise
+                # (which nodes the master lists as subscribing tells a subscription that
+                # vanished from a connection that failed)
+                raise AssertionError('%s; the master lists as its subscribers: %s'
+                                     % (exc, _subscribers(pub.resolved_name))) from None
             rospy.logwarn('no subscriber connected to %s in %.0f s: advertised anew'
                           % (pub.resolved_name, timeout))
             pub.unregister()
+
+
+def _subscribers(topic):
+    """The nodes the master lists as subscribing to `topic` (or why it could not say)."""
+    import rosgraph
+    try:
+        _, subs, _ = rosgraph.Master('/test_client').getSystemState()
+    except Exception as exc:            # (a diagnostic for a failure already being raised)
+        return 'unknown (%s)' % exc
+    return next((nodes for name, nodes in subs if name == topic), [])
 
 
 class Arm:
