@@ -160,20 +160,31 @@ def summarize(runs, plant):
             'pairs_won': sum(1 for r in ratios if r > 1.0)}
 
 
-def main(repo, rev, out_dir, pairs=4, duration=8.0):
-    """Runs the A/B and writes out_dir/ab.json; returns the report (see the module)."""
+def _start(repo, rev, out_dir, logs, **fields):
+    """REV exported: ({code: its checkout}, the log directory out_dir/logs, the report's
+    first fields (the two commits, the start, `fields`))."""
     commit, reference = export(repo, rev)
-    log_dir = _mkdirs(os.path.join(out_dir, 'ab_logs'))
+    log_dir = _mkdirs(os.path.join(out_dir, logs))
     head = _git(repo, 'rev-parse', 'HEAD')
     dirty = bool(_git(repo, 'status', '--porcelain', '--untracked-files=no'))
-    codes = {'this': repo, 'reference': reference}
     report = {'reference': commit, 'this': head + (' (with uncommitted changes)' if dirty else ''),
-              'started': time.strftime('%Y-%m-%dT%H:%M:%S%z'), 'duration_s': duration,
-              'runs': [], 'plants': {}}
+              'started': time.strftime('%Y-%m-%dT%H:%M:%S%z')}
+    report.update(fields)
+    return {'this': repo, 'reference': reference}, log_dir, report
+
+
+def _abba(pair):
+    """The codes' order in a pair: ABBA, so that a trend over the minutes favours neither."""
+    return ('reference', 'this') if pair % 2 == 0 else ('this', 'reference')
+
+
+def main(repo, rev, out_dir, pairs=4, duration=8.0):
+    """Runs the A/B and writes out_dir/ab.json; returns the report (see the module)."""
+    codes, log_dir, report = _start(repo, rev, out_dir, 'ab_logs', duration_s=duration,
+                                    runs=[], plants={})
     for plant, measure in PLANTS:
         for pair in range(pairs):
-            order = ('reference', 'this') if pair % 2 == 0 else ('this', 'reference')
-            for code in order:
+            for code in _abba(pair):
                 tag = '%s_%d_%s' % (plant, pair, code)
                 print('[ab] %s pair %d: %s ...' % (plant, pair + 1, code), file=sys.stderr, flush=True)
                 got = run_once(codes[code], measure, duration, log_dir, tag)
@@ -290,17 +301,10 @@ def main_figures(repo, rev, out_dir, pairs=3, sections=FIGURE_SECTIONS):
     if unknown or not sections:
         raise ValueError('--figures compares the sections %s, not %s'
                          % (', '.join(FIGURE_SECTIONS), ', '.join(unknown) or 'none'))
-    commit, reference = export(repo, rev)
-    log_dir = _mkdirs(os.path.join(out_dir, 'ab_figures_logs'))
-    head = _git(repo, 'rev-parse', 'HEAD')
-    dirty = bool(_git(repo, 'status', '--porcelain', '--untracked-files=no'))
-    codes = {'this': repo, 'reference': reference}
-    report = {'reference': commit, 'this': head + (' (with uncommitted changes)' if dirty else ''),
-              'started': time.strftime('%Y-%m-%dT%H:%M:%S%z'), 'sections': list(sections),
-              'time_slack': TIME_SLACK, 'runs': []}
+    codes, log_dir, report = _start(repo, rev, out_dir, 'ab_figures_logs',
+                                    sections=list(sections), time_slack=TIME_SLACK, runs=[])
     for pair in range(pairs):
-        order = ('reference', 'this') if pair % 2 == 0 else ('this', 'reference')
-        for code in order:
+        for code in _abba(pair):
             tag = 'figures_%d_%s' % (pair, code)
             print('[ab] figures pair %d: %s ...' % (pair + 1, code), file=sys.stderr, flush=True)
             got = bench_once(codes[code], log_dir, tag, sections)
