@@ -61,6 +61,8 @@ def parse_args(argv):
         p.error('--pairs takes a positive number, with --ab')
     if args.figures and args.ab is None:
         p.error('--figures goes with --ab REV')
+    # (the names, once: every user of --only reads this list)
+    args.only = [n.strip() for n in args.only.split(',') if n.strip()] if args.only else None
     return args
 
 
@@ -79,7 +81,7 @@ def main(argv=None):
             print('%-10s %s' % (name, module))
         return 0
     if args.only:
-        wanted = [n.strip() for n in args.only.split(',') if n.strip()]
+        wanted = args.only
         unknown = [n for n in wanted if n not in sections]
         if unknown:
             print('scripts/bench: unknown section(s) %s; known: %s'
@@ -124,8 +126,7 @@ def _ab(args, out_dir):
     os.makedirs(out_dir, exist_ok=True)
     if args.figures:
         try:
-            sections = ab.FIGURE_SECTIONS if not args.only else tuple(
-                n.strip() for n in args.only.split(',') if n.strip())
+            sections = tuple(args.only) if args.only else ab.FIGURE_SECTIONS
             report = ab.main_figures(repo, args.ab, out_dir,
                                      pairs=args.pairs if args.pairs is not None else 3,
                                      sections=sections)

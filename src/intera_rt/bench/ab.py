@@ -120,23 +120,37 @@ def _clean_env():
     return env
 
 
+def _child(checkout, args, result, timeout, log=None, exit_ok=False):
+    """`checkout`'s own `scripts/env python ARGS`, this process's scripts/env taken out of
+    its environment: the JSON it wrote to `result`, or {'error': ...} when it timed out,
+    exited non-zero (unless exit_ok: a bench whose section failed still writes its JSON) or
+    left no readable result. `log`: a file for its output (none: only its tail, on error)."""
+    try:
+        proc = subprocess.run([os.path.join(checkout, 'scripts', 'env'), 'python'] + args,
+                              cwd=checkout, env=_clean_env(), stdout=subprocess.PIPE,
+                              stderr=subprocess.STDOUT, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return {'error': 'timed out after %.0f s' % timeout}
+    if log is not None:
+        with open(log, 'wb') as f:
+            f.write(proc.stdout)
+    if proc.returncode == 0 or exit_ok:
+        try:
+            with open(result) as f:
+                return json.load(f)
+        except (OSError, ValueError):
+            pass
+    tail = proc.stdout.decode('utf-8', 'replace').strip().splitlines()[-5:]
+    return {'error': 'exit %s: %s' % (proc.returncode, ' | '.join(tail))}
+
+
 def run_once(checkout, measure, duration, log_dir, tag):
     """One measurement (intera_rt.bench.realtime's `measure NAME`: lockstep,
     lockstep_mujoco, tick, ...) by `checkout`'s own code, on a robot of its own: its result
     dict, or {'error': ...} when it failed."""
     result = os.path.join(log_dir, '%s.json' % tag)
-    cmd = [os.path.join(checkout, 'scripts', 'env'), 'python'] + measure_args(
-        measure, result, os.path.join(log_dir, tag + '.log'), duration)
-    try:
-        proc = subprocess.run(cmd, cwd=checkout, env=_clean_env(), stdout=subprocess.PIPE,
-                              stderr=subprocess.STDOUT, timeout=RUN_TIMEOUT)
-    except subprocess.TimeoutExpired:
-        return {'error': 'timed out after %.0f s' % RUN_TIMEOUT}
-    if proc.returncode != 0 or not os.path.exists(result):
-        tail = proc.stdout.decode('utf-8', 'replace').strip().splitlines()[-5:]
-        return {'error': 'exit %s: %s' % (proc.returncode, ' | '.join(tail))}
-    with open(result) as f:
-        return json.load(f)
+    return _child(checkout, measure_args(measure, result, os.path.join(log_dir, tag + '.log'),
+                                         duration), result, RUN_TIMEOUT)
 
 
 def summarize(runs, plant):
@@ -233,21 +247,9 @@ def bench_once(checkout, log_dir, tag, sections=FIGURE_SECTIONS):
     failed section holds its {"error": ...}), or {'error': ...} when no bench.json was
     written."""
     out = os.path.join(log_dir, tag)
-    cmd = [os.path.join(checkout, 'scripts', 'env'), 'python', '-m', 'intera_rt.bench',
-           '--quick', '--only', ','.join(sections), '--out', out]
-    try:
-        proc = subprocess.run(cmd, cwd=checkout, env=_clean_env(), stdout=subprocess.PIPE,
-                              stderr=subprocess.STDOUT, timeout=FIGURES_TIMEOUT)
-    except subprocess.TimeoutExpired:
-        return {'error': 'timed out after %.0f s' % FIGURES_TIMEOUT}
-    with open(os.path.join(log_dir, tag + '.log'), 'wb') as f:
-        f.write(proc.stdout)
-    try:
-        with open(os.path.join(out, 'bench.json')) as f:
-            return json.load(f)
-    except (OSError, ValueError):
-        tail = proc.stdout.decode('utf-8', 'replace').strip().splitlines()[-5:]
-        return {'error': 'exit %s: %s' % (proc.returncode, ' | '.join(tail))}
+    return _child(checkout, ['-m', 'intera_rt.bench', '--quick', '--only', ','.join(sections),
+                             '--out', out], os.path.join(out, 'bench.json'), FIGURES_TIMEOUT,
+                  log=os.path.join(log_dir, tag + '.log'), exit_ok=True)
 
 
 def figure_values(result, sections=FIGURE_SECTIONS):
@@ -276,6 +278,8 @@ def compare_figures(runs, sections=FIGURE_SECTIONS):
         complete = sum(1 for p in by_pair.values() if len(p) == 2)
         row = {'better': better, 'kind': kind, 'this': got['this'],
                'reference': got['reference'], 'ratios': ratios, 'complete_pairs': complete}
+        ratio = statistics.median(ratios) if ratios else None
+        row['ratio_median'] = ratio
         if not complete:
             row.update(this_median=None, reference_median=None, verdict='incomplete')
         else:
@@ -283,7 +287,6 @@ def compare_figures(runs, sections=FIGURE_SECTIONS):
             theirs = statistics.median(got['reference'])
             if kind == 'time' and ratios:
                 # (the pairs, not all runs' medians: one code's runs differ with the minutes)
-                ratio = statistics.median(ratios)
                 worse = ratio > 1.0 + TIME_SLACK if better == 'lower' else ratio < 1.0 - TIME_SLACK
             else:
                 worse = mine > theirs if better == 'lower' else mine < theirs
@@ -331,7 +334,7 @@ def describe_figures(report):
         if row['verdict'] == 'incomplete':
             lines.append('  %-42s incomplete' % name)
             continue
-        ratio = statistics.median(row['ratios']) if row['ratios'] else None
+        ratio = row['ratio_median']
         lines.append('  %-42s this %-10.4g reference %-10.4g ratio %-6s %s'
                      % (name, row['this_median'], row['reference_median'],
                         '-' if ratio is None else '%.2f' % ratio, row['verdict']))
