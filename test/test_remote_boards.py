@@ -171,7 +171,10 @@ def test_a_board_fault_reaches_the_robot_and_is_cleared_by_reset():
 
 
 def test_the_robot_on_a_board_process_of_its_own():
-    core = RealtimeCore(MODEL, 'remote', q_arm=list(NEUTRAL))
+    # The board process is paced by the wall clock: on a loaded 2-core VM it can stall for
+    # more than the default 20 ms, which faults the boards as it should (the protocol tests
+    # above check that). Holding and moving is this test's subject, so it tolerates 250 ms.
+    core = RealtimeCore(MODEL, 'remote', q_arm=list(NEUTRAL), backend_options={'max_missed': 250})
     b = core.boards
     assert b._server is not None and b._server.poll() is None
     for _ in range(500):
@@ -184,8 +187,8 @@ def test_the_robot_on_a_board_process_of_its_own():
             core.apply(cmds.JointCommand(mode=1, names=tuple(ARM_JOINTS), position=tuple(target)))
         b.wait_cycle(0.01)
         core.tick()
+    assert StateView(core.state_vector()).error == 0.0, [t for _, _, t in core.take_logs()][:3]
     assert b.read().position[5] - NEUTRAL[5] == pytest.approx(0.2, abs=0.01)
-    assert StateView(core.state_vector()).error == 0.0
     server = b._server
     core.close()
     assert server.poll() is not None                        # the board process is gone
