@@ -1,14 +1,18 @@
 """A board process: the embedded plant behind the remote joint-boards protocol
 (intera_rt.boards.remote), paced at 1 kHz by the wall clock, as an arm's boards are.
 
-    python -m intera_rt.boards.board_server [--port P] [--urdf FILE] [--announce]
+    python -m intera_rt.boards.board_server [--port P] [--urdf FILE] [--announce] [--priority N]
 
 Each cycle: apply the newest COMMAND received (torques, brakes, clear the fault), step the
 plant 1 ms, send one STATE to whoever last commanded. With no COMMAND for WATCHDOG cycles
 the brakes engage and the torques drop to zero (a robot that stopped talking must not leave
 the arm driven). --announce prints 'port N' once bound (the remote backend starts it so);
 without --urdf the URDF is read from stdin when it is not a terminal, else the project's.
+--priority N runs the cycle under SCHED_FIFO priority N (root or CAP_SYS_NICE; 0, the
+default: ordinary priority), so that a loaded machine does not stall the boards as it
+would not stall an arm's: the remote backend starts its own board process so.
 """
+import os
 import argparse
 import socket
 import sys
@@ -102,7 +106,14 @@ def main(argv=None):
     p.add_argument('--host', default='127.0.0.1')
     p.add_argument('--urdf', default=None)
     p.add_argument('--announce', action='store_true')
+    p.add_argument('--priority', type=int, default=0)
     a = p.parse_args(argv)
+    if a.priority > 0:
+        try:
+            os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(a.priority))
+        except (OSError, AttributeError) as exc:
+            print('board_server: no SCHED_FIFO priority %d (%s): cycles may be late under load'
+                  % (a.priority, exc), file=sys.stderr, flush=True)
     text = sys.stdin.read() if not a.urdf and not sys.stdin.isatty() else ''
     model = RobotModel.load(a.urdf, text)
     server = BoardServer(model, a.port, a.host)

@@ -38,7 +38,8 @@ states arrive again.
 
 With option `serve` (default) the backend starts a board process itself
 (intera_rt.boards.board_server: the embedded plant behind this protocol, paced at 1 kHz by
-the wall clock) on a free loopback port; otherwise it talks to the boards at `address`.
+the wall clock, under SCHED_FIFO where allowed) on a free loopback port; otherwise it talks
+to the boards at `address`.
 """
 import collections
 import os
@@ -64,6 +65,9 @@ MAX_MISSED = 20                       # cycles bridged before the boards are fau
 WAIT = 1.5 * LOOP_PERIOD              # s a cycle waits for its STATE before it is bridged
 CONNECT_TIMEOUT = 10.0                # s for the first STATE
 ROUND_TRIPS = 100000                  # round trips kept for the bench
+# The served board process's SCHED_FIFO priority: one above the loop's (50), as an arm's
+# boards are hardware that a busy robot PC cannot delay and whose cycle the loop ticks on.
+BOARD_PRIORITY = 51
 
 
 def pack_state(seq, ack, t, position, velocity, effort, brakes, fault=''):
@@ -187,7 +191,7 @@ class RemoteBoards(JointBoards):
         if self.serve:
             self._server = subprocess.Popen(
                 [sys.executable, '-m', 'intera_rt.boards.board_server', '--port', '0',
-                 '--announce'], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                 '--announce', '--priority', str(BOARD_PRIORITY)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                 env=dict(os.environ, PYTHONUNBUFFERED='1'), preexec_fn=_die_with_parent)
             self._server.stdin.write(self._urdf.encode() if isinstance(self._urdf, str) else self._urdf)
             self._server.stdin.close()
