@@ -12,8 +12,8 @@ without --urdf the URDF is read from stdin when it is not a terminal, else the p
 default: ordinary priority), so that a loaded machine does not stall the boards as it
 would not stall an arm's: the remote backend starts its own board process so.
 """
-import os
 import argparse
+import os
 import socket
 import sys
 import time

@@ -191,7 +191,8 @@ class RemoteBoards(JointBoards):
         if self.serve:
             self._server = subprocess.Popen(
                 [sys.executable, '-m', 'intera_rt.boards.board_server', '--port', '0',
-                 '--announce', '--priority', str(BOARD_PRIORITY)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                 '--announce', '--priority', str(BOARD_PRIORITY)],
+                stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                 env=dict(os.environ, PYTHONUNBUFFERED='1'), preexec_fn=_die_with_parent)
             self._server.stdin.write(self._urdf.encode() if isinstance(self._urdf, str) else self._urdf)
             self._server.stdin.close()
