@@ -398,6 +398,20 @@ def realtime_state(robot):
 
 
 @pytest.fixture(scope='module')
+def joints(robot):
+    """/robot/joint_states, recorded for the module."""
+    from sensor_msgs.msg import JointState
+    yield from recording('/robot/joint_states', JointState)
+
+
+@pytest.fixture(scope='module')
+def robot_state(robot):
+    """/robot/state, recorded for the module."""
+    from intera_core_msgs.msg import RobotAssemblyState
+    yield from recording('/robot/state', RobotAssemblyState)
+
+
+@pytest.fixture(scope='module')
 def rosout(robot):
     """Every /rosout line of the robot's realtime_loop: (level, text)."""
     import threading

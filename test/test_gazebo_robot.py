@@ -12,7 +12,7 @@ after Gazebo runs again."""
 import numpy as np
 import pytest
 
-from clients import (Arm, Series, arm_positions, mc, now, realtime_state, recording,  # noqa: F401 - fixtures
+from clients import (Arm, Series, arm_positions, joints, mc, now, realtime_state, robot_state,  # noqa: F401 - fixtures
                      rosout, sim, stamp, sync_publisher, teleport)
 from contract import ARM, TOL
 from rosharness import wait_for
@@ -25,18 +25,6 @@ from intera_rt.robot import NEUTRAL
 pytestmark = pytest.mark.sawyer_args(['--sim-time', '--backend', 'gazebo',
                                       '--backend-option', 'standin=true',
                                       '--backend-option', 'real_time_factor=0.5'])
-
-
-@pytest.fixture(scope='module')
-def joints(robot):
-    from sensor_msgs.msg import JointState
-    yield from recording('/robot/joint_states', JointState)
-
-
-@pytest.fixture(scope='module')
-def robot_state(robot):
-    from intera_core_msgs.msg import RobotAssemblyState
-    yield from recording('/robot/state', RobotAssemblyState)
 
 
 def gazebo(name):

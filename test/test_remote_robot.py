@@ -15,7 +15,7 @@ import time
 import numpy as np
 import pytest
 
-from clients import arm, arm_positions, mc, recording  # noqa: F401
+from clients import arm, arm_positions, joints, mc, robot_state  # noqa: F401 - fixtures
 from contract import ARM, NEUTRAL
 from robot_watch import Rosout
 from rosharness import wait_for
@@ -40,18 +40,6 @@ def board_process():
             found.append(pid)
     assert len(found) == 1, 'board processes: %s' % found
     return found[0]
-
-
-@pytest.fixture(scope='module')
-def joints(robot):
-    from sensor_msgs.msg import JointState
-    yield from recording('/robot/joint_states', JointState)
-
-
-@pytest.fixture(scope='module')
-def robot_state(robot):
-    from intera_core_msgs.msg import RobotAssemblyState
-    yield from recording('/robot/state', RobotAssemblyState)
 
 
 def test_boots_on_its_board_process_holds_and_offers_no_sim_control(robot, joints, robot_state):
