@@ -1,8 +1,9 @@
 """The robot on out-of-process joint boards through ROS (scripts/sawyer --backend remote, its
 own board process on loopback, the wall clock): it boots where the boards' arm is and holds,
-offers no sim-control of the plant (hardware to the robot; the IO devices' remains), moves where an SDK client sends it (joint
-position commands, the motion controller), and when the boards fall silent it goes to error
-saying why, the arm held, until a reset once states flow again.
+offers no sim-control of the plant (hardware to the robot; the IO devices' remains), moves
+where an SDK client sends it (joint position commands, the motion controller), and when the
+boards fall silent it goes to error saying why, the arm held, until a reset once states flow
+again.
 
 The boards are made to fall silent as a pulled cable would: the board process is stopped
 (SIGSTOP) and continued. The board process is paced by the wall clock, and this 2-core VM
